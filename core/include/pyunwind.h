@@ -1,0 +1,129 @@
+// pyunwind.h - the one public header of libpyunwind: Python stacks read from a target's memory.
+// Everything behind these functions is hidden; the debugger adapters bind this file with ctypes,
+// so it uses only opaque handles, fixed-width integers, uint64_t addresses and C strings.
+#ifndef PYUNWIND_H
+#define PYUNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PYU_PUBLIC __attribute__((visibility("default")))
+
+// Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
+// load a library whose pyu_abi_version() differs from the number they were written for.
+#define PYU_ABI_VERSION 1
+
+PYU_PUBLIC uint32_t pyu_abi_version(void);
+
+// ---- errors ------------------------------------------------------------------------------
+// Functions that can fail return a struct pyu_error * (NULL on success). The caller owns it and
+// releases it with pyu_error_destroy(); destroying the static out-of-memory error is harmless.
+struct pyu_error;
+// Cannot fail. The string is owned by @err.
+PYU_PUBLIC const char *pyu_error_message(const struct pyu_error *err);
+// One of enum pyu_error_code.
+PYU_PUBLIC int32_t pyu_error_code(const struct pyu_error *err);
+PYU_PUBLIC void pyu_error_destroy(struct pyu_error *err);
+
+enum pyu_error_code {
+	PYU_ERR_OK = 0,
+	PYU_ERR_NOMEM = 1,
+	PYU_ERR_IO = 2,          // could not open/read a file or process
+	PYU_ERR_FAULT = 3,       // target memory not readable / not in the core
+	PYU_ERR_FORMAT = 4,      // malformed ELF, core or line table
+	PYU_ERR_NOT_PYTHON = 5,  // no CPython interpreter found in the target
+	PYU_ERR_UNSUPPORTED = 6, // a CPython version or build we have no layout for
+	PYU_ERR_CORRUPT = 7,     // interpreter structures that fail validation
+	PYU_ERR_ARGUMENT = 8,    // bad argument from the caller
+	PYU_ERR_NOT_FOUND = 9,   // no such thread / frame
+};
+
+// Strings returned to the caller are allocated by the library and released with pyu_free().
+PYU_PUBLIC void pyu_free(void *p);
+
+// ---- targets -----------------------------------------------------------------------------
+// A target is an address space plus what is known of it: mapped files and thread ids.
+struct pyu_target;
+
+// A live local process. Needs permission to read its memory (ptrace rules); the process should
+// be stopped (a debugger has it stopped) for a consistent picture.
+PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret);
+
+// An ELF core file. @executable may be NULL (taken from the core's NT_FILE/PRPSINFO notes).
+// Pages the core omits are read from the mapped files on disk.
+PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const char *executable,
+						  struct pyu_target **ret);
+
+// Reads @len bytes at @addr into @buf; returns how many bytes were read (0 on failure).
+// A callback that raises in Python returns 0 through ctypes, which reads as failure.
+typedef uint64_t (*pyu_read_fn)(void *arg, uint64_t addr, void *buf, uint64_t len);
+
+// A target read through a debugger. @arg is passed back to @read; the caller keeps @read and
+// @arg alive for the life of the target. Describe the address space with
+// pyu_target_add_mapping() and pyu_target_add_thread() before pyu_stacks_collect().
+PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *arg,
+						      struct pyu_target **ret);
+
+// Declares that [@start, @end) maps @path at file offset @offset. @path may name a file that
+// is not on this machine (the mapping then only helps to name things).
+PYU_PUBLIC struct pyu_error *pyu_target_add_mapping(struct pyu_target *t, uint64_t start,
+						    uint64_t end, uint64_t offset,
+						    uint32_t writable, const char *path);
+// Declares a thread of the target by kernel thread id.
+PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t tid);
+// Files named @from (a path prefix) in the target are read from @to on this machine: for a core
+// from another machine or container. Applies to mappings added afterwards and to core notes.
+PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,
+						     const char *to);
+PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t);
+
+// Counters for `make bench`: reads that reached the backend (process, core file or callback)
+// and reads answered by the page cache.
+PYU_PUBLIC uint64_t pyu_target_backend_reads(const struct pyu_target *t);
+PYU_PUBLIC uint64_t pyu_target_cached_reads(const struct pyu_target *t);
+
+// ---- stacks ------------------------------------------------------------------------------
+// A snapshot of every thread's Python stack, taken once; formatting functions read from it
+// (and from the target, for line tables and source files).
+struct pyu_stacks;
+
+// Finds the interpreter and walks every thread. Fails only when no Python stack at all can be
+// produced (not a Python process, unsupported version); unreadable frames and threads become
+// error frames inside the snapshot instead.
+PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret);
+PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s);
+
+PYU_PUBLIC uint32_t pyu_stacks_thread_count(const struct pyu_stacks *s);
+// Index of the thread whose kernel tid is @native_tid or, failing that, whose pthread id is
+// @pthread_id (either may be 0 for unknown); -1 when none matches.
+PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t native_tid,
+					  uint64_t pthread_id);
+// Number of frames of thread @thread (error frames included); 0 for a bad index.
+PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread);
+
+// Output flags.
+#define PYU_FMT_JSON 0x1u     // the JSON document of the stacks (see README)
+#define PYU_FMT_SOURCE 0x2u   // text: add the source line (and carets on 3.11+)
+#define PYU_FMT_TABLE 0x4u    // py-line: add the whole decoded line table
+#define PYU_FMT_ALL 0x8u      // py-bt: every thread, not just @thread
+
+// py-bt: the stack of @thread (or every thread with PYU_FMT_ALL), innermost first, at most
+// @limit frames per thread (0 = no limit). *ret is a NUL-terminated string for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t thread,
+					   uint32_t flags, uint32_t limit, char **ret);
+// py-line: the location of frame @frame of @thread; with PYU_FMT_TABLE the whole table.
+PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_t thread,
+					     uint32_t frame, uint32_t flags, char **ret);
+// py-list: source lines [@first, @last] of the file of frame @frame (0, 0 = around its line).
+PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_t thread,
+					     uint32_t frame, int64_t first, int64_t last,
+					     char **ret);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

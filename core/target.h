@@ -1,0 +1,51 @@
+// target.h - the address space of a target, as the rest of the core sees it: checked reads
+// through a small page cache, the list of mapped files, and the thread ids. A live process, a
+// core file and a debugger callback differ only in the backend that fills a struct pyu_target.
+#ifndef PYU_TARGET_H
+#define PYU_TARGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct pyu_mapping {
+	uint64_t start, end; // [start, end) in the target
+	uint64_t offset;     // file offset of start
+	bool writable;
+	char *path;          // as the target names it; NULL for anonymous memory
+	char *local_path;    // where to read that file here (after path maps); NULL if none
+};
+
+// Backend: reads up to @len bytes at @addr. Returns the number of bytes read (a short count
+// means the rest is unreadable). Must not fail for a partially readable range in a way that
+// hides the readable prefix.
+typedef uint64_t (*pyu_backend_read_fn)(struct pyu_target *t, uint64_t addr, void *buf,
+					 uint64_t len);
+
+// Reads exactly @len bytes at @addr. On error (PYU_ERR_FAULT naming the address), @buf contents
+// are unspecified.
+struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf, size_t len);
+// Typed little-endian reads. On error, *ret is unchanged.
+struct pyu_error *pyu_target_read_u64(struct pyu_target *t, uint64_t addr, uint64_t *ret);
+struct pyu_error *pyu_target_read_u32(struct pyu_target *t, uint64_t addr, uint32_t *ret);
+struct pyu_error *pyu_target_read_u8(struct pyu_target *t, uint64_t addr, uint8_t *ret);
+// Reads bytes up to @max or a NUL, whichever first; *ret is NUL-terminated, malloc'd.
+struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size_t max,
+				       char **ret);
+
+// The mappings, sorted by start address. Cannot fail.
+size_t pyu_target_mapping_count(const struct pyu_target *t);
+const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t i);
+// The mapping containing @addr, or NULL.
+const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr);
+
+// Kernel thread ids known to the target (from /proc/PID/task, NT_PRSTATUS or the debugger).
+size_t pyu_target_thread_count(const struct pyu_target *t);
+int64_t pyu_target_thread(const struct pyu_target *t, size_t i);
+
+// Applies the path maps to a path the target names; malloc'd result, NULL when out of memory.
+char *pyu_target_local_path(const struct pyu_target *t, const char *path);
+
+#endif
