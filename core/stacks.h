@@ -1,0 +1,65 @@
+// stacks.h - the snapshot that pyu_stacks_collect() produces and the formatters read: threads,
+// their frames, and the code objects those frames run (each read and decoded once, then shared
+// by every frame that runs it - a 1,000-deep recursion reads its code object once).
+#ifndef PYU_STACKS_H
+#define PYU_STACKS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "linetable.h"
+#include "target.h"
+
+// A code object as read from the target. Strings are UTF-8, NUL-terminated, owned.
+struct pyu_code_info {
+	uint64_t address;
+	char *name;
+	char *qualname;  // NULL before 3.11
+	char *filename;
+	int32_t firstlineno;
+	enum pyu_linetable_format format;
+	uint8_t *table;  // copy of co_lnotab / co_linetable (owned)
+	size_t table_len;
+	uint64_t code_len; // bytecode length in bytes
+};
+
+enum pyu_frame_kind {
+	PYU_FRAME_PYTHON,
+	PYU_FRAME_ERROR, // could not be read; @reason says why, @frame_address where
+};
+
+struct pyu_frame_info {
+	enum pyu_frame_kind kind;
+	int32_t code;                // index into pyu_stacks.codes; -1 for error frames
+	struct pyu_location loc;     // line/end_line/column/end_column (PYU_NO_* when absent)
+	int64_t instruction_offset;  // byte offset, as frame.f_lasti reports it in Python; -1 none
+	uint64_t frame_address;
+	char *reason;                // error frames: owned message
+};
+
+struct pyu_thread_info {
+	uint64_t thread_id;         // pthread id = threading.get_ident()
+	int64_t native_thread_id;   // kernel tid; -1 when unknown
+	int32_t holds_gil;          // 1, 0, or -1 when unknown
+	int64_t interpreter_id;     // 0 for the main interpreter; -1 unknown
+	uint64_t tstate_address;
+	char *name;                 // NULL when unknown
+	struct pyu_frame_info *frames; // innermost first
+	uint32_t frame_count;
+};
+
+struct pyu_stacks {
+	struct pyu_target *target;  // not owned; must outlive the snapshot
+	char version[32];           // "3.14.0", from the hex version
+	uint64_t hexversion;
+	bool debug_build;
+	bool free_threaded;
+	struct pyu_code_info *codes;
+	uint32_t code_count;
+	struct pyu_thread_info *threads;
+	uint32_t thread_count;
+	char **errors;              // problems that are not tied to one frame (owned strings)
+	uint32_t error_count;
+};
+
+#endif
