@@ -1,0 +1,451 @@
+# pyunwind_core.py - the ctypes binding of libpyunwind and the command logic both debugger
+# adapters share: argument parsing, the per-stop snapshot cache and the selected Python frame.
+# Nothing here decodes target memory; that is the C core's job. The adapters supply a
+# "view" of their debugger (which target, which thread is selected, how to read memory).
+import ctypes
+import os
+import shlex
+
+ABI_VERSION = 1
+
+PYU_FMT_JSON = 0x1
+PYU_FMT_SOURCE = 0x2
+PYU_FMT_TABLE = 0x4
+PYU_FMT_ALL = 0x8
+
+
+class PyunwindError(Exception):
+    """A user-facing error: printed as one line by the adapters, never as a traceback."""
+
+
+READ_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
+                           ctypes.c_void_p, ctypes.c_uint64)
+
+
+def _candidate_libraries(adapter_dir):
+    env = os.environ.get("PYUNWIND_LIB")
+    if env:
+        yield env
+    here = os.path.realpath(adapter_dir)
+    # Build tree: <checkout>/{gdb,lldb,common}/ next to <checkout>/build/.
+    yield os.path.join(here, os.pardir, "build", "libpyunwind.so")
+    # Install tree: PREFIX/share/pyunwind/<adapter>/ next to PREFIX/lib/.
+    yield os.path.join(here, os.pardir, os.pardir, os.pardir, "lib", "libpyunwind.so")
+
+
+class Library(object):
+    """The loaded libpyunwind with typed functions. Loaded once per debugger process."""
+
+    _instance = None
+
+    @classmethod
+    def get(cls, adapter_dir):
+        if cls._instance is None:
+            cls._instance = cls(adapter_dir)
+        return cls._instance
+
+    def __init__(self, adapter_dir):
+        tried = []
+        lib = None
+        for path in _candidate_libraries(adapter_dir):
+            path = os.path.normpath(path)
+            if not os.path.exists(path):
+                tried.append(path)
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                tried.append("%s (%s)" % (path, e))
+        if lib is None:
+            raise PyunwindError("cannot find libpyunwind.so (set PYUNWIND_LIB); tried: "
+                                + ", ".join(tried))
+        self.path = path
+        try:
+            self._declare(lib)
+        except AttributeError as e:
+            raise PyunwindError("%s is not a usable libpyunwind (%s); rebuild pyunwind"
+                                % (path, e))
+        abi = lib.pyu_abi_version()
+        if abi != ABI_VERSION:
+            raise PyunwindError("%s has ABI version %d, this adapter needs %d; rebuild or "
+                                "reinstall pyunwind" % (path, abi, ABI_VERSION))
+        self.lib = lib
+
+    @staticmethod
+    def _declare(lib):
+        P = ctypes.c_void_p
+        PP = ctypes.POINTER(ctypes.c_void_p)
+        sigs = {
+            "pyu_abi_version": (ctypes.c_uint32, []),
+            "pyu_error_message": (ctypes.c_char_p, [P]),
+            "pyu_error_code": (ctypes.c_int32, [P]),
+            "pyu_error_destroy": (None, [P]),
+            "pyu_free": (None, [P]),
+            "pyu_target_open_pid": (P, [ctypes.c_int32, PP]),
+            "pyu_target_open_core": (P, [ctypes.c_char_p, ctypes.c_char_p, PP]),
+            "pyu_target_open_callback": (P, [READ_FN, P, PP]),
+            "pyu_target_add_mapping": (P, [P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                           ctypes.c_uint32, ctypes.c_char_p]),
+            "pyu_target_add_thread": (P, [P, ctypes.c_int64]),
+            "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
+            "pyu_target_destroy": (None, [P]),
+            "pyu_target_backend_reads": (ctypes.c_uint64, [P]),
+            "pyu_target_cached_reads": (ctypes.c_uint64, [P]),
+            "pyu_stacks_collect": (P, [P, PP]),
+            "pyu_stacks_destroy": (None, [P]),
+            "pyu_stacks_thread_count": (ctypes.c_uint32, [P]),
+            "pyu_stacks_find_thread": (ctypes.c_int32, [P, ctypes.c_int64, ctypes.c_uint64]),
+            "pyu_stacks_frame_count": (ctypes.c_uint32, [P, ctypes.c_uint32]),
+            "pyu_format_bt": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, PP]),
+            "pyu_format_line": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, PP]),
+            "pyu_format_list": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64,
+                                    ctypes.c_int64, PP]),
+        }
+        for name, (res, args) in sigs.items():
+            fn = getattr(lib, name)
+            fn.restype = res
+            fn.argtypes = args
+
+    def check(self, err):
+        """Raises PyunwindError for a non-NULL struct pyu_error *, releasing it."""
+        if err:
+            msg = self.lib.pyu_error_message(err)
+            self.lib.pyu_error_destroy(err)
+            raise PyunwindError(msg.decode("utf-8", "replace") if msg else "unknown error")
+
+    def take_string(self, ptr):
+        try:
+            return ctypes.string_at(ptr).decode("utf-8", "replace")
+        finally:
+            self.lib.pyu_free(ptr)
+
+
+class Target(object):
+    """An open pyu_target. Keeps the read callback referenced for the target's whole life:
+    if Python freed it while the core still held the pointer, the debugger would crash."""
+
+    def __init__(self, lib, handle, callback=None):
+        self.lib = lib
+        self.handle = handle
+        self._callback = callback
+
+    @classmethod
+    def open_pid(cls, lib, pid):
+        h = ctypes.c_void_p()
+        lib.check(lib.lib.pyu_target_open_pid(int(pid), ctypes.byref(h)))
+        return cls(lib, h)
+
+    @classmethod
+    def open_core(cls, lib, core, executable=None):
+        h = ctypes.c_void_p()
+        exe = executable.encode() if executable else None
+        lib.check(lib.lib.pyu_target_open_core(core.encode(), exe, ctypes.byref(h)))
+        return cls(lib, h)
+
+    @classmethod
+    def open_reader(cls, lib, read, mappings, threads):
+        """@read(addr, size) -> bytes (shorter or empty when unreadable); @mappings: iterable
+        of (start, end, offset, writable, path); @threads: kernel thread ids."""
+
+        def trampoline(_arg, addr, buf, size):
+            try:
+                data = read(addr, size)
+                n = min(len(data), size)
+                if n:
+                    ctypes.memmove(buf, data, n)
+                return n
+            except Exception:  # any failure is "not readable": never let it reach ctypes
+                return 0
+
+        cb = READ_FN(trampoline)
+        h = ctypes.c_void_p()
+        lib.check(lib.lib.pyu_target_open_callback(cb, None, ctypes.byref(h)))
+        t = cls(lib, h, cb)
+        try:
+            for start, end, offset, writable, path in mappings:
+                lib.check(lib.lib.pyu_target_add_mapping(
+                    h, start, end, offset, 1 if writable else 0,
+                    path.encode() if path else None))
+            for tid in threads:
+                lib.check(lib.lib.pyu_target_add_thread(h, int(tid)))
+        except BaseException:
+            t.close()
+            raise
+        return t
+
+    def reads(self):
+        return (self.lib.lib.pyu_target_backend_reads(self.handle),
+                self.lib.lib.pyu_target_cached_reads(self.handle))
+
+    def close(self):
+        if self.handle:
+            self.lib.lib.pyu_target_destroy(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Stacks(object):
+    def __init__(self, target):
+        self.target = target
+        self.lib = target.lib
+        h = ctypes.c_void_p()
+        self.lib.check(self.lib.lib.pyu_stacks_collect(target.handle, ctypes.byref(h)))
+        self.handle = h
+
+    def thread_count(self):
+        return self.lib.lib.pyu_stacks_thread_count(self.handle)
+
+    def frame_count(self, thread):
+        return self.lib.lib.pyu_stacks_frame_count(self.handle, thread)
+
+    def find_thread(self, tid, pthread_id):
+        return self.lib.lib.pyu_stacks_find_thread(self.handle, tid or 0, pthread_id or 0)
+
+    def _text(self, fn, *args):
+        out = ctypes.c_void_p()
+        self.lib.check(fn(self.handle, *(args + (ctypes.byref(out),))))
+        return self.lib.take_string(out)
+
+    def bt(self, thread, flags, limit):
+        return self._text(self.lib.lib.pyu_format_bt, thread, flags, limit)
+
+    def line(self, thread, frame, flags):
+        return self._text(self.lib.lib.pyu_format_line, thread, frame, flags)
+
+    def listing(self, thread, frame, first, last):
+        return self._text(self.lib.lib.pyu_format_list, thread, frame, first, last)
+
+    def close(self):
+        if self.handle:
+            self.lib.lib.pyu_stacks_destroy(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+# ---- command logic shared by both debuggers ---------------------------------------------------
+
+class DebuggerView(object):
+    """What an adapter tells the shared logic about its debugger. Subclassed per debugger."""
+
+    def require_process(self):
+        """Raises PyunwindError when there is no process or core to look at."""
+        raise NotImplementedError
+
+    def stop_key(self):
+        """A value that changes whenever the target ran (stop id, or None if unknown)."""
+        raise NotImplementedError
+
+    def open_target(self, lib):
+        """A Target for the current inferior, or raises PyunwindError("no process")."""
+        raise NotImplementedError
+
+    def selected_thread(self):
+        """(kernel tid, pthread id) of the debugger's selected thread; either may be 0."""
+        raise NotImplementedError
+
+
+def _parse_int(text, what):
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise PyunwindError("%s: expected a number, got %r" % (what, text))
+
+
+def _split(arg):
+    try:
+        return shlex.split(arg or "")
+    except ValueError as e:
+        raise PyunwindError(str(e))
+
+
+class Session(object):
+    """Per-debugger state: the snapshot of the current stop and the selected Python frame."""
+
+    def __init__(self, adapter_dir):
+        self.adapter_dir = adapter_dir
+        self._key = None
+        self._target = None
+        self._stacks = None
+        self._selected = {}  # thread index -> selected Python frame number
+
+    def lib(self):
+        return Library.get(self.adapter_dir)
+
+    def invalidate(self):
+        if self._stacks is not None:
+            self._stacks.close()
+        if self._target is not None:
+            self._target.close()
+        self._key = self._target = self._stacks = None
+        self._selected = {}
+
+    def stacks(self, view):
+        view.require_process()
+        key = view.stop_key()
+        if self._stacks is None or key is None or key != self._key:
+            self.invalidate()
+            target = view.open_target(self.lib())
+            try:
+                self._stacks = Stacks(target)
+            except BaseException:
+                target.close()
+                raise
+            self._target = target
+            self._key = key
+        return self._stacks
+
+    def target_reads(self):
+        return self._target.reads() if self._target is not None else (0, 0)
+
+    def _thread(self, view, stacks):
+        tid, pthread_id = view.selected_thread()
+        idx = stacks.find_thread(tid, pthread_id)
+        if idx < 0:
+            raise PyunwindError("the selected thread (tid %s) runs no Python code; "
+                                "'py-bt --all' shows every Python thread" % (tid or "?"))
+        return idx
+
+    def _frame(self, stacks, thread, arg):
+        n = stacks.frame_count(thread)
+        if n == 0:
+            raise PyunwindError("the selected thread has no Python frames")
+        frame = self._selected.get(thread, 0) if arg is None else _parse_int(arg, "frame")
+        if frame < 0 or frame >= n:
+            raise PyunwindError("no Python frame #%d (the thread has %d)" % (frame, n))
+        return frame
+
+    # Each command returns the text to print.
+
+    def py_bt(self, view, arg):
+        flags, limit = PYU_FMT_SOURCE, 0
+        words = _split(arg)
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in ("-a", "--all"):
+                flags |= PYU_FMT_ALL
+            elif w in ("-j", "--json"):
+                flags |= PYU_FMT_JSON
+            elif w == "--no-source":
+                flags &= ~PYU_FMT_SOURCE
+            elif w in ("-l", "--limit") and i + 1 < len(words):
+                i += 1
+                limit = _parse_int(words[i], "--limit")
+                if limit < 0:
+                    raise PyunwindError("--limit must not be negative")
+            elif w.startswith("--limit="):
+                limit = _parse_int(w.split("=", 1)[1], "--limit")
+            else:
+                raise PyunwindError("py-bt: unknown argument %r; usage: "
+                                    "py-bt [--all] [--json] [--limit N]" % w)
+            i += 1
+        stacks = self.stacks(view)
+        thread = 0 if flags & PYU_FMT_ALL else self._thread(view, stacks)
+        return stacks.bt(thread, flags, limit)
+
+    def py_line(self, view, arg):
+        flags, frame_arg = PYU_FMT_SOURCE, None
+        for w in _split(arg):
+            if w in ("-t", "--table"):
+                flags |= PYU_FMT_TABLE
+            elif frame_arg is None and not w.startswith("-"):
+                frame_arg = w
+            else:
+                raise PyunwindError("py-line: unknown argument %r; usage: py-line [N] [--table]"
+                                    % w)
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        return stacks.line(thread, self._frame(stacks, thread, frame_arg), flags)
+
+    def py_list(self, view, arg):
+        words = _split(arg)
+        if len(words) > 1:
+            raise PyunwindError("py-list: usage: py-list [N | START,END]")
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        frame = self._frame(stacks, thread, None)
+        first = last = 0
+        if words:
+            if "," in words[0]:
+                a, b = words[0].split(",", 1)
+                first, last = _parse_int(a, "START"), _parse_int(b, "END")
+                if first < 1 or last < first:
+                    raise PyunwindError("py-list: need 1 <= START <= END")
+            else:
+                n = _parse_int(words[0], "line")
+                if n < 1:
+                    raise PyunwindError("py-list: line numbers start at 1")
+                first, last = max(1, n - 5), n + 5
+        return stacks.listing(thread, frame, first, last)
+
+    def py_move(self, view, arg, direction):
+        words = _split(arg)
+        if len(words) > 1:
+            raise PyunwindError("usage: py-%s [N]" % ("up" if direction > 0 else "down"))
+        count = _parse_int(words[0], "count") if words else 1
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        n = stacks.frame_count(thread)
+        if n == 0:
+            raise PyunwindError("the selected thread has no Python frames")
+        cur = self._selected.get(thread, 0)
+        new = cur + direction * count
+        if new >= n:
+            if cur == n - 1:
+                raise PyunwindError("Initial Python frame selected; you cannot go up.")
+            new = n - 1
+        if new < 0:
+            if cur == 0:
+                raise PyunwindError("Bottom (innermost) Python frame selected; "
+                                    "you cannot go down.")
+            new = 0
+        self._selected[thread] = new
+        return stacks.line(thread, new, PYU_FMT_SOURCE)
+
+
+HELP = {
+    "py-bt": """Print the Python stack of the selected thread, innermost frame first.
+Usage: py-bt [--all] [--json] [--limit N] [--no-source]
+  --all        every Python thread of every interpreter, with thread ids and GIL holder
+  --json       the machine-readable JSON document (schema in pyunwind's README), nothing else
+  --limit N    at most N frames per thread
+  --no-source  leave out the source lines""",
+    "py-line": """Show the location of the selected Python frame, or of frame #N.
+Usage: py-line [N] [--table]
+Prints file, line, end line, columns, instruction offset and the source line with carets.
+  --table  the whole decoded line table of the frame's code object, current range marked""",
+    "py-list": """List the source around the selected Python frame's line.
+Usage: py-list [N | START,END]
+  N          lines around line N of that file
+  START,END  lines START to END""",
+    "py-up": """Select the Python frame that called the selected one (toward the outermost).
+Usage: py-up [N]""",
+    "py-down": """Select the Python frame called by the selected one (toward the innermost).
+Usage: py-down [N]""",
+}
+
+
+def run(session, view, name, arg):
+    """Runs command @name; returns its text. Raises PyunwindError for user errors."""
+    if name == "py-bt":
+        return session.py_bt(view, arg)
+    if name == "py-line":
+        return session.py_line(view, arg)
+    if name == "py-list":
+        return session.py_list(view, arg)
+    if name == "py-up":
+        return session.py_move(view, arg, +1)
+    if name == "py-down":
+        return session.py_move(view, arg, -1)
+    raise PyunwindError("unknown command " + name)

@@ -1,0 +1,152 @@
+# pyunwind.py for gdb - adds py-bt, py-line, py-list, py-up and py-down.
+# Load with `source /path/to/gdb/pyunwind.py`. This file only translates between gdb and the C
+# core (through common/pyunwind_core.py): which target, which thread, how to read memory.
+import os
+import re
+import sys
+
+import gdb
+
+_HERE = os.path.dirname(os.path.realpath(__file__))
+for _d in (os.path.join(_HERE, os.pardir, "common"), os.path.join(_HERE, os.pardir, "python")):
+    _d = os.path.normpath(_d)
+    if os.path.isdir(_d) and _d not in sys.path:
+        sys.path.insert(0, _d)
+
+import pyunwind_core as core  # noqa: E402
+
+_CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
+
+
+class GdbView(core.DebuggerView):
+    """gdb's side: the selected inferior, its connection and the selected thread."""
+
+    def __init__(self):
+        self.inferior = gdb.selected_inferior()
+
+    def stop_key(self):
+        inf = self.inferior
+        return (inf.num, inf.pid, _state.generation)
+
+    def _connection_type(self):
+        conn = getattr(self.inferior, "connection", None)
+        return conn.type if conn is not None else None
+
+    def _core_file(self):
+        text = gdb.execute("info target", to_string=True)
+        if "core dump file" not in text:
+            return None
+        m = _CORE_FILE_RE.search(text.split("core dump file", 1)[1])
+        return m.group(1) if m else None
+
+    def require_process(self):
+        inf = self.inferior
+        if not inf.is_valid() or inf.pid == 0:
+            raise core.PyunwindError("no process: run or attach to a Python program, "
+                                     "or open a core file")
+
+    def open_target(self, lib):
+        inf = self.inferior
+        forced = os.environ.get("PYUNWIND_READS") == "debugger"
+        kind = self._connection_type()
+        if not forced and kind == "native" and os.path.exists("/proc/%d/mem" % inf.pid):
+            return core.Target.open_pid(lib, inf.pid)
+        if not forced and kind == "core":
+            path = self._core_file()
+            if path and os.path.exists(path):
+                try:
+                    return core.Target.open_core(lib, path, inf.progspace.filename)
+                except core.PyunwindError:
+                    pass  # a core the core cannot open: gdb itself may still read it
+        return core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+
+    def _read(self, addr, size):
+        try:
+            return self.inferior.read_memory(addr, size).tobytes()
+        except gdb.MemoryError:
+            return b""
+
+    def _threads(self):
+        return [t.ptid[1] or t.ptid[0] for t in self.inferior.threads()]
+
+    def _mappings(self):
+        try:
+            text = gdb.execute("info proc mappings", to_string=True)
+        except gdb.error:
+            return []
+        maps = []
+        for line in text.splitlines():
+            words = line.split()
+            if len(words) < 4 or not words[0].startswith("0x"):
+                continue
+            try:
+                start, end, offset = int(words[0], 16), int(words[1], 16), int(words[3], 16)
+            except ValueError:
+                continue
+            rest = words[4:]
+            writable = True
+            if rest and re.match(r"^[r-][w-][x-][ps]$", rest[0]):
+                writable = rest[0][1] == "w"
+                rest = rest[1:]
+            path = " ".join(rest) if rest else None
+            maps.append((start, end, offset, writable, path))
+        return maps
+
+    def selected_thread(self):
+        th = gdb.selected_thread()
+        if th is None:
+            raise core.PyunwindError("no thread selected")
+        pthread_id = 0
+        try:
+            handle = th.handle()
+            pthread_id = int.from_bytes(bytes(handle), "little")
+        except Exception:
+            pass
+        return th.ptid[1] or th.ptid[0], pthread_id
+
+
+class _State(object):
+    def __init__(self):
+        self.generation = 0
+        self.session = core.Session(_HERE)
+
+    def bump(self, *_args):
+        self.generation += 1
+
+
+def _make_command(name):
+    class Command(gdb.Command):
+        def __init__(self):
+            super(Command, self).__init__(name, gdb.COMMAND_STACK)
+
+        def invoke(self, arg, from_tty):
+            try:
+                text = core.run(_state.session, GdbView(), name, arg)
+            except core.PyunwindError as e:
+                raise gdb.GdbError(str(e))
+            except gdb.GdbError:
+                raise
+            except Exception as e:  # never a Python traceback in the user's session
+                raise gdb.GdbError("pyunwind: internal error: %s: %s" % (type(e).__name__, e))
+            if text and not text.endswith("\n"):
+                text += "\n"
+            gdb.write(text)
+
+    Command.__doc__ = core.HELP[name]
+    Command.__name__ = "PyunwindCommand_" + name.replace("-", "_")
+    return Command
+
+
+# Loading twice re-registers the commands but keeps one state and one set of event handlers.
+try:
+    _state  # noqa: F821 - defined by an earlier load of this file in the same gdb
+except NameError:
+    _state = _State()
+    for _ev in ("cont", "stop", "exited", "new_objfile", "inferior_call", "memory_changed",
+                "new_inferior", "new_thread"):
+        _registry = getattr(gdb.events, _ev, None)
+        if _registry is not None:
+            _registry.connect(_state.bump)
+
+for _name in sorted(core.HELP):
+    _make_command(_name)()

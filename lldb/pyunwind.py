@@ -1,0 +1,201 @@
+# pyunwind.py for lldb - adds py-bt, py-line, py-list, py-up and py-down.
+# Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
+# lldb's SB API and the C core (through common/pyunwind_core.py).
+import os
+import sys
+
+import lldb
+
+_HERE = os.path.dirname(os.path.realpath(__file__))
+for _d in (os.path.join(_HERE, os.pardir, "common"), os.path.join(_HERE, os.pardir, "python")):
+    _d = os.path.normpath(_d)
+    if os.path.isdir(_d) and _d not in sys.path:
+        sys.path.insert(0, _d)
+
+import pyunwind_core as core  # noqa: E402
+
+_ET_CORE = 4
+
+
+def _mapped_core_files():
+    """Core files this lldb process has mapped: lldb's SB API does not name a process's core
+    file, but lldb maps the file it opened, so /proc/self/maps does."""
+    found = []
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5]
+        if path in found:
+            continue
+        try:
+            with open(path, "rb") as f:
+                head = f.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and len(head) == 18 and \
+                int.from_bytes(head[16:18], "little") == _ET_CORE:
+            found.append(path)
+    return found
+
+
+class LldbView(core.DebuggerView):
+    def __init__(self, debugger, exe_ctx):
+        target = exe_ctx.GetTarget() if exe_ctx is not None else None
+        if target is None or not target.IsValid():
+            target = debugger.GetSelectedTarget()
+        self.target = target
+        self.process = target.GetProcess() if target and target.IsValid() else None
+
+    def require_process(self):
+        p = self.process
+        if p is None or not p.IsValid() or p.GetState() in (
+                lldb.eStateInvalid, lldb.eStateUnloaded, lldb.eStateDetached,
+                lldb.eStateExited, lldb.eStateConnected):
+            raise core.PyunwindError("no process: run or attach to a Python program, "
+                                     "or open a core file")
+        if p.GetState() == lldb.eStateRunning:
+            raise core.PyunwindError("the process is running; interrupt it first")
+
+    def stop_key(self):
+        p = self.process
+        if p is None or not p.IsValid():
+            return None
+        return (p.GetUniqueID(), p.GetProcessID(), p.GetStopID())
+
+    def open_target(self, lib):
+        self.require_process()
+        p = self.process
+        forced = os.environ.get("PYUNWIND_READS") == "debugger"
+        plugin = p.GetPluginName()
+        pid = p.GetProcessID()
+        exe = self.target.GetExecutable()
+        exe_path = exe.fullpath if exe and exe.IsValid() else None
+        if not forced and plugin == "elf-core":
+            cores = _mapped_core_files()
+            if len(cores) == 1:
+                try:
+                    return core.Target.open_core(lib, cores[0], exe_path)
+                except core.PyunwindError:
+                    pass
+        elif not forced and self.target.GetPlatform().GetName() == "host" and pid > 0 \
+                and self._same_executable(pid, exe_path):
+            return core.Target.open_pid(lib, pid)
+        return core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+
+    @staticmethod
+    def _same_executable(pid, exe_path):
+        """Is the process lldb debugs the local process @pid? (lldb-server may be remote.)"""
+        try:
+            local = os.path.realpath("/proc/%d/exe" % pid)
+        except OSError:
+            return False
+        if not os.path.exists("/proc/%d/mem" % pid):
+            return False
+        return exe_path is None or os.path.realpath(exe_path) == local or \
+            os.path.basename(local).startswith("ld-linux")
+
+    def _read(self, addr, size):
+        err = lldb.SBError()
+        data = self.process.ReadMemory(addr, size, err)
+        if not err.Success() or data is None:
+            return b""
+        return bytes(data)
+
+    def _threads(self):
+        p = self.process
+        return [p.GetThreadAtIndex(i).GetThreadID() for i in range(p.GetNumThreads())]
+
+    def _mappings(self):
+        maps = []
+        t = self.target
+        # Loaded sections of each module give mappings with their file offsets, which is what
+        # the core needs to place ELF symbols.
+        for i in range(t.GetNumModules()):
+            m = t.GetModuleAtIndex(i)
+            path = m.GetFileSpec().fullpath
+            for j in range(m.GetNumSections()):
+                s = m.GetSectionAtIndex(j)
+                load = s.GetLoadAddress(t)
+                size = s.GetByteSize()
+                if load == lldb.LLDB_INVALID_ADDRESS or size == 0:
+                    continue
+                writable = bool(s.GetPermissions() & lldb.ePermissionsWritable)
+                maps.append((load, load + size, s.GetFileOffset(), writable, path))
+        # Anonymous writable memory (heap, stacks) from the region list.
+        regions = self.process.GetMemoryRegions()
+        info = lldb.SBMemoryRegionInfo()
+        for i in range(regions.GetSize()):
+            if not regions.GetMemoryRegionAtIndex(i, info):
+                continue
+            if info.IsMapped() and info.IsWritable() and not info.GetName():
+                maps.append((info.GetRegionBase(), info.GetRegionEnd(), 0, True, None))
+        return maps
+
+    def selected_thread(self):
+        self.require_process()
+        th = self.process.GetSelectedThread()
+        if not th or not th.IsValid():
+            raise core.PyunwindError("no thread selected")
+        return th.GetThreadID(), 0
+
+
+_session = core.Session(_HERE)
+
+
+class _Command(object):
+    name = None
+
+    def __init__(self, debugger, internal_dict):
+        pass
+
+    def get_short_help(self):
+        return core.HELP[self.name].splitlines()[0]
+
+    def get_long_help(self):
+        return core.HELP[self.name]
+
+    def __call__(self, debugger, command, exe_ctx, result):
+        try:
+            text = core.run(_session, LldbView(debugger, exe_ctx), self.name, command)
+        except core.PyunwindError as e:
+            result.SetError(str(e))
+            return
+        except Exception as e:  # never let an exception reach lldb
+            result.SetError("pyunwind: internal error: %s: %s" % (type(e).__name__, e))
+            return
+        if text and not text.endswith("\n"):
+            text += "\n"
+        result.PutCString(text.rstrip("\n"))
+        result.SetStatus(lldb.eReturnStatusSuccessFinishResult)
+
+
+class PyBt(_Command):
+    name = "py-bt"
+
+
+class PyLine(_Command):
+    name = "py-line"
+
+
+class PyList(_Command):
+    name = "py-list"
+
+
+class PyUp(_Command):
+    name = "py-up"
+
+
+class PyDown(_Command):
+    name = "py-down"
+
+
+def __lldb_init_module(debugger, internal_dict):
+    for cls in (PyBt, PyLine, PyList, PyUp, PyDown):
+        debugger.HandleCommand("command script add --overwrite -c %s.%s %s"
+                               % (__name__, cls.__name__, cls.name))
