@@ -1,0 +1,514 @@
+// format.c - turns a stacks snapshot into what py-bt, py-line and py-list print: traceback-style
+// text (with source lines and 3.11+ carets) or the JSON document. Both debuggers and the CLI
+// print exactly this text. Reads source files from disk (source.c), never target memory.
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/pyunwind.h"
+#include "linetable.h"
+#include "source.h"
+#include "stacks.h"
+#include "strbuf.h"
+
+#define PYU_MAX_TABLE_RANGES 1000000u // bound on the ranges py-line --table prints
+#define SOURCE_INDENT "        "     // source lines sit 4 columns right of "File"
+
+static const struct pyu_code_info *code_of(const struct pyu_stacks *s,
+					   const struct pyu_frame_info *f)
+{
+	if (f->kind != PYU_FRAME_PYTHON || f->code < 0 || (uint32_t)f->code >= s->code_count)
+		return NULL;
+	return &s->codes[f->code];
+}
+
+static const char *display_name(const struct pyu_code_info *c)
+{
+	if (c->qualname)
+		return c->qualname;
+	return c->name ? c->name : "???";
+}
+
+static void put_text(struct pyu_strbuf *sb, const char *s)
+{
+	pyu_strbuf_text(sb, s, strlen(s));
+}
+
+// ---- source lines and carets ------------------------------------------------------------
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r' || c == '\n';
+}
+
+// East Asian wide and fullwidth characters take two terminal columns; traceback.py counts
+// them so (3.11+). The main blocks are enough for aligning carets.
+static bool is_wide(uint32_t cp)
+{
+	return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0x303E) ||
+	       (cp >= 0x3041 && cp <= 0x33FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+	       (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xA000 && cp <= 0xA4CF) ||
+	       (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+	       (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+	       (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) ||
+	       (cp >= 0x1F900 && cp <= 0x1F9FF) || (cp >= 0x20000 && cp <= 0x3FFFD);
+}
+
+// Terminal width of the first @chars characters of @s (@n bytes).
+static size_t display_width(const char *s, size_t n, size_t chars)
+{
+	size_t width = 0, i = 0;
+	for (size_t c = 0; c < chars && i < n; c++) {
+		uint32_t cp;
+		i += pyu_utf8_next((const unsigned char *)s + i, n - i, &cp);
+		width += is_wide(cp) ? 2 : 1;
+	}
+	return width;
+}
+
+// Appends the source line (stripped like traceback does) and, when the location has columns,
+// the caret line under it. CPython 3.11's rule: columns are UTF-8 byte offsets into the raw
+// line; a range that goes on past this line runs to its end; no carets when they would cover
+// the whole stripped line. Appends nothing when the line is not available.
+static void source_with_carets(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
+			       const char *file, const struct pyu_location *loc)
+{
+	const char *raw;
+	size_t n;
+	if (loc->line == PYU_NO_LINE || !pyu_source_line(cache, file, loc->line, &raw, &n))
+		return;
+	size_t lead = 0, end = n;
+	while (lead < n && is_space(raw[lead]))
+		lead++;
+	while (end > lead && is_space(raw[end - 1]))
+		end--;
+	if (lead == end)
+		return; // a blank line: traceback prints nothing for it
+	pyu_strbuf_puts(sb, SOURCE_INDENT);
+	pyu_strbuf_text(sb, raw + lead, end - lead);
+	pyu_strbuf_putc(sb, '\n');
+
+	if (loc->column == PYU_NO_COLUMN || loc->end_column == PYU_NO_COLUMN ||
+	    loc->column < 0 || loc->end_column < 0 || loc->end_line == PYU_NO_LINE ||
+	    loc->end_line < loc->line)
+		return;
+	size_t stripped_chars = pyu_utf8_chars(raw + lead, end - lead, end - lead);
+	size_t start_c = pyu_utf8_chars(raw, n, (size_t)loc->column);
+	size_t end_c = loc->end_line == loc->line ? pyu_utf8_chars(raw, n, (size_t)loc->end_column)
+						  : pyu_utf8_chars(raw, n, end);
+	size_t lead_c = lead; // leading whitespace is ASCII, one column each
+	if (start_c < lead_c)
+		start_c = lead_c;
+	if (end_c <= start_c || end_c - start_c >= stripped_chars)
+		return;
+	size_t dp_start = display_width(raw, n, start_c), dp_end = display_width(raw, n, end_c);
+	pyu_strbuf_puts(sb, SOURCE_INDENT);
+	pyu_strbuf_repeat(sb, ' ', dp_start - lead_c);
+	pyu_strbuf_repeat(sb, '^', dp_end - dp_start);
+	pyu_strbuf_putc(sb, '\n');
+}
+
+// ---- text -------------------------------------------------------------------------------
+
+static void put_int_or(struct pyu_strbuf *sb, int64_t v, bool absent, const char *none)
+{
+	if (absent)
+		pyu_strbuf_puts(sb, none);
+	else
+		pyu_strbuf_printf(sb, "%" PRId64, v);
+}
+
+static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_info *th)
+{
+	pyu_strbuf_printf(sb, "Thread 0x%" PRIx64, th->thread_id);
+	if (th->native_thread_id >= 0)
+		pyu_strbuf_printf(sb, " (tid %" PRId64 ")", th->native_thread_id);
+	if (th->name) {
+		pyu_strbuf_puts(sb, " \"");
+		put_text(sb, th->name);
+		pyu_strbuf_putc(sb, '"');
+	}
+	if (th->holds_gil == 1)
+		pyu_strbuf_puts(sb, ", holds the GIL");
+	pyu_strbuf_puts(sb, ":\n");
+}
+
+// "#N  " padded to four columns, at least one space after the number.
+static void frame_number(struct pyu_strbuf *sb, uint32_t i)
+{
+	int n = 0;
+	char num[16];
+	n = snprintf(num, sizeof(num), "#%u", i);
+	pyu_strbuf_append(sb, num, (size_t)n);
+	pyu_strbuf_repeat(sb, ' ', n < 4 ? (size_t)(4 - n) : 1);
+}
+
+static void text_error_frame(struct pyu_strbuf *sb, const struct pyu_frame_info *f)
+{
+	pyu_strbuf_puts(sb, "<error: ");
+	if (f->frame_address)
+		pyu_strbuf_printf(sb, "frame at 0x%" PRIx64 ": ", f->frame_address);
+	put_text(sb, f->reason ? f->reason : "unreadable frame");
+	pyu_strbuf_puts(sb, ">\n");
+}
+
+// The "File ..., line N, in name" line of a Python frame (without the frame number).
+static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+			  const struct pyu_frame_info *f)
+{
+	pyu_strbuf_puts(sb, "File \"");
+	put_text(sb, c->filename ? c->filename : "???");
+	pyu_strbuf_puts(sb, "\", line ");
+	put_int_or(sb, f->loc.line, f->loc.line == PYU_NO_LINE, "?");
+	pyu_strbuf_puts(sb, ", in ");
+	put_text(sb, display_name(c));
+	pyu_strbuf_putc(sb, '\n');
+}
+
+static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+		       const struct pyu_frame_info *f, uint32_t i, uint32_t flags,
+		       struct pyu_source_cache *cache)
+{
+	frame_number(sb, i);
+	const struct pyu_code_info *c = code_of(s, f);
+	if (!c) {
+		text_error_frame(sb, f);
+		return;
+	}
+	text_location(sb, c, f);
+	if ((flags & PYU_FMT_SOURCE) && c->filename)
+		source_with_carets(sb, cache, c->filename, &f->loc);
+}
+
+static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			const struct pyu_thread_info *th, uint32_t flags, uint32_t limit,
+			struct pyu_source_cache *cache)
+{
+	text_thread_header(sb, th);
+	if (!th->frame_count)
+		pyu_strbuf_puts(sb, "    (no Python frames)\n");
+	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
+	for (uint32_t i = 0; i < shown; i++)
+		text_frame(sb, s, &th->frames[i], i, flags, cache);
+	if (shown < th->frame_count)
+		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n",
+				  th->frame_count - shown, th->frame_count - shown == 1 ? "" : "s",
+				  limit);
+}
+
+static void text_version(struct pyu_strbuf *sb, const struct pyu_stacks *s)
+{
+	pyu_strbuf_puts(sb, "Python ");
+	put_text(sb, s->version);
+	if (s->debug_build && s->free_threaded)
+		pyu_strbuf_puts(sb, " (debug build, free-threaded)");
+	else if (s->debug_build)
+		pyu_strbuf_puts(sb, " (debug build)");
+	else if (s->free_threaded)
+		pyu_strbuf_puts(sb, " (free-threaded)");
+	pyu_strbuf_printf(sb, ", %u thread%s\n", s->thread_count, s->thread_count == 1 ? "" : "s");
+}
+
+static void text_errors(struct pyu_strbuf *sb, const struct pyu_stacks *s)
+{
+	for (uint32_t i = 0; i < s->error_count; i++) {
+		pyu_strbuf_puts(sb, "<error: ");
+		put_text(sb, s->errors[i] ? s->errors[i] : "?");
+		pyu_strbuf_puts(sb, ">\n");
+	}
+}
+
+// ---- JSON -------------------------------------------------------------------------------
+
+static void json_int_or_null(struct pyu_strbuf *sb, int64_t v, bool absent)
+{
+	if (absent)
+		pyu_strbuf_puts(sb, "null");
+	else
+		pyu_strbuf_printf(sb, "%" PRId64, v);
+}
+
+static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+		       const struct pyu_frame_info *f)
+{
+	const struct pyu_code_info *c = code_of(s, f);
+	if (!c) {
+		pyu_strbuf_puts(sb, "{\"kind\": \"error\", \"reason\": ");
+		pyu_strbuf_json_cstr(sb, f->reason ? f->reason
+					    : f->kind == PYU_FRAME_ERROR ? "unreadable frame"
+									  : "no code object");
+		pyu_strbuf_printf(sb, ", \"address\": \"0x%" PRIx64 "\"}", f->frame_address);
+		return;
+	}
+	const struct pyu_location *l = &f->loc;
+	pyu_strbuf_puts(sb, "{\"kind\": \"python\", \"function\": ");
+	pyu_strbuf_json_cstr(sb, c->name);
+	pyu_strbuf_puts(sb, ", \"qualname\": ");
+	pyu_strbuf_json_cstr(sb, c->qualname);
+	pyu_strbuf_puts(sb, ", \"file\": ");
+	pyu_strbuf_json_cstr(sb, c->filename);
+	pyu_strbuf_puts(sb, ", \"line\": ");
+	json_int_or_null(sb, l->line, l->line == PYU_NO_LINE);
+	pyu_strbuf_puts(sb, ", \"end_line\": ");
+	json_int_or_null(sb, l->end_line, l->end_line == PYU_NO_LINE);
+	pyu_strbuf_puts(sb, ", \"column\": ");
+	json_int_or_null(sb, l->column, l->column == PYU_NO_COLUMN);
+	pyu_strbuf_puts(sb, ", \"end_column\": ");
+	json_int_or_null(sb, l->end_column, l->end_column == PYU_NO_COLUMN);
+	pyu_strbuf_puts(sb, ", \"instruction_offset\": ");
+	json_int_or_null(sb, f->instruction_offset, f->instruction_offset < 0);
+	pyu_strbuf_printf(sb, ", \"code_address\": \"0x%" PRIx64 "\", \"frame_address\": \"0x%" PRIx64
+			  "\"}",
+			  c->address, f->frame_address);
+}
+
+static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			const struct pyu_thread_info *th, uint32_t limit)
+{
+	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
+	pyu_strbuf_printf(sb, "  {\"thread_id\": %" PRIu64 ", \"native_thread_id\": ", th->thread_id);
+	json_int_or_null(sb, th->native_thread_id, th->native_thread_id < 0);
+	pyu_strbuf_puts(sb, ", \"holds_gil\": ");
+	pyu_strbuf_puts(sb, th->holds_gil == 1 ? "true" : th->holds_gil == 0 ? "false" : "null");
+	pyu_strbuf_puts(sb, ", \"name\": ");
+	pyu_strbuf_json_cstr(sb, th->name);
+	pyu_strbuf_puts(sb, ", \"interpreter_id\": ");
+	json_int_or_null(sb, th->interpreter_id, th->interpreter_id < 0);
+	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
+			  th->tstate_address, th->frame_count - shown);
+	pyu_strbuf_puts(sb, "   \"frames\": [");
+	for (uint32_t i = 0; i < shown; i++) {
+		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
+		json_frame(sb, s, &th->frames[i]);
+	}
+	pyu_strbuf_puts(sb, "]}");
+}
+
+static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t first,
+			  uint32_t count, uint32_t limit)
+{
+	pyu_strbuf_puts(sb, "{\"pyunwind\": 1,\n \"python\": {\"version\": ");
+	pyu_strbuf_json_cstr(sb, s->version);
+	pyu_strbuf_printf(sb, ", \"hexversion\": %" PRIu64 ", \"debug_build\": %s, "
+			  "\"free_threaded\": %s},\n \"threads\": [",
+			  s->hexversion, s->debug_build ? "true" : "false",
+			  s->free_threaded ? "true" : "false");
+	for (uint32_t i = 0; i < count; i++) {
+		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
+		json_thread(sb, s, &s->threads[first + i], limit);
+	}
+	pyu_strbuf_puts(sb, "],\n \"errors\": [");
+	for (uint32_t i = 0; i < s->error_count; i++) {
+		if (i)
+			pyu_strbuf_puts(sb, ", ");
+		pyu_strbuf_json_cstr(sb, s->errors[i] ? s->errors[i] : "?");
+	}
+	pyu_strbuf_puts(sb, "]}\n");
+}
+
+// ---- public -----------------------------------------------------------------------------
+
+static struct pyu_error *check_thread(const struct pyu_stacks *s, uint32_t thread)
+{
+	if (!s)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	if (thread >= s->thread_count)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no thread #%u (the target has %u)",
+					thread, s->thread_count);
+	return NULL;
+}
+
+static struct pyu_error *check_frame(const struct pyu_stacks *s, uint32_t thread, uint32_t frame)
+{
+	struct pyu_error *err = check_thread(s, thread);
+	if (err)
+		return err;
+	if (frame >= s->threads[thread].frame_count)
+		return pyu_error_create(PYU_ERR_NOT_FOUND,
+					"no Python frame #%u in this thread (it has %u)", frame,
+					s->threads[thread].frame_count);
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t thread,
+					   uint32_t flags, uint32_t limit, char **ret)
+{
+	bool all = flags & PYU_FMT_ALL;
+	if (!s)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	if (!all) {
+		struct pyu_error *err = check_thread(s, thread);
+		if (err)
+			return err;
+	}
+	uint32_t first = all ? 0 : thread, count = all ? s->thread_count : 1;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (flags & PYU_FMT_JSON) {
+		json_document(&sb, s, first, count, limit);
+		return pyu_strbuf_finish(&sb, ret);
+	}
+	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+	if (all)
+		text_version(&sb, s);
+	for (uint32_t i = 0; i < count; i++) {
+		if (i || all)
+			pyu_strbuf_putc(&sb, '\n');
+		text_thread(&sb, s, &s->threads[first + i], flags, limit, cache);
+	}
+	if (s->error_count)
+		pyu_strbuf_putc(&sb, '\n');
+	text_errors(&sb, s);
+	pyu_source_cache_destroy(cache);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+static void put_cell(struct pyu_strbuf *sb, int width, int64_t v, bool absent)
+{
+	if (absent)
+		pyu_strbuf_printf(sb, " %*s", width, "-");
+	else
+		pyu_strbuf_printf(sb, " %*" PRId64, width, v);
+}
+
+static const char *format_name(enum pyu_linetable_format f)
+{
+	switch (f) {
+	case PYU_LNOTAB_UNSIGNED: return "co_lnotab, unsigned";
+	case PYU_LNOTAB_SIGNED: return "co_lnotab";
+	case PYU_LINETABLE_310: return "co_linetable, PEP 626";
+	case PYU_LOCATIONS_311: return "locations, PEP 657";
+	}
+	return "unknown format";
+}
+
+// Every range of the code object's table; the one holding @offset marked "->".
+static void text_table(struct pyu_strbuf *sb, const struct pyu_code_info *c, int64_t offset)
+{
+	struct pyu_linetable lt = {c->table, c->table_len, c->firstlineno, c->format, c->code_len};
+	pyu_strbuf_printf(sb,
+			  "Line table (%s), firstlineno %d, %" PRIu64 " bytes of bytecode, %zu "
+			  "bytes of table:\n",
+			  format_name(c->format), c->firstlineno, c->code_len, c->table_len);
+	pyu_strbuf_puts(sb, "     start    end   line end_line column end_column\n");
+	struct pyu_linetable_iter it;
+	pyu_linetable_iter_init(&it, &lt);
+	struct pyu_line_range r;
+	enum pyu_lt_status st = PYU_LT_OK;
+	uint32_t n = 0;
+	for (; n < PYU_MAX_TABLE_RANGES; n++) {
+		st = pyu_linetable_next(&it, &r);
+		if (st != PYU_LT_OK)
+			break;
+		bool here = offset >= 0 && (uint64_t)offset >= r.start && (uint64_t)offset < r.end;
+		pyu_strbuf_puts(sb, here ? "  ->" : "    ");
+		put_cell(sb, 6, (int64_t)r.start, false);
+		put_cell(sb, 6, (int64_t)r.end, false);
+		put_cell(sb, 6, r.loc.line, r.loc.line == PYU_NO_LINE);
+		put_cell(sb, 8, r.loc.end_line, r.loc.end_line == PYU_NO_LINE);
+		put_cell(sb, 6, r.loc.column, r.loc.column == PYU_NO_COLUMN);
+		put_cell(sb, 10, r.loc.end_column, r.loc.end_column == PYU_NO_COLUMN);
+		pyu_strbuf_putc(sb, '\n');
+	}
+	if (st == PYU_LT_CORRUPT)
+		pyu_strbuf_printf(sb, "<error: line table corrupt after %u ranges>\n", n);
+	else if (n == PYU_MAX_TABLE_RANGES)
+		pyu_strbuf_printf(sb, "<error: stopped after %u ranges>\n", n);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_t thread,
+					     uint32_t frame, uint32_t flags, char **ret)
+{
+	struct pyu_error *err = check_frame(s, thread, frame);
+	if (err)
+		return err;
+	const struct pyu_frame_info *f = &s->threads[thread].frames[frame];
+	const struct pyu_code_info *c = code_of(s, f);
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	frame_number(&sb, frame);
+	if (!c) {
+		text_error_frame(&sb, f);
+		return pyu_strbuf_finish(&sb, ret);
+	}
+	text_location(&sb, c, f);
+	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+	if (c->filename)
+		source_with_carets(&sb, cache, c->filename, &f->loc);
+	pyu_source_cache_destroy(cache);
+	const struct pyu_location *l = &f->loc;
+	pyu_strbuf_puts(&sb, "    line ");
+	put_int_or(&sb, l->line, l->line == PYU_NO_LINE, "None");
+	pyu_strbuf_puts(&sb, ", end_line ");
+	put_int_or(&sb, l->end_line, l->end_line == PYU_NO_LINE, "None");
+	pyu_strbuf_puts(&sb, ", column ");
+	put_int_or(&sb, l->column, l->column == PYU_NO_COLUMN, "None");
+	pyu_strbuf_puts(&sb, ", end_column ");
+	put_int_or(&sb, l->end_column, l->end_column == PYU_NO_COLUMN, "None");
+	pyu_strbuf_puts(&sb, "\n    instruction_offset ");
+	put_int_or(&sb, f->instruction_offset, f->instruction_offset < 0, "None");
+	pyu_strbuf_printf(&sb, ", code object 0x%" PRIx64 ", frame 0x%" PRIx64 "\n", c->address,
+			  f->frame_address);
+	if (flags & PYU_FMT_TABLE)
+		text_table(&sb, c, f->instruction_offset);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+#define PYU_LIST_CONTEXT 5 // lines before and after the current one
+
+PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_t thread,
+					     uint32_t frame, int64_t first, int64_t last,
+					     char **ret)
+{
+	struct pyu_error *err = check_frame(s, thread, frame);
+	if (err)
+		return err;
+	const struct pyu_frame_info *f = &s->threads[thread].frames[frame];
+	const struct pyu_code_info *c = code_of(s, f);
+	if (!c)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "frame #%u could not be read: %s", frame,
+					f->reason ? f->reason : "no code object");
+	if ((first || last) && (first < 1 || last < first))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "bad line range %" PRId64 ",%" PRId64,
+					first, last);
+	int64_t current = f->loc.line != PYU_NO_LINE ? f->loc.line : c->firstlineno;
+	if (!first && !last) {
+		first = current > PYU_LIST_CONTEXT ? current - PYU_LIST_CONTEXT : 1;
+		last = current + PYU_LIST_CONTEXT;
+	}
+	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+	int64_t count = c->filename ? pyu_source_line_count(cache, c->filename) : -1;
+	if (count < 0) {
+		pyu_source_cache_destroy(cache);
+		return pyu_error_create(PYU_ERR_IO, "source file \"%s\" is not readable here",
+					c->filename ? c->filename : "???");
+	}
+	if (first > count) {
+		pyu_source_cache_destroy(cache);
+		return pyu_error_create(PYU_ERR_NOT_FOUND,
+					"line %" PRId64 " is past the end of \"%s\" (%" PRId64
+					" lines; has the file changed?)",
+					first, c->filename, count);
+	}
+	if (last > count)
+		last = count;
+	char num[24];
+	int width = snprintf(num, sizeof(num), "%" PRId64, last) + 1;
+	if (width < 4)
+		width = 4;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	for (int64_t i = first; i <= last; i++) {
+		const char *text;
+		size_t n;
+		if (!pyu_source_line(cache, c->filename, i, &text, &n))
+			break;
+		snprintf(num, sizeof(num), "%s%" PRId64, i == current ? ">" : "", i);
+		pyu_strbuf_printf(&sb, "%*s    ", width, num);
+		pyu_strbuf_text(&sb, text, n);
+		pyu_strbuf_putc(&sb, '\n');
+	}
+	pyu_source_cache_destroy(cache);
+	return pyu_strbuf_finish(&sb, ret);
+}

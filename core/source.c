@@ -1,0 +1,177 @@
+// source.c - reads the source files frames name, once per cache, and splits them into lines
+// the way Python's linecache does (universal newlines). Unreadable files are remembered as
+// such, so a 1,000-deep recursion into a missing file costs one failed open.
+#include "source.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct source_file {
+	char *path;       // as the target names it; NULL = free slot
+	bool readable;
+	char *data;       // file contents (NULL when unreadable)
+	size_t size;
+	uint32_t *starts; // offset of each line's first byte; line i is [starts[i], end of line)
+	size_t line_count;
+};
+
+struct pyu_source_cache {
+	struct pyu_target *target;
+	struct source_file files[PYU_SOURCE_MAX_FILES];
+	unsigned next; // round-robin victim
+};
+
+struct pyu_source_cache *pyu_source_cache_create(struct pyu_target *t)
+{
+	struct pyu_source_cache *c = calloc(1, sizeof(*c));
+	if (c)
+		c->target = t;
+	return c;
+}
+
+static void file_clear(struct source_file *f)
+{
+	free(f->path);
+	free(f->data);
+	free(f->starts);
+	memset(f, 0, sizeof(*f));
+}
+
+void pyu_source_cache_destroy(struct pyu_source_cache *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < PYU_SOURCE_MAX_FILES; i++)
+		file_clear(&c->files[i]);
+	free(c);
+}
+
+// Reads up to PYU_SOURCE_MAX_BYTES of the regular file @local into *data/*size. Returns false
+// when it cannot (the outputs are then unchanged).
+static bool read_whole(const char *local, char **data, size_t *size)
+{
+	int fd = open(local, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return false;
+	}
+	size_t want = st.st_size > (off_t)PYU_SOURCE_MAX_BYTES ? PYU_SOURCE_MAX_BYTES
+							       : (size_t)st.st_size;
+	char *buf = malloc(want + 1);
+	if (!buf) {
+		close(fd);
+		return false;
+	}
+	size_t got = 0;
+	while (got < want) { // the file may shrink under us: keep what was read
+		ssize_t r = read(fd, buf + got, want - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	*data = buf;
+	*size = got;
+	return true;
+}
+
+// Splits f->data into lines at \n, \r\n and \r. Returns false when out of memory.
+static bool index_lines(struct source_file *f)
+{
+	size_t count = 0;
+	for (size_t i = 0; i < f->size; i++) {
+		char ch = f->data[i];
+		if (ch == '\n' || (ch == '\r' && (i + 1 >= f->size || f->data[i + 1] != '\n')))
+			count++;
+	}
+	if (f->size && f->data[f->size - 1] != '\n' && f->data[f->size - 1] != '\r')
+		count++; // a last line without an ending
+	f->starts = malloc((count + 1) * sizeof(*f->starts));
+	if (!f->starts)
+		return false;
+	size_t n = 0, start = 0;
+	if (f->size >= 3 && !memcmp(f->data, "\xEF\xBB\xBF", 3))
+		start = 3;
+	for (size_t i = start; i < f->size && n < count; i++) {
+		char ch = f->data[i];
+		if (ch == '\n' || (ch == '\r' && (i + 1 >= f->size || f->data[i + 1] != '\n'))) {
+			f->starts[n++] = (uint32_t)start;
+			start = i + 1;
+		}
+	}
+	if (n < count)
+		f->starts[n++] = (uint32_t)start;
+	f->starts[n] = (uint32_t)f->size; // sentinel
+	f->line_count = n;
+	return true;
+}
+
+static bool is_pseudo_name(const char *path)
+{
+	size_t n = strlen(path);
+	return n == 0 || (path[0] == '<' && path[n - 1] == '>');
+}
+
+static struct source_file *lookup(struct pyu_source_cache *c, const char *path)
+{
+	if (!c || !path)
+		return NULL;
+	for (unsigned i = 0; i < PYU_SOURCE_MAX_FILES; i++)
+		if (c->files[i].path && !strcmp(c->files[i].path, path))
+			return &c->files[i];
+	struct source_file *f = NULL;
+	for (unsigned i = 0; i < PYU_SOURCE_MAX_FILES && !f; i++)
+		if (!c->files[i].path)
+			f = &c->files[i];
+	if (!f) {
+		f = &c->files[c->next];
+		c->next = (c->next + 1) % PYU_SOURCE_MAX_FILES;
+		file_clear(f);
+	}
+	f->path = strdup(path);
+	if (!f->path)
+		return NULL;
+	if (is_pseudo_name(path))
+		return f;
+	char *local = c->target ? pyu_target_local_path(c->target, path) : strdup(path);
+	if (!local)
+		return f;
+	if (read_whole(local, &f->data, &f->size)) {
+		if (index_lines(f)) {
+			f->readable = true;
+		} else {
+			free(f->data);
+			f->data = NULL;
+		}
+	}
+	free(local);
+	return f;
+}
+
+bool pyu_source_line(struct pyu_source_cache *c, const char *path, int64_t line,
+		     const char **ret, size_t *ret_len)
+{
+	struct source_file *f = lookup(c, path);
+	if (!f || !f->readable || line < 1 || (uint64_t)line > f->line_count)
+		return false;
+	size_t start = f->starts[line - 1], end = f->starts[line];
+	while (end > start && (f->data[end - 1] == '\n' || f->data[end - 1] == '\r'))
+		end--;
+	*ret = f->data + start;
+	*ret_len = end - start;
+	return true;
+}
+
+int64_t pyu_source_line_count(struct pyu_source_cache *c, const char *path)
+{
+	struct source_file *f = lookup(c, path);
+	if (!f || !f->readable)
+		return -1;
+	return (int64_t)f->line_count;
+}
