@@ -14,7 +14,9 @@ struct pyu_mapping {
 	uint64_t start, end; // [start, end) in the target
 	uint64_t offset;     // file offset of start
 	bool writable;
-	char *path;          // as the target names it; NULL for anonymous memory
+	bool readable, executable; // from /proc/PID/maps or PT_LOAD p_flags; true for callbacks
+	char *path;          // as the target names it; NULL for anonymous memory. Pseudo-files
+	                     // of a live process ("[heap]", "[stack]", "[vdso]") keep their name.
 	char *local_path;    // where to read that file here (after path maps); NULL if none
 };
 
@@ -45,7 +47,17 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 size_t pyu_target_thread_count(const struct pyu_target *t);
 int64_t pyu_target_thread(const struct pyu_target *t, size_t i);
 
-// Applies the path maps to a path the target names; malloc'd result, NULL when out of memory.
+// Applies the path maps (and an executable given to pyu_target_open_core) to a path the target
+// names; malloc'd result, NULL when out of memory.
 char *pyu_target_local_path(const struct pyu_target *t, const char *path);
+
+// The lowest mapping whose path (as the target names it) or local path equals @path and whose
+// file offset is 0, or NULL. Used to find where an ELF file is loaded.
+const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
+							const char *path);
+
+// Forgets every cached page: call after a live target ran (the debugger resumed it).
+// Cannot fail.
+void pyu_target_flush_cache(struct pyu_target *t);
 
 #endif

@@ -9,11 +9,11 @@ UNIT_HDRS := $(wildcard tests/unit/*.h)
 
 $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libpyunwind.a $(UNIT_HDRS) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libpyunwind.a $(CORE_LIBS) $(CHECK_LIBS)
+	$(CC) $(CFLAGS_COMMON) $(CORE_DEFS) $(CFLAGS) $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libpyunwind.a $(CORE_LIBS) $(CHECK_LIBS)
 
 $(BUILD)/unit-san/%: tests/unit/%.c $(BUILD)/libpyunwind-san.a $(UNIT_HDRS) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(SAN_FLAGS) $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libpyunwind-san.a $(CORE_LIBS) $(CHECK_LIBS)
+	$(CC) $(CFLAGS_COMMON) $(CORE_DEFS) $(SAN_FLAGS) $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libpyunwind-san.a $(CORE_LIBS) $(CHECK_LIBS)
 
 .PHONY: test-unit test-asan
 test-unit: $(UNIT_BINS)

@@ -1,0 +1,429 @@
+// elf.c - reads ELF64 little-endian files with pread: headers, sections by name, symbols by
+// name, bytes at a virtual address, load bias in a target. Every field taken from the file is
+// checked against the file's size before it is used. See elf.h for the contract.
+#include "elf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define EHDR_SIZE 64
+#define PHDR_SIZE 56
+#define SHDR_SIZE 64
+#define SYM_SIZE 24
+#define MAX_PHNUM 4096
+#define MAX_SHNUM 65536
+#define MAX_TABLE (256u << 20) // largest symbol or string table read into memory
+
+#define PT_LOAD 1
+#define SHT_SYMTAB 2
+#define SHT_STRTAB 3
+#define SHT_NOBITS 8
+#define SHT_DYNSYM 11
+#define SHN_XINDEX 0xffff
+
+struct elf_phdr {
+	uint32_t type, flags;
+	uint64_t offset, vaddr, filesz, memsz;
+};
+
+struct elf_shdr {
+	uint32_t name, type, link;
+	uint64_t flags, addr, offset, size, entsize;
+};
+
+struct symtab {
+	bool loaded;        // tried (successfully or not)
+	unsigned char *syms; // raw Elf64_Sym entries
+	size_t count;
+	char *strs;
+	size_t strs_len;
+};
+
+struct pyu_elf {
+	char *path;
+	int fd;
+	uint64_t file_size;
+	uint16_t type;
+	struct elf_phdr *phdrs;
+	size_t phnum;
+	struct elf_shdr *shdrs;
+	size_t shnum;
+	char *shstrtab; // section names, NUL-terminated within shstrtab_len
+	size_t shstrtab_len;
+	struct symtab dynsym, symtab;
+};
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+// Reads exactly @len bytes at @offset, bounded by the file size. Returns false otherwise.
+static bool read_exact(const struct pyu_elf *elf, uint64_t offset, void *buf, size_t len)
+{
+	if (offset > elf->file_size || len > elf->file_size - offset)
+		return false;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t r = pread(elf->fd, (char *)buf + done, len - done, (off_t)(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		done += (size_t)r;
+	}
+	return true;
+}
+
+// Reads a table of @count entries of @entsize bytes at @offset into a new buffer.
+static unsigned char *read_table(const struct pyu_elf *elf, uint64_t offset, uint64_t count,
+				 size_t entsize)
+{
+	if (count == 0 || count > MAX_TABLE / entsize)
+		return NULL;
+	unsigned char *buf = malloc((size_t)count * entsize);
+	if (buf && !read_exact(elf, offset, buf, (size_t)count * entsize)) {
+		free(buf);
+		buf = NULL;
+	}
+	return buf;
+}
+
+static struct pyu_error *format_error(const char *path, const char *what)
+{
+	return pyu_error_create(PYU_ERR_FORMAT, "%s: malformed ELF file: %s", path, what);
+}
+
+static struct pyu_error *parse_headers(struct pyu_elf *elf)
+{
+	unsigned char eh[EHDR_SIZE];
+	if (!read_exact(elf, 0, eh, sizeof(eh)) || memcmp(eh, "\177ELF", 4) != 0)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s: not an ELF file", elf->path);
+	if (eh[4] != 2 || eh[5] != 1)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s: only 64-bit little-endian ELF "
+					"files are supported", elf->path);
+	elf->type = get16(eh + 16);
+	uint64_t phoff = get64(eh + 32), shoff = get64(eh + 40);
+	uint16_t phentsize = get16(eh + 54), phnum = get16(eh + 56);
+	uint16_t shentsize = get16(eh + 58), shnum = get16(eh + 60), shstrndx = get16(eh + 62);
+
+	if (phnum > 0) {
+		if (phentsize < PHDR_SIZE || phnum > MAX_PHNUM)
+			return format_error(elf->path, "bad program header size or count");
+		elf->phdrs = calloc(phnum, sizeof(*elf->phdrs));
+		if (!elf->phdrs)
+			return &pyu_error_nomem;
+		for (size_t i = 0; i < phnum; i++) {
+			unsigned char ph[PHDR_SIZE];
+			if (!read_exact(elf, phoff + i * phentsize, ph, sizeof(ph)))
+				return format_error(elf->path, "program headers past the end");
+			struct elf_phdr *p = &elf->phdrs[i];
+			p->type = get32(ph);
+			p->flags = get32(ph + 4);
+			p->offset = get64(ph + 8);
+			p->vaddr = get64(ph + 16);
+			p->filesz = get64(ph + 32);
+			p->memsz = get64(ph + 40);
+			elf->phnum = i + 1;
+		}
+	}
+
+	if (shoff == 0)
+		return NULL; // no section headers: symbols and sections are simply not found
+	if (shentsize < SHDR_SIZE)
+		return format_error(elf->path, "bad section header size");
+	uint64_t count = shnum;
+	uint32_t strndx = shstrndx;
+	if (count == 0 || strndx == SHN_XINDEX) {
+		// Extended numbering: the real values live in section header 0.
+		unsigned char sh0[SHDR_SIZE];
+		if (!read_exact(elf, shoff, sh0, sizeof(sh0)))
+			return format_error(elf->path, "section headers past the end");
+		if (count == 0)
+			count = get64(sh0 + 32);
+		if (strndx == SHN_XINDEX)
+			strndx = get32(sh0 + 40);
+	}
+	if (count > MAX_SHNUM)
+		return format_error(elf->path, "too many sections");
+	if (count == 0)
+		return NULL;
+	elf->shdrs = calloc((size_t)count, sizeof(*elf->shdrs));
+	if (!elf->shdrs)
+		return &pyu_error_nomem;
+	for (size_t i = 0; i < count; i++) {
+		unsigned char sh[SHDR_SIZE];
+		if (!read_exact(elf, shoff + i * shentsize, sh, sizeof(sh)))
+			return format_error(elf->path, "section headers past the end");
+		struct elf_shdr *s = &elf->shdrs[i];
+		s->name = get32(sh);
+		s->type = get32(sh + 4);
+		s->flags = get64(sh + 8);
+		s->addr = get64(sh + 16);
+		s->offset = get64(sh + 24);
+		s->size = get64(sh + 32);
+		s->link = get32(sh + 40);
+		s->entsize = get64(sh + 56);
+		elf->shnum = i + 1;
+	}
+	if (strndx < elf->shnum) {
+		const struct elf_shdr *s = &elf->shdrs[strndx];
+		if (s->type == SHT_STRTAB && s->size > 0 && s->size <= MAX_TABLE) {
+			elf->shstrtab = (char *)read_table(elf, s->offset, s->size, 1);
+			if (elf->shstrtab)
+				elf->shstrtab_len = (size_t)s->size;
+		}
+	}
+	return NULL;
+}
+
+struct pyu_error *pyu_elf_open(const char *path, struct pyu_elf **ret)
+{
+	struct pyu_elf *elf = calloc(1, sizeof(*elf));
+	if (!elf)
+		return &pyu_error_nomem;
+	elf->fd = -1;
+	elf->path = strdup(path);
+	if (!elf->path) {
+		free(elf);
+		return &pyu_error_nomem;
+	}
+	struct pyu_error *err = NULL;
+	struct stat st;
+	elf->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (elf->fd < 0)
+		err = pyu_error_create(PYU_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	else if (fstat(elf->fd, &st) != 0 || !S_ISREG(st.st_mode))
+		err = pyu_error_create(PYU_ERR_IO, "%s is not a regular file", path);
+	if (!err) {
+		elf->file_size = (uint64_t)st.st_size;
+		err = parse_headers(elf);
+	}
+	if (err) {
+		pyu_elf_close(elf);
+		return err;
+	}
+	*ret = elf;
+	return NULL;
+}
+
+void pyu_elf_close(struct pyu_elf *elf)
+{
+	if (!elf)
+		return;
+	if (elf->fd >= 0)
+		close(elf->fd);
+	free(elf->path);
+	free(elf->phdrs);
+	free(elf->shdrs);
+	free(elf->shstrtab);
+	free(elf->dynsym.syms);
+	free(elf->dynsym.strs);
+	free(elf->symtab.syms);
+	free(elf->symtab.strs);
+	free(elf);
+}
+
+const char *pyu_elf_path(const struct pyu_elf *elf)
+{
+	return elf->path;
+}
+
+uint16_t pyu_elf_type(const struct pyu_elf *elf)
+{
+	return elf->type;
+}
+
+static const struct elf_phdr *first_load(const struct pyu_elf *elf)
+{
+	for (size_t i = 0; i < elf->phnum; i++) {
+		if (elf->phdrs[i].type == PT_LOAD)
+			return &elf->phdrs[i];
+	}
+	return NULL;
+}
+
+uint64_t pyu_elf_first_load_vaddr(const struct pyu_elf *elf)
+{
+	const struct elf_phdr *p = first_load(elf);
+	return p ? p->vaddr : 0;
+}
+
+// The NUL-terminated string at @off of a table of @len bytes, or NULL if it runs past it.
+static const char *table_string(const char *tab, size_t len, uint64_t off)
+{
+	if (!tab || off >= len || !memchr(tab + off, '\0', len - (size_t)off))
+		return NULL;
+	return tab + off;
+}
+
+static const char *section_name(const struct pyu_elf *elf, const struct elf_shdr *s)
+{
+	return table_string(elf->shstrtab, elf->shstrtab_len, s->name);
+}
+
+struct pyu_error *pyu_elf_find_section(const struct pyu_elf *elf, const char *name,
+				       struct pyu_elf_section *ret)
+{
+	for (size_t i = 0; i < elf->shnum; i++) {
+		const struct elf_shdr *s = &elf->shdrs[i];
+		const char *n = section_name(elf, s);
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		if (s->type != SHT_NOBITS &&
+		    (s->offset > elf->file_size || s->size > elf->file_size - s->offset))
+			return format_error(elf->path, "section runs past the end of the file");
+		ret->addr = s->addr;
+		ret->offset = s->offset;
+		ret->size = s->size;
+		ret->flags = s->flags;
+		ret->type = s->type;
+		return NULL;
+	}
+	return pyu_error_create(PYU_ERR_NOT_FOUND, "%s: no section %s", elf->path, name);
+}
+
+// Reads the first section of @type and its linked string table, once.
+static void load_symtab(struct pyu_elf *elf, uint32_t type, struct symtab *tab)
+{
+	if (tab->loaded)
+		return;
+	tab->loaded = true;
+	for (size_t i = 0; i < elf->shnum; i++) {
+		const struct elf_shdr *s = &elf->shdrs[i];
+		if (s->type != type || s->link >= elf->shnum)
+			continue;
+		const struct elf_shdr *str = &elf->shdrs[s->link];
+		if (str->type != SHT_STRTAB || str->size == 0)
+			return;
+		size_t count = (size_t)(s->size / SYM_SIZE);
+		tab->syms = read_table(elf, s->offset, count, SYM_SIZE);
+		tab->strs = (char *)read_table(elf, str->offset, str->size, 1);
+		if (!tab->syms || !tab->strs) {
+			free(tab->syms);
+			free(tab->strs);
+			tab->syms = NULL;
+			tab->strs = NULL;
+			return;
+		}
+		tab->count = count;
+		tab->strs_len = (size_t)str->size;
+		return;
+	}
+}
+
+static bool search_symtab(const struct symtab *tab, const char *name, struct pyu_elf_symbol *ret)
+{
+	for (size_t i = 0; i < tab->count; i++) {
+		const unsigned char *sym = tab->syms + i * SYM_SIZE;
+		uint16_t shndx = get16(sym + 6);
+		if (shndx == 0)
+			continue;
+		const char *n = table_string(tab->strs, tab->strs_len, get32(sym));
+		if (!n || strcmp(n, name) != 0)
+			continue;
+		ret->value = get64(sym + 8);
+		ret->size = get64(sym + 16);
+		ret->type = sym[4] & 0xf;
+		ret->bind = sym[4] >> 4;
+		ret->shndx = shndx;
+		return true;
+	}
+	return false;
+}
+
+struct pyu_error *pyu_elf_find_symbol(struct pyu_elf *elf, const char *name,
+				      struct pyu_elf_symbol *ret)
+{
+	load_symtab(elf, SHT_DYNSYM, &elf->dynsym);
+	if (search_symtab(&elf->dynsym, name, ret))
+		return NULL;
+	load_symtab(elf, SHT_SYMTAB, &elf->symtab);
+	if (search_symtab(&elf->symtab, name, ret))
+		return NULL;
+	return pyu_error_create(PYU_ERR_NOT_FOUND, "%s: no symbol %s", elf->path, name);
+}
+
+struct pyu_error *pyu_elf_read_file(struct pyu_elf *elf, uint64_t offset, void *buf,
+				    size_t len)
+{
+	if (offset > elf->file_size || len > elf->file_size - offset)
+		return pyu_error_create(PYU_ERR_FAULT, "%s: %zu bytes at offset 0x%" PRIx64
+					" run past the end of the file", elf->path, len, offset);
+	if (!read_exact(elf, offset, buf, len))
+		return pyu_error_create(PYU_ERR_IO, "%s: cannot read %zu bytes at offset 0x%"
+					PRIx64, elf->path, len, offset);
+	return NULL;
+}
+
+struct pyu_error *pyu_elf_read(struct pyu_elf *elf, uint64_t vaddr, void *buf, size_t len)
+{
+	unsigned char *out = buf;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t a = vaddr + done;
+		const struct elf_phdr *seg = NULL;
+		for (size_t i = 0; i < elf->phnum; i++) {
+			const struct elf_phdr *p = &elf->phdrs[i];
+			if (p->type == PT_LOAD && a >= p->vaddr && a - p->vaddr < p->memsz) {
+				seg = p;
+				break;
+			}
+		}
+		if (!seg || a < vaddr)
+			return pyu_error_create(PYU_ERR_FAULT, "%s: address 0x%" PRIx64
+						" is not in a loaded segment", elf->path, a);
+		uint64_t delta = a - seg->vaddr;
+		uint64_t left = seg->memsz - delta;
+		size_t n = len - done < left ? len - done : (size_t)left;
+		if (delta < seg->filesz) {
+			if (n > seg->filesz - delta)
+				n = (size_t)(seg->filesz - delta);
+			if (seg->offset + delta < seg->offset)
+				return format_error(elf->path, "segment offset overflows");
+			struct pyu_error *err =
+				pyu_elf_read_file(elf, seg->offset + delta, out + done, n);
+			if (err)
+				return pyu_error_wrap(err, "reading address 0x%" PRIx64, a);
+		} else {
+			memset(out + done, 0, n); // .bss: zero in the file's image
+		}
+		done += n;
+	}
+	return NULL;
+}
+
+struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu_elf *elf,
+				    const char *path, uint64_t *ret)
+{
+	if (elf->type == PYU_ELF_ET_EXEC) {
+		*ret = 0;
+		return NULL;
+	}
+	const struct pyu_mapping *m = pyu_target_find_file_mapping(t, path);
+	if (!m)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "%s is not mapped at file offset 0 "
+					"in the target", path);
+	const struct elf_phdr *p = first_load(elf);
+	// File offset 0 is mapped at m->start; the first segment puts file offset p_offset at
+	// p_vaddr (and p_vaddr - p_offset is page aligned), so file offset 0 has that vaddr.
+	uint64_t base = p ? p->vaddr - p->offset : 0;
+	*ret = m->start - base;
+	return NULL;
+}

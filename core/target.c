@@ -1,0 +1,571 @@
+// target.c - the address space every backend shares: checked reads through a direct-mapped
+// page cache, the sorted mapping list, thread ids, path maps, and the callback backend.
+// It does not know how a process or a core is read; target_proc.c and target_core.c fill in a
+// backend read function and the mappings.
+#include "target_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *dup_str(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *r = malloc(n);
+	if (r)
+		memcpy(r, s, n);
+	return r;
+}
+
+struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
+				    void (*destroy)(struct pyu_target *t), void *data,
+				    struct pyu_target **ret)
+{
+	struct pyu_target *t = calloc(1, sizeof(*t));
+	if (!t)
+		return &pyu_error_nomem;
+	t->backend_read = read;
+	t->backend_destroy = destroy;
+	t->backend_data = data;
+	for (unsigned i = 0; i < PYU_FILE_CACHE; i++)
+		t->files[i].fd = -1;
+	*ret = t;
+	return NULL;
+}
+
+static void close_files(struct pyu_target *t)
+{
+	for (unsigned i = 0; i < PYU_FILE_CACHE; i++) {
+		if (t->files[i].path) {
+			close(t->files[i].fd);
+			free(t->files[i].path);
+			t->files[i].path = NULL;
+			t->files[i].fd = -1;
+		}
+	}
+}
+
+PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
+{
+	if (!t)
+		return;
+	if (t->backend_destroy)
+		t->backend_destroy(t);
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		free(t->mappings[i].path);
+		free(t->mappings[i].local_path);
+	}
+	free(t->mappings);
+	free(t->threads);
+	for (size_t i = 0; i < t->path_map_count; i++) {
+		free(t->path_maps[i].from);
+		free(t->path_maps[i].to);
+	}
+	free(t->path_maps);
+	free(t->exe_target_path);
+	free(t->exe_local_path);
+	free(t->cache);
+	close_files(t);
+	free(t);
+}
+
+// ---- reads ---------------------------------------------------------------------------------
+
+// One backend read, counted.
+static uint64_t backend_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
+{
+	t->backend_reads++;
+	uint64_t n = t->backend_read(t, addr, buf, len);
+	return n > len ? len : n; // a backend claiming more than asked is not trusted
+}
+
+void pyu_target_flush_cache(struct pyu_target *t)
+{
+	if (t->cache) {
+		for (unsigned i = 0; i < PYU_CACHE_PAGES; i++)
+			t->cache[i].valid = false;
+	}
+}
+
+// Copies the readable prefix of [addr, addr+len), which lies inside one page; returns its
+// length.
+static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *buf, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+	size_t off = (size_t)(addr - page);
+	if (!t->cache) {
+		t->cache = calloc(PYU_CACHE_PAGES, sizeof(*t->cache));
+		if (!t->cache) // no cache: still read, just uncached
+			return (size_t)backend_read(t, addr, buf, len);
+	}
+	struct pyu_cache_page *slot = &t->cache[(page / PYU_PAGE_SIZE) % PYU_CACHE_PAGES];
+	if (slot->valid && slot->addr == page) {
+		t->cached_reads++;
+		memcpy(buf, slot->data + off, len);
+		return len;
+	}
+	slot->valid = false;
+	if (backend_read(t, page, slot->data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
+		slot->addr = page;
+		slot->valid = true;
+		memcpy(buf, slot->data + off, len);
+		return len;
+	}
+	// Part of the page is unreadable (end of a segment, a debugger that reads less): the
+	// requested bytes alone may still be readable. Such pages are not cached.
+	return (size_t)backend_read(t, addr, buf, len);
+}
+
+// Reads the readable prefix of [addr, addr+len) (which must not wrap); returns its length.
+static size_t read_prefix(struct pyu_target *t, uint64_t addr, unsigned char *buf, size_t len)
+{
+	if (len >= PYU_DIRECT_READ_MIN)
+		return (size_t)backend_read(t, addr, buf, len);
+	size_t done = 0;
+	while (done < len) {
+		uint64_t a = addr + done;
+		size_t in_page = PYU_PAGE_SIZE - (size_t)(a % PYU_PAGE_SIZE);
+		size_t n = len - done < in_page ? len - done : in_page;
+		size_t got = read_in_page(t, a, buf + done, n);
+		done += got;
+		if (got < n)
+			break;
+	}
+	return done;
+}
+
+struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf, size_t len)
+{
+	if (len == 0)
+		return NULL;
+	if (len - 1 > UINT64_MAX - addr)
+		return pyu_error_create(PYU_ERR_FAULT, "cannot read %zu bytes at 0x%" PRIx64
+					": range wraps around", len, addr);
+	size_t n = read_prefix(t, addr, buf, len);
+	if (n == len)
+		return NULL;
+	return pyu_error_create(PYU_ERR_FAULT, "cannot read memory at 0x%" PRIx64, addr + n);
+}
+
+struct pyu_error *pyu_target_read_u64(struct pyu_target *t, uint64_t addr, uint64_t *ret)
+{
+	unsigned char b[8];
+	struct pyu_error *err = pyu_target_read(t, addr, b, sizeof(b));
+	if (err)
+		return err;
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	*ret = v;
+	return NULL;
+}
+
+struct pyu_error *pyu_target_read_u32(struct pyu_target *t, uint64_t addr, uint32_t *ret)
+{
+	unsigned char b[4];
+	struct pyu_error *err = pyu_target_read(t, addr, b, sizeof(b));
+	if (err)
+		return err;
+	*ret = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	return NULL;
+}
+
+struct pyu_error *pyu_target_read_u8(struct pyu_target *t, uint64_t addr, uint8_t *ret)
+{
+	return pyu_target_read(t, addr, ret, 1);
+}
+
+struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size_t max,
+				       char **ret)
+{
+	if (max > UINT64_MAX - addr)
+		max = (size_t)(UINT64_MAX - addr);
+	if (max == SIZE_MAX)
+		max--;
+	char *s = malloc(max + 1);
+	if (!s)
+		return &pyu_error_nomem;
+	// Page by page, so a string ending just before an unreadable page still reads.
+	size_t n = 0;
+	while (n < max) {
+		uint64_t a = addr + n;
+		size_t chunk = PYU_PAGE_SIZE - (size_t)(a % PYU_PAGE_SIZE);
+		if (chunk > max - n)
+			chunk = max - n;
+		size_t got = read_prefix(t, a, (unsigned char *)s + n, chunk);
+		void *nul = memchr(s + n, '\0', got);
+		if (nul) {
+			n = (size_t)((char *)nul - s);
+			break;
+		}
+		n += got;
+		if (got < chunk) {
+			free(s);
+			return pyu_error_create(PYU_ERR_FAULT, "cannot read memory at 0x%" PRIx64
+						" in the string at 0x%" PRIx64, a + got, addr);
+		}
+	}
+	s[n] = '\0';
+	*ret = s;
+	return NULL;
+}
+
+PYU_PUBLIC uint64_t pyu_target_backend_reads(const struct pyu_target *t)
+{
+	return t ? t->backend_reads : 0;
+}
+
+PYU_PUBLIC uint64_t pyu_target_cached_reads(const struct pyu_target *t)
+{
+	return t ? t->cached_reads : 0;
+}
+
+// ---- mapped files ------------------------------------------------------------------------
+
+uint64_t pyu_target_read_file(struct pyu_target *t, const char *path, uint64_t offset,
+			      void *buf, uint64_t len)
+{
+	struct pyu_open_file *f = NULL;
+	for (unsigned i = 0; i < PYU_FILE_CACHE; i++) {
+		if (t->files[i].path && strcmp(t->files[i].path, path) == 0) {
+			f = &t->files[i];
+			break;
+		}
+	}
+	if (!f) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		struct stat st;
+		char *copy = dup_str(path);
+		if (!copy || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			free(copy);
+			close(fd);
+			return 0;
+		}
+		f = &t->files[t->next_file];
+		t->next_file = (t->next_file + 1) % PYU_FILE_CACHE;
+		if (f->path) {
+			close(f->fd);
+			free(f->path);
+		}
+		f->path = copy;
+		f->fd = fd;
+		f->size = (uint64_t)st.st_size;
+	}
+	if (offset >= f->size || offset > (uint64_t)INT64_MAX)
+		return 0;
+	if (len > f->size - offset)
+		len = f->size - offset;
+	uint64_t done = 0;
+	while (done < len) {
+		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
+		ssize_t r = pread(f->fd, (char *)buf + done, chunk, (off_t)(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+// ---- mappings ------------------------------------------------------------------------------
+
+// Longest matching prefix that ends at a path component boundary; ties go to the first added.
+static const struct pyu_path_map *find_path_map(const struct pyu_target *t, const char *path)
+{
+	const struct pyu_path_map *best = NULL;
+	size_t best_len = 0;
+	for (size_t i = 0; i < t->path_map_count; i++) {
+		const char *from = t->path_maps[i].from;
+		size_t n = strlen(from);
+		if (strncmp(path, from, n) != 0)
+			continue;
+		if (n > 0 && from[n - 1] != '/' && path[n] != '/' && path[n] != '\0')
+			continue;
+		if (!best || n > best_len) {
+			best = &t->path_maps[i];
+			best_len = n;
+		}
+	}
+	return best;
+}
+
+char *pyu_target_local_path(const struct pyu_target *t, const char *path)
+{
+	if (t->exe_target_path && strcmp(path, t->exe_target_path) == 0)
+		return dup_str(t->exe_local_path);
+	const struct pyu_path_map *m = find_path_map(t, path);
+	if (!m)
+		return dup_str(path);
+	size_t from_len = strlen(m->from), to_len = strlen(m->to);
+	const char *rest = path + from_len;
+	// Keep exactly one '/' at the join whether or not either side has one.
+	bool to_slash = to_len > 0 && m->to[to_len - 1] == '/';
+	bool rest_slash = rest[0] == '/';
+	if (to_slash && rest_slash)
+		rest++;
+	bool add_slash = !to_slash && !rest_slash && rest[0] != '\0' && from_len > 0 &&
+			 m->from[from_len - 1] == '/';
+	size_t n = to_len + (add_slash ? 1 : 0) + strlen(rest) + 1;
+	char *r = malloc(n);
+	if (r) {
+		memcpy(r, m->to, to_len);
+		size_t at = to_len;
+		if (add_slash)
+			r[at++] = '/';
+		memcpy(r + at, rest, strlen(rest) + 1);
+	}
+	return r;
+}
+
+// Mappings from a live process: pseudo-files like "[heap]" have no file here.
+static bool names_a_file(const char *path)
+{
+	return path && path[0] != '\0' && path[0] != '[';
+}
+
+// Recomputes every mapping's local path after the path maps or the executable changed.
+// On error, some mappings keep their old local path.
+static struct pyu_error *relocate_mappings(struct pyu_target *t)
+{
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		struct pyu_mapping *m = &t->mappings[i];
+		if (!names_a_file(m->path))
+			continue;
+		char *local = pyu_target_local_path(t, m->path);
+		if (!local)
+			return &pyu_error_nomem;
+		free(m->local_path);
+		m->local_path = local;
+	}
+	close_files(t);
+	pyu_target_flush_cache(t); // pages read from mapped files may change
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,
+						     const char *to)
+{
+	if (!t || !from || !to || from[0] == '\0')
+		return pyu_error_create(PYU_ERR_ARGUMENT, "a path map needs a non-empty 'from' "
+					"and a 'to'");
+	struct pyu_path_map *maps =
+		realloc(t->path_maps, (t->path_map_count + 1) * sizeof(*maps));
+	if (!maps)
+		return &pyu_error_nomem;
+	t->path_maps = maps;
+	char *f = dup_str(from), *to_copy = dup_str(to);
+	if (!f || !to_copy) {
+		free(f);
+		free(to_copy);
+		return &pyu_error_nomem;
+	}
+	maps[t->path_map_count].from = f;
+	maps[t->path_map_count].to = to_copy;
+	t->path_map_count++;
+	return relocate_mappings(t);
+}
+
+struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
+					    const char *local_path)
+{
+	char *tp = dup_str(target_path), *lp = dup_str(local_path);
+	if (!tp || !lp) {
+		free(tp);
+		free(lp);
+		return &pyu_error_nomem;
+	}
+	free(t->exe_target_path);
+	free(t->exe_local_path);
+	t->exe_target_path = tp;
+	t->exe_local_path = lp;
+	return relocate_mappings(t);
+}
+
+// Index of the first mapping with start > addr.
+static size_t upper_bound(const struct pyu_target *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->mapping_count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->mappings[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct pyu_error *add_mapping(struct pyu_target *t, uint64_t start, uint64_t end,
+				     uint64_t offset, bool readable, bool writable,
+				     bool executable, const char *path)
+{
+	if (start >= end)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "empty mapping [0x%" PRIx64 ", 0x%"
+					PRIx64 ")", start, end);
+	if (t->mapping_count >= PYU_MAX_MAPPINGS)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "too many mappings");
+	if (t->mapping_count == t->mapping_cap) {
+		size_t cap = t->mapping_cap ? t->mapping_cap * 2 : 64;
+		struct pyu_mapping *m = realloc(t->mappings, cap * sizeof(*m));
+		if (!m)
+			return &pyu_error_nomem;
+		t->mappings = m;
+		t->mapping_cap = cap;
+	}
+	struct pyu_mapping m = {
+		.start = start,
+		.end = end,
+		.offset = offset,
+		.writable = writable,
+		.readable = readable,
+		.executable = executable,
+	};
+	if (path && path[0] != '\0') {
+		m.path = dup_str(path);
+		if (!m.path)
+			return &pyu_error_nomem;
+		if (names_a_file(path)) {
+			m.local_path = pyu_target_local_path(t, path);
+			if (!m.local_path) {
+				free(m.path);
+				return &pyu_error_nomem;
+			}
+		}
+	}
+	size_t at = upper_bound(t, start);
+	memmove(&t->mappings[at + 1], &t->mappings[at],
+		(t->mapping_count - at) * sizeof(t->mappings[0]));
+	t->mappings[at] = m;
+	t->mapping_count++;
+	return NULL;
+}
+
+// Internal form with permissions; used by the process and core backends.
+struct pyu_error *pyu_target_add_mapping_perms(struct pyu_target *t, uint64_t start,
+					       uint64_t end, uint64_t offset, bool readable,
+					       bool writable, bool executable, const char *path)
+{
+	return add_mapping(t, start, end, offset, readable, writable, executable, path);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_add_mapping(struct pyu_target *t, uint64_t start,
+						    uint64_t end, uint64_t offset,
+						    uint32_t writable, const char *path)
+{
+	if (!t)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no target");
+	return add_mapping(t, start, end, offset, true, writable != 0, false, path);
+}
+
+size_t pyu_target_mapping_count(const struct pyu_target *t)
+{
+	return t->mapping_count;
+}
+
+const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t i)
+{
+	return i < t->mapping_count ? &t->mappings[i] : NULL;
+}
+
+const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr)
+{
+	size_t i = upper_bound(t, addr);
+	// Mappings should not overlap, but a debugger may declare overlapping ones: look back a
+	// few for one that still contains addr.
+	for (size_t k = 0; k < 8 && i > 0; k++, i--) {
+		const struct pyu_mapping *m = &t->mappings[i - 1];
+		if (addr >= m->start && addr < m->end)
+			return m;
+	}
+	return NULL;
+}
+
+const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
+							const char *path)
+{
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		const struct pyu_mapping *m = &t->mappings[i];
+		if (m->offset != 0)
+			continue;
+		if ((m->path && strcmp(m->path, path) == 0) ||
+		    (m->local_path && strcmp(m->local_path, path) == 0))
+			return m;
+	}
+	return NULL;
+}
+
+// ---- threads -------------------------------------------------------------------------------
+
+PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t tid)
+{
+	if (!t)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no target");
+	for (size_t i = 0; i < t->thread_count; i++) {
+		if (t->threads[i] == tid)
+			return NULL;
+	}
+	if (t->thread_count >= PYU_MAX_THREADS)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "too many threads");
+	if (t->thread_count == t->thread_cap) {
+		size_t cap = t->thread_cap ? t->thread_cap * 2 : 16;
+		int64_t *th = realloc(t->threads, cap * sizeof(*th));
+		if (!th)
+			return &pyu_error_nomem;
+		t->threads = th;
+		t->thread_cap = cap;
+	}
+	t->threads[t->thread_count++] = tid;
+	return NULL;
+}
+
+size_t pyu_target_thread_count(const struct pyu_target *t)
+{
+	return t->thread_count;
+}
+
+int64_t pyu_target_thread(const struct pyu_target *t, size_t i)
+{
+	return i < t->thread_count ? t->threads[i] : -1;
+}
+
+// ---- callback backend ----------------------------------------------------------------------
+
+struct callback_backend {
+	pyu_read_fn read;
+	void *arg;
+};
+
+static uint64_t callback_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
+{
+	struct callback_backend *cb = t->backend_data;
+	return cb->read(cb->arg, addr, buf, len);
+}
+
+static void callback_destroy(struct pyu_target *t)
+{
+	free(t->backend_data);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *arg,
+						      struct pyu_target **ret)
+{
+	if (!read || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "a callback target needs a read "
+					"function");
+	struct callback_backend *cb = malloc(sizeof(*cb));
+	if (!cb)
+		return &pyu_error_nomem;
+	cb->read = read;
+	cb->arg = arg;
+	struct pyu_error *err = pyu_target_create(callback_read, callback_destroy, cb, ret);
+	if (err)
+		free(cb);
+	return err;
+}

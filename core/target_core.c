@@ -1,0 +1,731 @@
+// target_core.c - the ELF core file backend: memory from PT_LOAD segments, falling back to the
+// mapped files named by NT_FILE for pages the core omits; thread ids from NT_PRSTATUS; the
+// executable from NT_AUXV (AT_ENTRY) or NT_PRPSINFO. Compressed cores (gzip, zstd, xz) are
+// unpacked to an anonymous temporary file first. Everything is read with pread and checked
+// against the file's size, so a truncated or corrupt core gives unreadable memory or an
+// error, never a crash.
+#include "target_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifdef PYU_HAVE_ZLIB
+#include <zlib.h>
+#endif
+#ifdef PYU_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef PYU_HAVE_LZMA
+#include <lzma.h>
+#endif
+
+#define EHDR_SIZE 64
+#define PHDR_SIZE 56
+#define ET_CORE 4
+#define PT_LOAD 1
+#define PT_NOTE 4
+#define PF_X 1
+#define PF_W 2
+#define PF_R 4
+#define PN_XNUM 0xffff
+#define NT_PRSTATUS 1
+#define NT_PRPSINFO 3
+#define NT_AUXV 6
+#define NT_FILE 0x46494c45u
+#define AT_ENTRY 9
+#define PRSTATUS_PID_OFFSET 32 // struct elf_prstatus: siginfo(12) cursig(2+2) sigpend sighold
+#define PRPSINFO_FNAME_OFFSET 40
+#define PRPSINFO_FNAME_LEN 16
+
+#define MAX_PHNUM (1u << 20)
+#define MAX_NOTES_SIZE (64u << 20) // bytes of one PT_NOTE segment we are willing to parse
+
+struct core_load {
+	uint64_t vaddr, memsz, filesz, offset;
+	uint32_t flags;
+};
+
+struct core_backend {
+	int fd;
+	uint64_t file_size;
+	struct core_load *loads; // sorted by vaddr
+	size_t load_count;
+};
+
+struct file_entry {
+	uint64_t start, end, offset; // offset in bytes
+	const char *name;            // points into the note buffer
+};
+
+struct core_notes {
+	struct file_entry *files;
+	size_t file_count;
+	uint64_t entry;    // AT_ENTRY, 0 if unknown
+	char fname[PRPSINFO_FNAME_LEN + 1]; // pr_fname, "" if unknown
+};
+
+static uint16_t get16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+// Reads up to @len bytes at @offset of the core; returns how many (short at end of file).
+static uint64_t core_pread(const struct core_backend *c, uint64_t offset, void *buf,
+			   uint64_t len)
+{
+	if (offset >= c->file_size)
+		return 0;
+	if (len > c->file_size - offset)
+		len = c->file_size - offset;
+	uint64_t done = 0;
+	while (done < len) {
+		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
+		ssize_t r = pread(c->fd, (char *)buf + done, chunk, (off_t)(offset + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+// The load containing @addr, or NULL; *next is set to the start of the first load above
+// @addr (UINT64_MAX if none).
+static const struct core_load *find_load(const struct core_backend *c, uint64_t addr,
+					 uint64_t *next)
+{
+	size_t lo = 0, hi = c->load_count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->loads[mid].vaddr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*next = lo < c->load_count ? c->loads[lo].vaddr : UINT64_MAX;
+	if (lo > 0) {
+		const struct core_load *l = &c->loads[lo - 1];
+		if (addr - l->vaddr < l->memsz)
+			return l;
+	}
+	return NULL;
+}
+
+// Reads the part of [addr, addr+len) that a mapped file backs. Returns bytes read.
+static uint64_t read_from_file(struct pyu_target *t, uint64_t addr, unsigned char *buf,
+			       uint64_t len)
+{
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, addr);
+	if (!m || !m->local_path)
+		return 0;
+	if (len > m->end - addr)
+		len = m->end - addr;
+	uint64_t off = m->offset + (addr - m->start);
+	if (off < m->offset)
+		return 0;
+	uint64_t r = pyu_target_read_file(t, m->local_path, off, buf, len);
+	if (r > 0 && r < len) {
+		// The file ended inside this page: the kernel shows the rest of the page as zeros.
+		uint64_t page_end = ((addr + r) | (PYU_PAGE_SIZE - 1)) + 1;
+		uint64_t z = page_end - (addr + r);
+		if (z > len - r)
+			z = len - r;
+		memset(buf + r, 0, (size_t)z);
+		r += z;
+	}
+	return r;
+}
+
+static uint64_t core_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
+{
+	const struct core_backend *c = t->backend_data;
+	unsigned char *out = buf;
+	uint64_t done = 0;
+	while (done < len) {
+		uint64_t a = addr + done;
+		if (a < addr)
+			break;
+		uint64_t next;
+		const struct core_load *l = find_load(c, a, &next);
+		uint64_t want = len - done, r;
+		if (l && a - l->vaddr < l->filesz) {
+			uint64_t delta = a - l->vaddr;
+			if (want > l->filesz - delta)
+				want = l->filesz - delta;
+			if (l->offset + delta < l->offset)
+				break;
+			// Past the end of a truncated core this is short: unreadable, because
+			// the file on disk need not hold what the process had there.
+			r = core_pread(c, l->offset + delta, out + done, want);
+		} else {
+			// Omitted from the core: only a mapped file can tell what was there.
+			uint64_t limit = l ? l->vaddr + l->memsz : next;
+			if (limit > a && want > limit - a)
+				want = limit - a;
+			r = read_from_file(t, a, out + done, want);
+		}
+		done += r;
+		if (r < want || r == 0)
+			break;
+	}
+	return done;
+}
+
+static void core_destroy(struct pyu_target *t)
+{
+	struct core_backend *c = t->backend_data;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->loads);
+	free(c);
+}
+
+// ---- decompression -------------------------------------------------------------------------
+
+enum compression { COMP_NONE, COMP_GZIP, COMP_ZSTD, COMP_XZ };
+
+static enum compression sniff(int fd)
+{
+	unsigned char m[6] = {0};
+	if (pread(fd, m, sizeof(m), 0) < 4)
+		return COMP_NONE;
+	if (m[0] == 0x1f && m[1] == 0x8b)
+		return COMP_GZIP;
+	if (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd)
+		return COMP_ZSTD;
+	if (memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
+		return COMP_XZ;
+	return COMP_NONE;
+}
+
+#if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
+#define CHUNK (256u << 10)
+
+static bool write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		p += w;
+		len -= (size_t)w;
+	}
+	return true;
+}
+
+static ssize_t read_some(int fd, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t r = read(fd, buf, len);
+		if (r >= 0 || errno != EINTR)
+			return r;
+	}
+}
+#endif
+
+#ifdef PYU_HAVE_ZLIB
+static const char *gunzip(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, 15 + 32) != Z_OK) // 32: accept a gzip header
+		return "cannot initialise zlib";
+	const char *fail = NULL;
+	bool in_member = false; // inside a gzip member (concatenated members are allowed)
+	bool any_member = false;
+	for (;;) {
+		if (z.avail_in == 0) {
+			ssize_t r = read_some(in, ibuf, CHUNK);
+			if (r < 0) {
+				fail = "read error";
+				break;
+			}
+			if (r == 0) {
+				if (in_member || !any_member)
+					fail = "truncated gzip data";
+				break;
+			}
+			z.next_in = ibuf;
+			z.avail_in = (uInt)r;
+		}
+		z.next_out = obuf;
+		z.avail_out = CHUNK;
+		int rc = inflate(&z, Z_NO_FLUSH);
+		if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+			// Garbage after a complete member (padding) ends the data, as gzip does.
+			if (!in_member && any_member)
+				break;
+			fail = "corrupt gzip data";
+			break;
+		}
+		in_member = true;
+		if (!write_all(out, obuf, CHUNK - z.avail_out)) {
+			fail = "cannot write the temporary file";
+			break;
+		}
+		if (rc == Z_STREAM_END) {
+			any_member = true;
+			in_member = false;
+			inflateReset(&z);
+		}
+	}
+	inflateEnd(&z);
+	return fail;
+}
+#endif
+
+#ifdef PYU_HAVE_ZSTD
+static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+{
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	if (!d)
+		return "cannot initialise zstd";
+	const char *fail = NULL;
+	size_t last = 0;
+	for (;;) {
+		ssize_t r = read_some(in, ibuf, CHUNK);
+		if (r < 0) {
+			fail = "read error";
+			break;
+		}
+		if (r == 0) {
+			if (last != 0)
+				fail = "truncated zstd data";
+			break;
+		}
+		ZSTD_inBuffer ib = {ibuf, (size_t)r, 0};
+		while (!fail && ib.pos < ib.size) {
+			ZSTD_outBuffer ob = {obuf, CHUNK, 0};
+			last = ZSTD_decompressStream(d, &ob, &ib);
+			if (ZSTD_isError(last))
+				fail = "corrupt zstd data";
+			else if (!write_all(out, obuf, ob.pos))
+				fail = "cannot write the temporary file";
+		}
+		if (fail)
+			break;
+	}
+	// Flush what the decoder still holds.
+	while (!fail && last != 0) {
+		ZSTD_inBuffer ib = {ibuf, 0, 0};
+		ZSTD_outBuffer ob = {obuf, CHUNK, 0};
+		last = ZSTD_decompressStream(d, &ob, &ib);
+		if (ZSTD_isError(last))
+			fail = "corrupt zstd data";
+		else if (ob.pos == 0)
+			fail = "truncated zstd data";
+		else if (!write_all(out, obuf, ob.pos))
+			fail = "cannot write the temporary file";
+	}
+	ZSTD_freeDCtx(d);
+	return fail;
+}
+#endif
+
+#ifdef PYU_HAVE_LZMA
+static const char *unxz(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+{
+	lzma_stream s = LZMA_STREAM_INIT;
+	if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+		return "cannot initialise liblzma";
+	const char *fail = NULL;
+	lzma_action action = LZMA_RUN;
+	for (;;) {
+		if (s.avail_in == 0 && action == LZMA_RUN) {
+			ssize_t r = read_some(in, ibuf, CHUNK);
+			if (r < 0) {
+				fail = "read error";
+				break;
+			}
+			if (r == 0)
+				action = LZMA_FINISH;
+			s.next_in = ibuf;
+			s.avail_in = (size_t)r;
+		}
+		s.next_out = obuf;
+		s.avail_out = CHUNK;
+		lzma_ret rc = lzma_code(&s, action);
+		if (!write_all(out, obuf, CHUNK - s.avail_out)) {
+			fail = "cannot write the temporary file";
+			break;
+		}
+		if (rc == LZMA_STREAM_END)
+			break;
+		if (rc != LZMA_OK) {
+			fail = rc == LZMA_BUF_ERROR ? "truncated xz data" : "corrupt xz data";
+			break;
+		}
+	}
+	lzma_end(&s);
+	return fail;
+}
+#endif
+
+// Replaces *fd (a compressed core) by an anonymous temporary file holding its contents.
+static struct pyu_error *decompress(const char *path, enum compression comp, int *fd)
+{
+	static const char *const names[] = {"", "gzip", "zstd", "xz"};
+	const char *(*fn)(int, int, unsigned char *, unsigned char *) = NULL;
+#ifdef PYU_HAVE_ZLIB
+	if (comp == COMP_GZIP)
+		fn = gunzip;
+#endif
+#ifdef PYU_HAVE_ZSTD
+	if (comp == COMP_ZSTD)
+		fn = unzstd;
+#endif
+#ifdef PYU_HAVE_LZMA
+	if (comp == COMP_XZ)
+		fn = unxz;
+#endif
+	if (!fn)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s is %s-compressed and this build "
+					"has no %s support: decompress it first", path,
+					names[comp], names[comp]);
+#if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
+	FILE *tmp = tmpfile();
+	if (!tmp)
+		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file to "
+					"decompress %s: %s", path, strerror(errno));
+	int out = dup(fileno(tmp));
+	fclose(tmp); // already unlinked; @out keeps it alive
+	if (out < 0)
+		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file: %s",
+					strerror(errno));
+	unsigned char *ibuf = malloc(CHUNK), *obuf = malloc(CHUNK);
+	const char *fail = "out of memory";
+	if (ibuf && obuf) {
+		fail = lseek(*fd, 0, SEEK_SET) == 0 ? fn(*fd, out, ibuf, obuf) : "cannot seek";
+	}
+	free(ibuf);
+	free(obuf);
+	if (fail) {
+		close(out);
+		return pyu_error_create(PYU_ERR_FORMAT, "cannot decompress %s (%s): %s", path,
+					names[comp], fail);
+	}
+	close(*fd);
+	*fd = out;
+	return NULL;
+#endif
+}
+
+// ---- headers and notes ---------------------------------------------------------------------
+
+static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
+				    struct core_load **notes, size_t *note_count)
+{
+	unsigned char eh[EHDR_SIZE];
+	if (core_pread(c, 0, eh, sizeof(eh)) != sizeof(eh) || memcmp(eh, "\177ELF", 4) != 0)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s is not an ELF file", path);
+	if (eh[4] != 2 || eh[5] != 1)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s: only 64-bit little-endian "
+					"cores are supported", path);
+	if (get16(eh + 16) != ET_CORE)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s is an ELF file but not a core dump",
+					path);
+	uint64_t phoff = get64(eh + 32), shoff = get64(eh + 40);
+	uint16_t phentsize = get16(eh + 54);
+	uint64_t phnum = get16(eh + 56);
+	if (phnum == PN_XNUM) {
+		// More than 65534 segments: the count is sh_info of section header 0.
+		unsigned char sh0[64];
+		if (shoff == 0 || core_pread(c, shoff, sh0, sizeof(sh0)) != sizeof(sh0))
+			return pyu_error_create(PYU_ERR_FORMAT, "%s: truncated core: the "
+						"segment count is missing", path);
+		phnum = get32(sh0 + 44);
+	}
+	if (phnum == 0)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s: core has no segments", path);
+	if (phentsize < PHDR_SIZE || phnum > MAX_PHNUM)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s: bad program header size %u or "
+					"count %" PRIu64, path, phentsize, phnum);
+	size_t table_len = (size_t)phnum * phentsize;
+	unsigned char *table = malloc(table_len);
+	if (!table)
+		return &pyu_error_nomem;
+	if (phoff > UINT64_MAX - table_len || core_pread(c, phoff, table, table_len) != table_len) {
+		free(table);
+		return pyu_error_create(PYU_ERR_FORMAT, "%s: truncated core: program headers "
+					"run past the end of the file", path);
+	}
+	c->loads = calloc((size_t)phnum, sizeof(*c->loads));
+	*notes = calloc((size_t)phnum, sizeof(**notes));
+	if (!c->loads || !*notes) {
+		free(table);
+		return &pyu_error_nomem;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		const unsigned char *ph = table + i * phentsize;
+		struct core_load l = {
+			.flags = get32(ph + 4),
+			.offset = get64(ph + 8),
+			.vaddr = get64(ph + 16),
+			.filesz = get64(ph + 32),
+			.memsz = get64(ph + 40),
+		};
+		uint32_t type = get32(ph);
+		if (type == PT_NOTE) {
+			(*notes)[(*note_count)++] = l;
+		} else if (type == PT_LOAD && l.memsz > 0 && l.vaddr + l.memsz > l.vaddr) {
+			if (l.filesz > l.memsz) // never more data than memory
+				l.filesz = l.memsz;
+			c->loads[c->load_count++] = l;
+		}
+	}
+	free(table);
+	// Sort by address (insertion sort: cores come sorted already, so this is linear).
+	for (size_t i = 1; i < c->load_count; i++) {
+		struct core_load l = c->loads[i];
+		size_t j = i;
+		while (j > 0 && c->loads[j - 1].vaddr > l.vaddr) {
+			c->loads[j] = c->loads[j - 1];
+			j--;
+		}
+		c->loads[j] = l;
+	}
+	return NULL;
+}
+
+// Parses the NT_FILE note in @desc. Malformed content is ignored (no file mappings).
+static void parse_nt_file(const unsigned char *desc, uint64_t len, struct core_notes *n)
+{
+	if (n->files || len < 16)
+		return;
+	uint64_t count = get64(desc), page = get64(desc + 8);
+	if (page == 0 || (page & (page - 1)) != 0 || page > (1u << 30))
+		return;
+	if (count > (len - 16) / 24 || count > PYU_MAX_MAPPINGS)
+		return;
+	const unsigned char *names = desc + 16 + count * 24;
+	uint64_t names_len = len - 16 - count * 24;
+	n->files = calloc(count ? (size_t)count : 1, sizeof(*n->files));
+	if (!n->files)
+		return;
+	uint64_t at = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		const unsigned char *e = desc + 16 + i * 24;
+		uint64_t start = get64(e), end = get64(e + 8), ofs = get64(e + 16);
+		if (at >= names_len)
+			break;
+		const unsigned char *nul = memchr(names + at, '\0', (size_t)(names_len - at));
+		if (!nul)
+			break;
+		const char *name = (const char *)names + at;
+		at = (uint64_t)(nul - names) + 1;
+		if (start >= end || ofs > UINT64_MAX / page)
+			continue;
+		n->files[n->file_count++] = (struct file_entry){start, end, ofs * page, name};
+	}
+}
+
+static struct pyu_error *parse_notes(struct pyu_target *t, const unsigned char *buf,
+				     uint64_t len, struct core_notes *n)
+{
+	uint64_t off = 0;
+	while (len - off >= 12) {
+		uint64_t namesz = get32(buf + off), descsz = get32(buf + off + 4);
+		uint32_t type = get32(buf + off + 8);
+		uint64_t name_off = off + 12;
+		uint64_t desc_off = name_off + ((namesz + 3) & ~(uint64_t)3);
+		if (desc_off > len || descsz > len - desc_off)
+			break; // a garbage or truncated note: stop, keep what we have
+		const unsigned char *name = buf + name_off, *desc = buf + desc_off;
+		bool core = namesz == 5 && memcmp(name, "CORE", 5) == 0;
+		if (core && type == NT_PRSTATUS && descsz >= PRSTATUS_PID_OFFSET + 4) {
+			int32_t pid = (int32_t)get32(desc + PRSTATUS_PID_OFFSET);
+			if (pid > 0) {
+				struct pyu_error *err = pyu_target_add_thread(t, pid);
+				if (err)
+					return err;
+			}
+		} else if (core && type == NT_PRPSINFO &&
+			   descsz >= PRPSINFO_FNAME_OFFSET + PRPSINFO_FNAME_LEN) {
+			memcpy(n->fname, desc + PRPSINFO_FNAME_OFFSET, PRPSINFO_FNAME_LEN);
+			n->fname[PRPSINFO_FNAME_LEN] = '\0';
+		} else if (core && type == NT_AUXV) {
+			for (uint64_t i = 0; i + 16 <= descsz; i += 16) {
+				if (get64(desc + i) == AT_ENTRY)
+					n->entry = get64(desc + i + 8);
+			}
+		} else if (core && type == NT_FILE) {
+			parse_nt_file(desc, descsz, n);
+		}
+		off = desc_off + ((descsz + 3) & ~(uint64_t)3);
+		if (off > len)
+			break;
+	}
+	return NULL;
+}
+
+static const struct file_entry *file_at(const struct core_notes *n, uint64_t addr)
+{
+	for (size_t i = 0; i < n->file_count; i++) {
+		if (addr >= n->files[i].start && addr < n->files[i].end)
+			return &n->files[i];
+	}
+	return NULL;
+}
+
+// The mappings: one per PT_LOAD (named when NT_FILE has an entry starting there), plus any
+// NT_FILE entry no segment covers (a core writer may leave read-only file mappings out).
+static struct pyu_error *add_mappings(struct pyu_target *t, const struct core_backend *c,
+				      const struct core_notes *n)
+{
+	for (size_t i = 0; i < c->load_count; i++) {
+		const struct core_load *l = &c->loads[i];
+		const struct file_entry *f = file_at(n, l->vaddr);
+		uint64_t end = l->vaddr + l->memsz, offset = 0;
+		const char *path = NULL;
+		if (f) {
+			path = f->name;
+			offset = f->offset + (l->vaddr - f->start);
+			if (offset < f->offset)
+				path = NULL, offset = 0;
+		}
+		struct pyu_error *err = pyu_target_add_mapping_perms(
+			t, l->vaddr, end, offset, (l->flags & PF_R) != 0, (l->flags & PF_W) != 0,
+			(l->flags & PF_X) != 0, path);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < n->file_count; i++) {
+		const struct file_entry *f = &n->files[i];
+		uint64_t next;
+		if (find_load(c, f->start, &next) || next < f->end)
+			continue;
+		struct pyu_error *err = pyu_target_add_mapping_perms(t, f->start, f->end, f->offset,
+								     true, false, false, f->name);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+// The executable as the core names it: the file mapped at AT_ENTRY, else the first mapping
+// whose name starts with the process name, else NULL.
+static const char *core_executable(const struct core_notes *n)
+{
+	const struct file_entry *f = n->entry ? file_at(n, n->entry) : NULL;
+	if (f)
+		return f->name;
+	if (n->fname[0] == '\0')
+		return NULL;
+	for (size_t i = 0; i < n->file_count; i++) {
+		const char *slash = strrchr(n->files[i].name, '/');
+		const char *base = slash ? slash + 1 : n->files[i].name;
+		if (strncmp(base, n->fname, strlen(n->fname)) == 0)
+			return n->files[i].name;
+	}
+	return NULL;
+}
+
+static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
+				   const char *path, const char *executable)
+{
+	struct core_load *note_segs = NULL;
+	size_t note_count = 0;
+	struct pyu_error *err = read_phdrs(c, path, &note_segs, &note_count);
+	struct core_notes notes = {0};
+	unsigned char **bufs = NULL;
+	if (!err && note_count > 0) {
+		bufs = calloc(note_count, sizeof(*bufs));
+		if (!bufs)
+			err = &pyu_error_nomem;
+	}
+	for (size_t i = 0; !err && i < note_count; i++) {
+		uint64_t size = note_segs[i].filesz;
+		if (size > MAX_NOTES_SIZE)
+			size = MAX_NOTES_SIZE;
+		if (size == 0)
+			continue;
+		bufs[i] = malloc((size_t)size);
+		if (!bufs[i]) {
+			err = &pyu_error_nomem;
+			break;
+		}
+		// A truncated core: parse whatever part of the notes is there.
+		uint64_t got = core_pread(c, note_segs[i].offset, bufs[i], size);
+		err = parse_notes(t, bufs[i], got, &notes);
+	}
+	if (!err)
+		err = add_mappings(t, c, &notes);
+	if (!err && executable) {
+		const char *exe = core_executable(&notes);
+		// Without a name for it in the core, the executable can only name itself.
+		err = pyu_target_set_executable(t, exe ? exe : executable, executable);
+	}
+	for (size_t i = 0; bufs && i < note_count; i++)
+		free(bufs[i]);
+	free(bufs);
+	free(notes.files);
+	free(note_segs);
+	return err;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const char *executable,
+						  struct pyu_target **ret)
+{
+	if (!core_path || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no core file given");
+	if (executable && access(executable, R_OK) != 0)
+		return pyu_error_create(PYU_ERR_IO, "cannot read executable %s: %s", executable,
+					strerror(errno));
+	int fd = open(core_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pyu_error_create(PYU_ERR_IO, "cannot open core %s: %s", core_path,
+					strerror(errno));
+	struct pyu_error *err = NULL;
+	enum compression comp = sniff(fd);
+	if (comp != COMP_NONE)
+		err = decompress(core_path, comp, &fd);
+	struct stat st;
+	if (!err && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
+		err = pyu_error_create(PYU_ERR_IO, "core %s is not a regular file", core_path);
+	struct core_backend *c = NULL;
+	if (!err) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			err = &pyu_error_nomem;
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	c->fd = fd;
+	c->file_size = (uint64_t)st.st_size;
+	struct pyu_target *t;
+	err = pyu_target_create(core_read, core_destroy, c, &t);
+	if (err) {
+		close(fd);
+		free(c);
+		return err;
+	}
+	err = load_core(t, c, core_path, executable);
+	if (err) {
+		pyu_target_destroy(t);
+		return err;
+	}
+	*ret = t;
+	return NULL;
+}

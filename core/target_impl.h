@@ -1,0 +1,83 @@
+// target_impl.h - the private definition of struct pyu_target, shared only by the files that
+// build targets (target.c, target_proc.c, target_core.c). Everyone else uses target.h.
+// A target is one backend read function (process, core file or debugger callback) behind a
+// direct-mapped page cache, plus the mapping list, thread ids and path maps.
+#ifndef PYU_TARGET_IMPL_H
+#define PYU_TARGET_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "target.h"
+
+#define PYU_PAGE_SIZE 4096u
+#define PYU_CACHE_PAGES 256u        // 1 MiB per target, allocated on first read
+#define PYU_DIRECT_READ_MIN 65536u  // reads this long bypass the cache
+#define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
+#define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
+#define PYU_MAX_THREADS 1000000u
+
+struct pyu_cache_page {
+	uint64_t addr; // page address; meaningful only when valid
+	bool valid;
+	unsigned char data[PYU_PAGE_SIZE];
+};
+
+struct pyu_path_map {
+	char *from, *to;
+};
+
+struct pyu_open_file {
+	char *path; // NULL = free slot
+	int fd;
+	uint64_t size;
+};
+
+struct pyu_target {
+	// The backend: reads up to len bytes at addr, returns how many (a contiguous prefix).
+	pyu_backend_read_fn backend_read;
+	// Releases backend_data; may be NULL.
+	void (*backend_destroy)(struct pyu_target *t);
+	void *backend_data;
+
+	struct pyu_mapping *mappings; // sorted by start
+	size_t mapping_count, mapping_cap;
+	int64_t *threads;
+	size_t thread_count, thread_cap;
+	struct pyu_path_map *path_maps;
+	size_t path_map_count;
+	// The main executable as the target names it, and the file to read for it here (set by an
+	// explicit executable argument); both NULL when not given.
+	char *exe_target_path, *exe_local_path;
+
+	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
+	uint64_t backend_reads, cached_reads;
+
+	struct pyu_open_file files[PYU_FILE_CACHE];
+	unsigned next_file; // round-robin victim for the file cache
+};
+
+// A new target with the given backend and no mappings. On error, *ret is unchanged and
+// @destroy is not called.
+struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
+				    void (*destroy)(struct pyu_target *t), void *data,
+				    struct pyu_target **ret);
+
+// Reads up to @len bytes at offset @offset of the local file @path through the target's
+// small cache of open files. Returns the number of bytes read (0 when the file cannot be
+// opened or @offset is past its end). Cannot fail otherwise.
+uint64_t pyu_target_read_file(struct pyu_target *t, const char *path, uint64_t offset,
+			      void *buf, uint64_t len);
+
+// Declares the main executable: mappings of @target_path are read from @local_path.
+// On error the target is unchanged.
+struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
+					    const char *local_path);
+
+// pyu_target_add_mapping with every permission bit. On error the target is unchanged.
+struct pyu_error *pyu_target_add_mapping_perms(struct pyu_target *t, uint64_t start,
+					       uint64_t end, uint64_t offset, bool readable,
+					       bool writable, bool executable, const char *path);
+
+#endif

@@ -1,0 +1,252 @@
+// target_proc.c - the live-process backend: memory through process_vm_readv (falling back to
+// /proc/PID/mem), mappings from /proc/PID/maps, thread ids from /proc/PID/task.
+// It does not stop or attach to the process; a debugger (or the caller) does that.
+#include "target_impl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+struct proc_backend {
+	pid_t pid;
+	bool use_mem; // process_vm_readv is unavailable or refused: use /proc/PID/mem
+	int mem_fd;   // -1 until first needed
+};
+
+static bool open_mem(struct proc_backend *p)
+{
+	if (p->mem_fd >= 0)
+		return true;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)p->pid);
+	p->mem_fd = open(path, O_RDONLY | O_CLOEXEC);
+	return p->mem_fd >= 0;
+}
+
+static uint64_t mem_read(struct proc_backend *p, uint64_t addr, void *buf, uint64_t len)
+{
+	if (!open_mem(p))
+		return 0;
+	uint64_t done = 0;
+	while (done < len) {
+		uint64_t a = addr + done;
+		if (a > (uint64_t)INT64_MAX) // pread offsets are signed; no user memory up there
+			break;
+		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
+		ssize_t r = pread(p->mem_fd, (char *)buf + done, chunk, (off_t)a);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
+{
+	struct proc_backend *p = t->backend_data;
+	if (p->use_mem)
+		return mem_read(p, addr, buf, len);
+	uint64_t done = 0;
+	while (done < len) {
+		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
+		struct iovec local = {(char *)buf + done, chunk};
+		struct iovec remote = {(void *)(uintptr_t)(addr + done), chunk};
+		ssize_t r = process_vm_readv(p->pid, &local, 1, &remote, 1, 0);
+		if (r < 0 && (errno == ENOSYS || errno == EPERM) && done == 0) {
+			// Seccomp or a kernel without it; /proc/PID/mem obeys the same ptrace
+			// rules but is sometimes allowed where the syscall is not.
+			p->use_mem = true;
+			return mem_read(p, addr, buf, len);
+		}
+		if (r <= 0)
+			break;
+		done += (uint64_t)r;
+	}
+	return done;
+}
+
+static void proc_destroy(struct pyu_target *t)
+{
+	struct proc_backend *p = t->backend_data;
+	if (p->mem_fd >= 0)
+		close(p->mem_fd);
+	free(p);
+}
+
+static struct pyu_error *permission_error(int pid, const char *what)
+{
+	return pyu_error_create(PYU_ERR_IO,
+				"permission denied reading %s of process %d: run as its user "
+				"with ptrace permission (kernel.yama.ptrace_scope may forbid "
+				"reading a process that is not your child; attaching a debugger "
+				"or running as root allows it)",
+				what, pid);
+}
+
+// Parses one line of /proc/PID/maps into the target. Unparseable lines are skipped: the
+// kernel's format is stable, and one odd line should not lose the rest.
+static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line)
+{
+	uint64_t start, end, offset;
+	char perms[8];
+	int n = 0;
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end,
+		   perms, &offset, &n) < 4 || n == 0)
+		return NULL;
+	char *path = line + n;
+	size_t len = strlen(path);
+	while (len > 0 && path[len - 1] == '\n')
+		path[--len] = '\0';
+	static const char deleted[] = " (deleted)";
+	bool is_deleted = false;
+	if (len >= sizeof(deleted) - 1 && path[0] == '/' &&
+	    strcmp(path + len - (sizeof(deleted) - 1), deleted) == 0) {
+		path[len - (sizeof(deleted) - 1)] = '\0';
+		is_deleted = true;
+	}
+	if (start >= end)
+		return NULL;
+	struct pyu_error *err = pyu_target_add_mapping_perms(
+		t, start, end, offset, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x',
+		path[0] ? path : NULL);
+	if (err || !is_deleted)
+		return err;
+	// The file is gone from the file system, but the kernel still serves it here.
+	char local[96];
+	snprintf(local, sizeof(local), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start,
+		 end);
+	struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
+	if (m && m->start == start) {
+		char *copy = strdup(local);
+		if (!copy)
+			return &pyu_error_nomem;
+		free(m->local_path);
+		m->local_path = copy;
+	}
+	return NULL;
+}
+
+static struct pyu_error *read_maps(struct pyu_target *t, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
+		if (errno == EACCES || errno == EPERM)
+			return permission_error(pid, "the memory map");
+		return pyu_error_create(PYU_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	struct pyu_error *err = NULL;
+	while (!err && getline(&line, &cap, f) > 0)
+		err = add_maps_line(t, pid, line);
+	if (!err && ferror(f))
+		err = pyu_error_create(PYU_ERR_IO, "cannot read %s", path);
+	free(line);
+	fclose(f);
+	return err;
+}
+
+static struct pyu_error *read_tasks(struct pyu_target *t, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	DIR *d = opendir(path);
+	if (!d) {
+		if (errno == ENOENT)
+			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
+		return pyu_error_create(PYU_ERR_IO, "cannot list %s: %s", path, strerror(errno));
+	}
+	struct pyu_error *err = NULL;
+	struct dirent *e;
+	while (!err && (e = readdir(d))) {
+		char *endp;
+		errno = 0;
+		long long tid = strtoll(e->d_name, &endp, 10);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *endp || errno || tid <= 0)
+			continue;
+		err = pyu_target_add_thread(t, tid);
+	}
+	closedir(d);
+	return err;
+}
+
+// Reads one byte of the first readable mapping to find out early whether we may read this
+// process at all, so the caller gets "permission denied" instead of empty stacks.
+static struct pyu_error *probe_access(struct pyu_target *t, int pid)
+{
+	struct proc_backend *p = t->backend_data;
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		const struct pyu_mapping *m = &t->mappings[i];
+		if (!m->readable || (m->path && m->path[0] == '['))
+			continue;
+		unsigned char b;
+		struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)m->start, 1};
+		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1)
+			return NULL;
+		int e = errno;
+		if (e == ESRCH)
+			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
+		if (e != EPERM && e != ENOSYS)
+			return NULL; // that page is odd; reads report their own faults
+		p->use_mem = true;
+		if (!open_mem(p)) {
+			if (errno == EACCES || errno == EPERM)
+				return permission_error(pid, "the memory");
+			return pyu_error_create(PYU_ERR_IO, "cannot open /proc/%d/mem: %s", pid,
+						strerror(errno));
+		}
+		if (pread(p->mem_fd, &b, 1, (off_t)m->start) == 1)
+			return NULL;
+		if (errno == EACCES || errno == EPERM)
+			return permission_error(pid, "the memory");
+		return NULL;
+	}
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret)
+{
+	if (!ret || pid <= 0)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "invalid process id %d", (int)pid);
+	char dir[32];
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	struct stat st;
+	if (stat(dir, &st) != 0)
+		return pyu_error_create(PYU_ERR_IO, "no such process: %d", (int)pid);
+	struct proc_backend *p = malloc(sizeof(*p));
+	if (!p)
+		return &pyu_error_nomem;
+	p->pid = pid;
+	p->use_mem = false;
+	p->mem_fd = -1;
+	struct pyu_target *t;
+	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, &t);
+	if (err) {
+		free(p);
+		return err;
+	}
+	err = read_maps(t, pid);
+	if (!err)
+		err = read_tasks(t, pid);
+	if (!err)
+		err = probe_access(t, pid);
+	if (err) {
+		pyu_target_destroy(t);
+		return err;
+	}
+	*ret = t;
+	return NULL;
+}

@@ -1,0 +1,537 @@
+// check_target.c - the address space: callback targets over a buffer, the page cache and its
+// counters, bounded string reads, sorted mappings, path maps, threads, and a real live
+// process (a forked child) read by pid.
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "checkmain.h"
+#include "elf_fixture.h"
+#include "target.h"
+
+// ---- a memory image read through the callback backend ------------------------------------
+
+#define IMG_BASE 0x10000u
+#define IMG_LEN (3 * 4096 + 100) // the last page is only partly readable
+
+struct image {
+	unsigned char data[IMG_LEN];
+	int calls;
+	bool fail;
+};
+
+static uint64_t image_read(void *arg, uint64_t addr, void *buf, uint64_t len)
+{
+	struct image *img = arg;
+	img->calls++;
+	if (img->fail || addr < IMG_BASE || addr - IMG_BASE >= IMG_LEN)
+		return 0;
+	uint64_t off = addr - IMG_BASE;
+	uint64_t n = len < IMG_LEN - off ? len : IMG_LEN - off;
+	memcpy(buf, img->data + off, n);
+	return n;
+}
+
+static struct pyu_target *image_target(struct image *img)
+{
+	for (size_t i = 0; i < IMG_LEN; i++)
+		img->data[i] = fx_pattern(IMG_BASE + i);
+	struct pyu_target *t = NULL;
+	ck_assert_ptr_null(pyu_target_open_callback(image_read, img, &t));
+	ck_assert_ptr_nonnull(t);
+	return t;
+}
+
+// Asserts that @err is a PYU_ERR_FAULT whose message names @addr, and destroys it.
+static void assert_fault_at(struct pyu_error *err, uint64_t addr)
+{
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+	char hex[32];
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, addr);
+	ck_assert_msg(strstr(pyu_error_message(err), hex), "message '%s' lacks %s",
+		      pyu_error_message(err), hex);
+	pyu_error_destroy(err);
+}
+
+START_TEST(test_callback_typed_reads)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	uint8_t b = 0;
+	uint32_t w = 0;
+	uint64_t q = 0;
+	ck_assert_ptr_null(pyu_target_read_u8(t, IMG_BASE + 5, &b));
+	ck_assert_uint_eq(b, img.data[5]);
+	ck_assert_ptr_null(pyu_target_read_u32(t, IMG_BASE + 4094, &w)); // spans two pages
+	uint32_t w_expect = 0;
+	for (int i = 3; i >= 0; i--)
+		w_expect = w_expect << 8 | img.data[4094 + i];
+	ck_assert_uint_eq(w, w_expect);
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 2 * 4096 - 3, &q));
+	uint64_t q_expect = 0;
+	for (int i = 7; i >= 0; i--)
+		q_expect = q_expect << 8 | img.data[2 * 4096 - 3 + i];
+	ck_assert_uint_eq(q, q_expect);
+
+	// A large read that crosses every page.
+	unsigned char buf[3 * 4096 + 50];
+	ck_assert_ptr_null(pyu_target_read(t, IMG_BASE + 30, buf, sizeof(buf)));
+	ck_assert_mem_eq(buf, img.data + 30, sizeof(buf));
+	// The partly readable last page: its readable bytes still read.
+	ck_assert_ptr_null(pyu_target_read(t, IMG_BASE + IMG_LEN - 8, buf, 8));
+	ck_assert_mem_eq(buf, img.data + IMG_LEN - 8, 8);
+	// One byte too far fails, naming the first unreadable address; outputs untouched.
+	q = 42;
+	assert_fault_at(pyu_target_read_u64(t, IMG_BASE + IMG_LEN - 7, &q), IMG_BASE + IMG_LEN);
+	ck_assert_uint_eq(q, 42);
+	assert_fault_at(pyu_target_read(t, 0x500000, buf, 16), 0x500000);
+	// Zero-length reads succeed anywhere; wrapping ranges fail.
+	ck_assert_ptr_null(pyu_target_read(t, 0x123, buf, 0));
+	struct pyu_error *err = pyu_target_read(t, UINT64_MAX - 3, buf, 8);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+	pyu_error_destroy(err);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+START_TEST(test_callback_failing)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	img.fail = true; // what ctypes returns when the Python callback raised
+	uint64_t q = 7;
+	assert_fault_at(pyu_target_read_u64(t, IMG_BASE, &q), IMG_BASE);
+	ck_assert_uint_eq(q, 7);
+	ck_assert_int_gt(img.calls, 0);
+	pyu_target_destroy(t);
+
+	struct pyu_error *err = pyu_target_open_callback(NULL, NULL, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
+}
+END_TEST
+
+START_TEST(test_cache_counters)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	uint64_t q;
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 0);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), 0);
+	// First touch of a page fills it from the backend...
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE, &q));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 1);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), 0);
+	// ...and later reads of that page are answered by the cache.
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 100, &q));
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 4088, &q));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 1);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), 2);
+	ck_assert_int_eq(img.calls, 1);
+	// A read spanning into the next page: one cached part, one backend fill.
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 4092, &q));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 2);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), 3);
+	// The cache serves stale data until flushed (the debugger resumed the target).
+	img.data[0] ^= 0xff;
+	uint8_t b;
+	ck_assert_ptr_null(pyu_target_read_u8(t, IMG_BASE, &b));
+	ck_assert_uint_eq(b, (uint8_t)(img.data[0] ^ 0xff));
+	pyu_target_flush_cache(t);
+	ck_assert_ptr_null(pyu_target_read_u8(t, IMG_BASE, &b));
+	ck_assert_uint_eq(b, img.data[0]);
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 3);
+	// A partly readable page is not cached: each read goes to the backend (a failed page
+	// fill, then the exact bytes).
+	uint64_t before = pyu_target_backend_reads(t);
+	ck_assert_ptr_null(pyu_target_read_u32(t, IMG_BASE + 3 * 4096, (uint32_t *)&q));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), before + 2);
+	ck_assert_ptr_null(pyu_target_read_u32(t, IMG_BASE + 3 * 4096, (uint32_t *)&q));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), before + 4);
+	// Null targets count nothing.
+	ck_assert_uint_eq(pyu_target_backend_reads(NULL), 0);
+	ck_assert_uint_eq(pyu_target_cached_reads(NULL), 0);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+// A callback over a buffer of more pages than the cache holds, at BIG_BASE.
+#define BIG_BASE 0x1000000u
+#define BIG_PAGES 600
+static unsigned char big[BIG_PAGES * 4096];
+
+static uint64_t big_read(void *arg, uint64_t addr, void *buf, uint64_t len)
+{
+	(void)arg;
+	if (addr < BIG_BASE || addr - BIG_BASE >= sizeof(big))
+		return 0;
+	uint64_t off = addr - BIG_BASE;
+	uint64_t n = len < sizeof(big) - off ? len : sizeof(big) - off;
+	memcpy(buf, big + off, n);
+	return n;
+}
+
+START_TEST(test_cache_many_pages)
+{
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = fx_pattern(i * 13);
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_callback(big_read, NULL, &t));
+	// Two passes over every page at odd offsets: evictions never return wrong bytes.
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t off = 4090; off + 16 <= sizeof(big); off += 4096 + 7) {
+			unsigned char buf[16];
+			ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + off, buf, sizeof(buf)));
+			ck_assert_mem_eq(buf, big + off, sizeof(buf));
+		}
+	}
+	// A read of a whole region at once (bypasses the cache) sees the same bytes.
+	size_t n = 100 * 4096 + 5;
+	unsigned char *buf = malloc(n);
+	ck_assert_ptr_nonnull(buf);
+	uint64_t before = pyu_target_backend_reads(t);
+	ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + 3, buf, n));
+	ck_assert_mem_eq(buf, big + 3, n);
+	ck_assert_uint_eq(pyu_target_backend_reads(t), before + 1);
+	free(buf);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+START_TEST(test_read_cstr)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	// Plant strings: one inside a page, one across a page boundary, one ending exactly at
+	// the end of readable memory, one with no NUL before the end of memory.
+	memcpy(img.data + 10, "hello", 6);
+	memcpy(img.data + 4090, "boundary-string", 16);
+	memcpy(img.data + IMG_LEN - 4, "end", 4);
+	char *s = NULL;
+	ck_assert_ptr_null(pyu_target_read_cstr(t, IMG_BASE + 10, 100, &s));
+	ck_assert_str_eq(s, "hello");
+	free(s);
+	ck_assert_ptr_null(pyu_target_read_cstr(t, IMG_BASE + 4090, 100, &s));
+	ck_assert_str_eq(s, "boundary-string");
+	free(s);
+	ck_assert_ptr_null(pyu_target_read_cstr(t, IMG_BASE + 10, 3, &s)); // bounded
+	ck_assert_str_eq(s, "hel");
+	free(s);
+	ck_assert_ptr_null(pyu_target_read_cstr(t, IMG_BASE + 10, 0, &s));
+	ck_assert_str_eq(s, "");
+	free(s);
+	ck_assert_ptr_null(pyu_target_read_cstr(t, IMG_BASE + IMG_LEN - 4, 4096, &s));
+	ck_assert_str_eq(s, "end");
+	free(s);
+	memset(img.data + IMG_LEN - 20, 'x', 20); // no NUL before memory ends
+	pyu_target_flush_cache(t);
+	s = (char *)"untouched";
+	struct pyu_error *err = pyu_target_read_cstr(t, IMG_BASE + IMG_LEN - 20, 4096, &s);
+	ck_assert_ptr_nonnull(strstr(pyu_error_message(err), "0x13064"));
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+	ck_assert_str_eq(s, "untouched");
+	pyu_error_destroy(err);
+	err = pyu_target_read_cstr(t, UINT64_MAX - 2, 64, &s);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+	pyu_error_destroy(err);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+START_TEST(test_mappings_sorted)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x5000, 0x6000, 0, 1, "/lib/b.so"));
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x1000, 0x3000, 0x2000, 0, "/lib/a.so"));
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x3000, 0x4000, 0, 1, NULL));
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x9000, 0xa000, 0, 1, "[heap]"));
+	struct pyu_error *err = pyu_target_add_mapping(t, 0x8000, 0x8000, 0, 0, "/empty");
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
+
+	ck_assert_uint_eq(pyu_target_mapping_count(t), 4);
+	uint64_t starts[] = {0x1000, 0x3000, 0x5000, 0x9000};
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_uint_eq(pyu_target_mapping(t, i)->start, starts[i]);
+	ck_assert_ptr_null(pyu_target_mapping(t, 4));
+
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, 0x2fff);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->path, "/lib/a.so");
+	ck_assert_str_eq(m->local_path, "/lib/a.so");
+	ck_assert_uint_eq(m->offset, 0x2000);
+	ck_assert(!m->writable);
+	m = pyu_target_find_mapping(t, 0x3000); // end is exclusive: the next one
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_null(m->path);
+	ck_assert_ptr_null(m->local_path);
+	ck_assert(m->writable);
+	ck_assert_ptr_null(pyu_target_find_mapping(t, 0x4000));
+	ck_assert_ptr_null(pyu_target_find_mapping(t, 0xfff));
+	ck_assert_ptr_null(pyu_target_find_mapping(t, 0xa000));
+	m = pyu_target_find_mapping(t, 0x9800);
+	ck_assert_str_eq(m->path, "[heap]");
+	ck_assert_ptr_null(m->local_path); // a pseudo-file has no file here
+
+	ck_assert_ptr_null(pyu_target_find_file_mapping(t, "/lib/a.so")); // offset != 0
+	ck_assert_uint_eq(pyu_target_find_file_mapping(t, "/lib/b.so")->start, 0x5000);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+START_TEST(test_path_maps)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x1000, 0x2000, 0, 0,
+						  "/build/lib/libpython3.so"));
+	ck_assert_ptr_null(pyu_target_add_path_map(t, "/build", "/opt/copy"));
+	// Existing mappings follow a new map.
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x1000)->local_path,
+			 "/opt/copy/lib/libpython3.so");
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x1000)->path, "/build/lib/libpython3.so");
+	// Only whole path components match.
+	char *p = pyu_target_local_path(t, "/buildx/lib.so");
+	ck_assert_str_eq(p, "/buildx/lib.so");
+	free(p);
+	p = pyu_target_local_path(t, "/build");
+	ck_assert_str_eq(p, "/opt/copy");
+	free(p);
+	// The longest matching prefix wins; slashes at the join are normalised.
+	ck_assert_ptr_null(pyu_target_add_path_map(t, "/build/lib/", "/elsewhere/"));
+	p = pyu_target_local_path(t, "/build/lib/libc.so.6");
+	ck_assert_str_eq(p, "/elsewhere/libc.so.6");
+	free(p);
+	p = pyu_target_local_path(t, "/build/bin/python");
+	ck_assert_str_eq(p, "/opt/copy/bin/python");
+	free(p);
+	ck_assert_ptr_null(pyu_target_add_path_map(t, "/usr/", "/sysroot"));
+	p = pyu_target_local_path(t, "/usr/lib/x.so");
+	ck_assert_str_eq(p, "/sysroot/lib/x.so");
+	free(p);
+	// Mappings added afterwards are mapped too.
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x3000, 0x4000, 0, 0, "/usr/lib/y.so"));
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x3000)->local_path, "/sysroot/lib/y.so");
+	struct pyu_error *err = pyu_target_add_path_map(t, "", "/x");
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+START_TEST(test_threads)
+{
+	static struct image img;
+	struct pyu_target *t = image_target(&img);
+	ck_assert_uint_eq(pyu_target_thread_count(t), 0);
+	ck_assert_ptr_null(pyu_target_add_thread(t, 100));
+	ck_assert_ptr_null(pyu_target_add_thread(t, 200));
+	ck_assert_ptr_null(pyu_target_add_thread(t, 100)); // duplicates are ignored
+	ck_assert_uint_eq(pyu_target_thread_count(t), 2);
+	ck_assert_int_eq(pyu_target_thread(t, 0), 100);
+	ck_assert_int_eq(pyu_target_thread(t, 1), 200);
+	ck_assert_int_eq(pyu_target_thread(t, 2), -1);
+	pyu_target_destroy(t);
+	pyu_target_destroy(NULL);
+}
+END_TEST
+
+// ---- live processes ------------------------------------------------------------------------
+
+// Set before fork, so the child has it at the same address; the parent changes it after.
+static volatile uint64_t live_marker;
+static char live_text[64];
+
+struct child {
+	pid_t pid;
+	char *spaced_path, *deleted_path;
+	void *spaced_map, *deleted_map;
+};
+
+// Maps a one-page file at @path (writing @fill into it) and returns the mapping.
+static void *map_file(const char *path, char fill)
+{
+	char page[4096];
+	memset(page, fill, sizeof(page));
+	fx_write_file(path, page, sizeof(page));
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	close(fd);
+	return p;
+}
+
+// A child stopped in pause() with a file whose name has spaces and a deleted file mapped.
+static void start_child(struct child *c)
+{
+	char *dir = fx_tmp_path();
+	unlink(dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	size_t n = strlen(dir) + 32;
+	c->spaced_path = malloc(n);
+	c->deleted_path = malloc(n);
+	snprintf(c->spaced_path, n, "%s/a file with spaces", dir);
+	snprintf(c->deleted_path, n, "%s/gone", dir);
+	c->spaced_map = map_file(c->spaced_path, 'S');
+	c->deleted_map = map_file(c->deleted_path, 'D');
+	ck_assert_int_eq(unlink(c->deleted_path), 0);
+	live_marker = 0x1122334455667788u;
+	snprintf(live_text, sizeof(live_text), "child text %d", 42);
+	c->pid = fork();
+	ck_assert_int_ge(c->pid, 0);
+	if (c->pid == 0) {
+		for (;;)
+			pause();
+	}
+	live_marker = 0; // the child keeps the old value
+	memset(live_text, 0, sizeof(live_text));
+	free(dir);
+}
+
+static void stop_child(struct child *c)
+{
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, NULL, 0);
+	munmap(c->spaced_map, 4096);
+	munmap(c->deleted_map, 4096);
+	unlink(c->spaced_path);
+	char *slash = strrchr(c->spaced_path, '/');
+	*slash = '\0';
+	rmdir(c->spaced_path);
+	free(c->spaced_path);
+	free(c->deleted_path);
+}
+
+START_TEST(test_live_child)
+{
+	struct child c;
+	start_child(&c);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_pid(c.pid, &t);
+	ck_assert_msg(!err, "%s", pyu_error_message(err));
+	uint64_t v = 0;
+	ck_assert_ptr_null(pyu_target_read_u64(t, (uint64_t)(uintptr_t)&live_marker, &v));
+	ck_assert_uint_eq(v, 0x1122334455667788u);
+	char *s = NULL;
+	ck_assert_ptr_null(pyu_target_read_cstr(t, (uint64_t)(uintptr_t)live_text, 64, &s));
+	ck_assert_str_eq(s, "child text 42");
+	free(s);
+	// Unmapped memory faults.
+	assert_fault_at(pyu_target_read_u64(t, 8, &v), 8);
+
+	// The maps: our own executable, the file with spaces, the deleted one.
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)&live_marker);
+	ck_assert_ptr_nonnull(m);
+	ck_assert(m->writable && m->readable);
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.spaced_map);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->path, c.spaced_path);
+	ck_assert(!m->writable);
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.deleted_map);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->path, c.deleted_path);
+	ck_assert_ptr_nonnull(strstr(m->local_path, "/map_files/"));
+	FILE *f = fopen(m->local_path, "rb"); // the kernel still serves the deleted file
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fgetc(f), 'D');
+	fclose(f);
+	unsigned char b = 0;
+	ck_assert_ptr_null(pyu_target_read_u8(t, (uint64_t)(uintptr_t)c.spaced_map + 7, &b));
+	ck_assert_uint_eq(b, 'S');
+	size_t count = pyu_target_mapping_count(t);
+	ck_assert_uint_gt(count, 3);
+	for (size_t i = 1; i < count; i++)
+		ck_assert_uint_le(pyu_target_mapping(t, i - 1)->end, pyu_target_mapping(t, i)->start);
+
+	// One thread: the child itself.
+	ck_assert_uint_eq(pyu_target_thread_count(t), 1);
+	ck_assert_int_eq(pyu_target_thread(t, 0), c.pid);
+	pyu_target_destroy(t);
+	stop_child(&c);
+}
+END_TEST
+
+static void *idle_thread(void *arg)
+{
+	int *fds = arg;
+	char ch;
+	while (read(fds[0], &ch, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+START_TEST(test_live_self_threads)
+{
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, idle_thread, fds), 0);
+	struct pyu_target *t = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(getpid(), &t));
+	ck_assert_uint_ge(pyu_target_thread_count(t), 2);
+	bool found = false;
+	for (size_t i = 0; i < pyu_target_thread_count(t); i++)
+		found |= pyu_target_thread(t, i) == (int64_t)syscall(SYS_gettid);
+	ck_assert(found);
+	// Reading our own live memory through the target.
+	static const char text[] = "read through the kernel";
+	char *s = NULL;
+	ck_assert_ptr_null(pyu_target_read_cstr(t, (uint64_t)(uintptr_t)text, 100, &s));
+	ck_assert_str_eq(s, text);
+	free(s);
+	pyu_target_destroy(t);
+	ck_assert_int_eq(write(fds[1], "x", 1), 1);
+	pthread_join(th, NULL);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
+START_TEST(test_live_no_such_process)
+{
+	struct pyu_target *t = (struct pyu_target *)&t; // must stay untouched
+	struct pyu_error *err = pyu_target_open_pid(0x7ffffff0, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_IO);
+	ck_assert_ptr_nonnull(strstr(pyu_error_message(err), "no such process"));
+	ck_assert_ptr_eq(t, (struct pyu_target *)&t);
+	pyu_error_destroy(err);
+	err = pyu_target_open_pid(-1, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
+}
+END_TEST
+
+static Suite *target_suite(void)
+{
+	Suite *s = suite_create("target");
+	TCase *tc = tcase_create("callback");
+	tcase_add_test(tc, test_callback_typed_reads);
+	tcase_add_test(tc, test_callback_failing);
+	tcase_add_test(tc, test_cache_counters);
+	tcase_add_test(tc, test_cache_many_pages);
+	tcase_add_test(tc, test_read_cstr);
+	tcase_add_test(tc, test_mappings_sorted);
+	tcase_add_test(tc, test_path_maps);
+	tcase_add_test(tc, test_threads);
+	suite_add_tcase(s, tc);
+	TCase *live = tcase_create("live");
+	tcase_set_timeout(live, 60);
+	tcase_add_test(live, test_live_child);
+	tcase_add_test(live, test_live_self_threads);
+	tcase_add_test(live, test_live_no_such_process);
+	suite_add_tcase(s, live);
+	return s;
+}
+
+PYU_CHECK_MAIN(target_suite)
