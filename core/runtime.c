@@ -1,0 +1,450 @@
+// runtime.c - finding the CPython interpreter in a target and deciding its version and build.
+// Tried in order, each failure remembered for the final error: ELF symbols of libpython or
+// the executable (_PyRuntime; interp_head/_PyThreadState_Current on 2.7/3.6, or decoding the
+// exported PyInterpreterState_Head() of a stripped build), the .PyRuntime section, and last the
+// "xdebugpy" cookie of _Py_DebugOffsets (3.13+) in writable memory. Mapped files are read from
+// disk through their local path, so the same code serves live processes and core files.
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elf.h"
+#include "runtime.h"
+
+#define MAX_CANDIDATES 8
+#define COOKIE_SCAN_MAX (256u << 20) // bytes of writable memory searched for the cookie
+#define COOKIE_CHUNK (256u << 10)
+
+// Appends to a NUL-terminated buffer, truncating silently.
+static void appendf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void appendf(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, size);
+	if (used + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, size - used, fmt, ap);
+	va_end(ap);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+// Parses "pythonX.Y<flags>" out of a file name such as libpython3.6m.so.1.0, python3.14d or
+// python2.7. Returns 0 when the name carries no version; *debug / *ft from the ABI flags.
+static uint32_t version_from_name(const char *path, bool *debug, bool *ft)
+{
+	const char *name = base_name(path);
+	const char *p = strstr(name, "python");
+	if (!p)
+		return 0;
+	p += 6;
+	if (!isdigit((unsigned char)p[0]) || p[1] != '.' || !isdigit((unsigned char)p[2]))
+		return 0;
+	unsigned major = (unsigned)(p[0] - '0');
+	char *end;
+	unsigned long minor = strtoul(p + 2, &end, 10);
+	if (minor > 99 || (major != 2 && major != 3))
+		return 0;
+	for (const char *f = end; *f && *f != '.' && *f != '-'; f++) {
+		if (*f == 'd')
+			*debug = true;
+		else if (*f == 't')
+			*ft = true;
+		else if (*f != 'm' && *f != 'u')
+			break;
+	}
+	return (uint32_t)(major << 24 | minor << 16);
+}
+
+struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t version_hex,
+					  bool debug_build)
+{
+	const struct pyu_layout *l = pyu_layout_for_version(version_hex);
+	if (!l)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED,
+					"CPython %u.%u is not supported (no layout table and no "
+					"_Py_DebugOffsets)",
+					version_hex >> 24, (version_hex >> 16) & 0xff);
+	struct pyu_layout copy = *l;
+	if (debug_build && copy.trace_refs_in_debug)
+		pyu_layout_apply_trace_refs(&copy);
+	struct pyu_error *err = pyu_layout_validate(&copy);
+	if (err)
+		return err;
+	rt->layout = copy;
+	rt->version_hex = version_hex;
+	rt->debug_build = debug_build;
+	return NULL;
+}
+
+// What one ELF file told us.
+struct found {
+	uint64_t runtime;        // _PyRuntime
+	uint64_t interp_head;    // &interp_head (2.7/3.6)
+	uint64_t tstate_current; // &_PyThreadState_Current
+	uint64_t code_type;
+	uint32_t py_version;     // Py_Version
+	uint32_t name_version;   // from the file name
+	uint32_t presence_version; // from which API symbols exist
+	bool debug, ft;
+	char how[160];
+};
+
+static bool has_symbol(struct pyu_elf *elf, const char *name, struct pyu_elf_symbol *sym)
+{
+	struct pyu_elf_symbol tmp;
+	struct pyu_error *err = pyu_elf_find_symbol(elf, name, sym ? sym : &tmp);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	return true;
+}
+
+// PyInterpreterState_Head() of 2.7/3.6 is `mov rax, [rip+disp32]; ret` (maybe after endbr64):
+// the load's target is the static interp_head. Returns its file address or 0.
+static uint64_t decode_interp_head(struct pyu_elf *elf)
+{
+	struct pyu_elf_symbol sym;
+	uint8_t code[16];
+	if (!has_symbol(elf, "PyInterpreterState_Head", &sym))
+		return 0;
+	struct pyu_error *err = pyu_elf_read(elf, sym.value, code, sizeof(code));
+	if (err) {
+		pyu_error_destroy(err);
+		return 0;
+	}
+	size_t at = 0;
+	if (code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa)
+		at = 4; // endbr64
+	if (code[at] != 0x48 || code[at + 1] != 0x8b || code[at + 2] != 0x05 || code[at + 7] != 0xc3)
+		return 0;
+	int32_t disp;
+	memcpy(&disp, code + at + 3, 4);
+	return sym.value + at + 7 + (uint64_t)(int64_t)disp;
+}
+
+// Reads a u32-sized version constant at @addr: the target first, the file as a fallback.
+static uint32_t read_version_const(struct pyu_target *t, struct pyu_elf *elf, uint64_t addr,
+				   uint64_t bias)
+{
+	uint32_t v = 0;
+	struct pyu_error *err = pyu_target_read_u32(t, addr, &v);
+	if (err) {
+		pyu_error_destroy(err);
+		err = pyu_elf_read(elf, addr - bias, &v, 4);
+		if (err) {
+			pyu_error_destroy(err);
+			return 0;
+		}
+	}
+	// A plausible PY_VERSION_HEX: 3.x with a release level of a, b, c or f.
+	if ((v >> 24) != 3 || ((v >> 4) & 0xf) < 0xa)
+		return 0;
+	return v;
+}
+
+static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, struct found *f,
+			 char *errs, size_t errs_len)
+{
+	struct pyu_elf *elf;
+	struct pyu_error *err = pyu_elf_open(m->local_path, &elf);
+	if (err) {
+		appendf(errs, errs_len, "%s: %s; ", m->path, pyu_error_message(err));
+		pyu_error_destroy(err);
+		return;
+	}
+	uint64_t bias;
+	err = pyu_elf_load_bias(t, elf, m->path, &bias);
+	if (err) {
+		appendf(errs, errs_len, "%s: %s; ", m->path, pyu_error_message(err));
+		pyu_error_destroy(err);
+		pyu_elf_close(elf);
+		return;
+	}
+	struct pyu_elf_symbol sym;
+	struct pyu_elf_section sec;
+	f->name_version = version_from_name(m->path, &f->debug, &f->ft);
+	if (has_symbol(elf, "_PyRuntime", &sym)) {
+		f->runtime = bias + sym.value;
+		snprintf(f->how, sizeof(f->how), "symbol _PyRuntime in %s", m->path);
+	} else {
+		err = pyu_elf_find_section(elf, ".PyRuntime", &sec);
+		if (!err) {
+			f->runtime = bias + sec.addr;
+			snprintf(f->how, sizeof(f->how), "section .PyRuntime of %s", m->path);
+		} else {
+			pyu_error_destroy(err);
+		}
+	}
+	if (!f->runtime) {
+		if (has_symbol(elf, "interp_head", &sym)) {
+			f->interp_head = bias + sym.value;
+			snprintf(f->how, sizeof(f->how), "symbol interp_head in %s", m->path);
+		} else {
+			uint64_t ih = decode_interp_head(elf);
+			if (ih) {
+				f->interp_head = bias + ih;
+				snprintf(f->how, sizeof(f->how),
+					 "interp_head decoded from PyInterpreterState_Head() in %s",
+					 m->path);
+			}
+		}
+	}
+	if (has_symbol(elf, "_PyThreadState_Current", &sym))
+		f->tstate_current = bias + sym.value;
+	if (has_symbol(elf, "PyCode_Type", &sym))
+		f->code_type = bias + sym.value;
+	if (has_symbol(elf, "Py_Version", &sym))
+		f->py_version = read_version_const(t, elf, bias + sym.value, bias);
+	if (has_symbol(elf, "_Py_NegativeRefcount", NULL))
+		f->debug = true;
+	// API symbols that appeared in a given release tell 3.7 - 3.10 apart when neither
+	// Py_Version nor the file name says which one this is.
+	if (has_symbol(elf, "Py_Version", NULL))
+		f->presence_version = 0x030b0000;
+	else if (has_symbol(elf, "Py_NewRef", NULL))
+		f->presence_version = 0x030a0000;
+	else if (has_symbol(elf, "PyFrame_GetCode", NULL))
+		f->presence_version = 0x03090000;
+	else if (has_symbol(elf, "PyVectorcall_Call", NULL))
+		f->presence_version = 0x03080000;
+	else if (has_symbol(elf, "PyContext_New", NULL))
+		f->presence_version = 0x03070000;
+	else if (has_symbol(elf, "PyString_FromString", NULL))
+		f->presence_version = 0x02070000;
+	else if (has_symbol(elf, "PyBytes_FromString", NULL))
+		f->presence_version = 0x03060000; // or older 3.x, which we do not support
+	if (!f->runtime && !f->interp_head)
+		appendf(errs, errs_len,
+			"%s: no _PyRuntime/interp_head symbol, no .PyRuntime section; ", m->path);
+	pyu_elf_close(elf);
+}
+
+// Files worth examining, best first: libpython*, then files named like python, then the
+// lowest-mapped file (usually the executable, whatever its name).
+static size_t candidates(const struct pyu_target *t, const struct pyu_mapping **out)
+{
+	size_t n = 0;
+	size_t count = pyu_target_mapping_count(t);
+	for (int pass = 0; pass < 3 && n < MAX_CANDIDATES; pass++) {
+		for (size_t i = 0; i < count && n < MAX_CANDIDATES; i++) {
+			const struct pyu_mapping *m = pyu_target_mapping(t, i);
+			if (!m->path || !m->local_path || m->path[0] == '[')
+				continue;
+			const char *bn = base_name(m->path);
+			bool want = pass == 0 ? strncmp(bn, "libpython", 9) == 0
+				  : pass == 1 ? strstr(bn, "python") != NULL
+					      : true;
+			if (!want)
+				continue;
+			bool dup = false;
+			for (size_t k = 0; k < n; k++)
+				if (strcmp(out[k]->path, m->path) == 0)
+					dup = true;
+			if (dup)
+				continue;
+			// The mapping that holds the file's start names its load address.
+			const struct pyu_mapping *fm = pyu_target_find_file_mapping(t, m->path);
+			out[n++] = fm ? fm : m;
+			if (pass == 2)
+				break; // only the lowest-mapped file
+		}
+	}
+	return n;
+}
+
+// Reads the debug offsets block at @addr and builds the layout from it.
+static struct pyu_error *use_debug_offsets(struct pyu_target *t, uint64_t addr,
+					   struct pyu_runtime *rt)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = sizeof(buf);
+	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	if (err) {
+		// The block is shorter than our read near the end of a mapping: retry with less.
+		pyu_error_destroy(err);
+		len = 1024;
+		err = pyu_target_read(t, addr, buf, len);
+		if (err)
+			return pyu_error_wrap(err, "reading _Py_DebugOffsets at 0x%" PRIx64, addr);
+	}
+	struct pyu_layout l;
+	bool ft = false;
+	char notes[512];
+	err = pyu_layout_from_debug_offsets(buf, len, &l, &ft, notes, sizeof(notes));
+	if (err)
+		return err;
+	uint64_t version;
+	memcpy(&version, buf + 8, 8);
+	rt->layout = l;
+	rt->version_hex = (uint32_t)version;
+	rt->version_exact = true;
+	rt->free_threaded = ft;
+	if (notes[0])
+		appendf(rt->notes, sizeof(rt->notes), "debug offsets differ from the static table: %s",
+			notes);
+	return NULL;
+}
+
+// Last resort for 3.13+: the cookie at the start of _PyRuntime, searched in writable memory.
+static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_len)
+{
+	uint8_t *chunk = malloc(COOKIE_CHUNK);
+	if (!chunk)
+		return 0;
+	uint64_t scanned = 0, found = 0;
+	size_t count = pyu_target_mapping_count(t);
+	// File-backed data first (where _PyRuntime lives), anonymous memory second.
+	for (int pass = 0; pass < 2 && !found; pass++) {
+		for (size_t i = 0; i < count && !found && scanned < COOKIE_SCAN_MAX; i++) {
+			const struct pyu_mapping *m = pyu_target_mapping(t, i);
+			if (!m->writable || (pass == 0) != (m->path && m->path[0] != '['))
+				continue;
+			for (uint64_t a = m->start; a < m->end && !found && scanned < COOKIE_SCAN_MAX;
+			     a += COOKIE_CHUNK) {
+				uint64_t len = m->end - a < COOKIE_CHUNK ? m->end - a : COOKIE_CHUNK;
+				scanned += len;
+				struct pyu_error *err = pyu_target_read(t, a, chunk, (size_t)len);
+				if (err) {
+					pyu_error_destroy(err);
+					continue;
+				}
+				for (uint64_t o = 0; o + 24 <= len; o += 8) {
+					if (memcmp(chunk + o, "xdebugpy", 8) != 0)
+						continue;
+					uint64_t v;
+					memcpy(&v, chunk + o + 8, 8);
+					if ((v >> 24) == 3 && ((v >> 16) & 0xff) >= 13) {
+						found = a + o;
+						break;
+					}
+				}
+			}
+		}
+	}
+	free(chunk);
+	if (!found)
+		appendf(errs, errs_len, "no _Py_DebugOffsets cookie in %" PRIu64
+			" bytes of writable memory; ", scanned);
+	return found;
+}
+
+struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret)
+{
+	char errs[1024] = "";
+	const struct pyu_mapping *cands[MAX_CANDIDATES];
+	size_t n = candidates(t, cands);
+	struct found best = {0};
+	const struct pyu_mapping *best_m = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct found f = {0};
+		examine_file(t, cands[i], &f, errs, sizeof(errs));
+		if (f.runtime || f.interp_head) {
+			best = f;
+			best_m = cands[i];
+			break;
+		}
+	}
+	if (n == 0)
+		appendf(errs, sizeof(errs), "the target has no mapped files to examine; ");
+
+	struct pyu_runtime rt;
+	memset(&rt, 0, sizeof(rt));
+	struct pyu_error *err = NULL;
+	uint64_t cookie_at = 0;
+	if (!best_m) {
+		cookie_at = scan_for_cookie(t, errs, sizeof(errs));
+		if (!cookie_at)
+			return pyu_error_create(PYU_ERR_NOT_PYTHON,
+						"no CPython interpreter found: %s", errs);
+		best.runtime = cookie_at;
+		snprintf(best.how, sizeof(best.how), "_Py_DebugOffsets cookie at 0x%" PRIx64,
+			 cookie_at);
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, cookie_at);
+		if (m && m->path)
+			best.name_version = version_from_name(m->path, &best.debug, &best.ft);
+	}
+	appendf(rt.notes, sizeof(rt.notes), "found by %s; ", best.how);
+	if (best_m)
+		snprintf(rt.image, sizeof(rt.image), "%s", best_m->path);
+	rt.runtime_addr = best.runtime;
+	rt.code_type = best.code_type;
+	rt.debug_build = best.debug;
+	rt.free_threaded = best.ft;
+
+	// 3.13+: the runtime starts with its own description.
+	bool have_layout = false;
+	if (best.runtime) {
+		char cookie[8];
+		struct pyu_error *rerr = pyu_target_read(t, best.runtime, cookie, 8);
+		if (!rerr && memcmp(cookie, "xdebugpy", 8) == 0) {
+			err = use_debug_offsets(t, best.runtime, &rt);
+			if (err)
+				return pyu_error_wrap(err, "interpreter found by %s", best.how);
+			have_layout = true;
+		}
+		pyu_error_destroy(rerr);
+	}
+	if (!have_layout) {
+		uint32_t v = best.py_version;
+		rt.version_exact = v != 0;
+		if (!v)
+			v = best.name_version;
+		if (!v && best.presence_version) {
+			v = best.presence_version;
+			// Presence of API symbols cannot tell 2.7 from 3.6 from older 3.x; the
+			// interp_head route only exists in those two.
+			appendf(rt.notes, sizeof(rt.notes),
+				"version %u.%u guessed from exported symbols; ", v >> 24,
+				(v >> 16) & 0xff);
+		}
+		if (!v)
+			return pyu_error_create(PYU_ERR_UNSUPPORTED,
+						"interpreter found by %s, but its version could not "
+						"be determined (no Py_Version, no version in the file "
+						"name)",
+						best.how);
+		err = pyu_runtime_init_layout(&rt, v, best.debug);
+		if (err)
+			return pyu_error_wrap(err, "interpreter found by %s", best.how);
+		rt.version_exact = best.py_version != 0;
+		if (rt.version_exact)
+			rt.version_hex = best.py_version;
+	}
+	rt.debug_build = best.debug;
+
+	// Where the interpreter list and the GIL holder are.
+	if (best.runtime) {
+		if (rt.layout.runtime.interpreters_head == PYU_NO_FIELD)
+			return pyu_error_create(PYU_ERR_UNSUPPORTED,
+						"found _PyRuntime (%s) in a CPython %s, whose layout "
+						"has no interpreter list there",
+						best.how, rt.layout.name);
+		rt.interp_head_addr = best.runtime + (uint64_t)rt.layout.runtime.interpreters_head;
+		if (rt.layout.gil == PYU_GIL_RUNTIME_CURRENT &&
+		    rt.layout.runtime.tstate_current != PYU_NO_FIELD)
+			rt.tstate_current_addr =
+				best.runtime + (uint64_t)rt.layout.runtime.tstate_current;
+	} else {
+		if (rt.layout.runtime.interpreters_head != PYU_NO_FIELD)
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"found interp_head (%s), but CPython %s keeps its "
+						"interpreters in _PyRuntime",
+						best.how, rt.layout.name);
+		rt.interp_head_addr = best.interp_head;
+		if (rt.layout.gil == PYU_GIL_CURRENT_SYMBOL)
+			rt.tstate_current_addr = best.tstate_current;
+	}
+	*ret = rt;
+	return NULL;
+}

@@ -1,0 +1,81 @@
+// runtime.h - finding the CPython interpreter in a target: where the interpreter list starts,
+// which version and build it is, and the layout the walker uses for it. Also the walker's
+// entry points (threads.c, frames.c), which share the context defined here.
+#ifndef PYU_RUNTIME_H
+#define PYU_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "stacks.h"
+#include "target.h"
+
+#define PYU_RUNTIME_NOTES 1024
+
+struct pyu_runtime {
+	struct pyu_layout layout;   // the table the walker uses (static, adjusted or built)
+	uint32_t version_hex;       // PY_VERSION_HEX; micro/level 0 when only major.minor known
+	bool version_exact;         // version_hex came from Py_Version or the debug offsets
+	bool debug_build;
+	bool free_threaded;
+	uint64_t runtime_addr;      // _PyRuntime (3.7+), 0 before
+	uint64_t interp_head_addr;  // where the pointer to the first interpreter is stored
+	uint64_t tstate_current_addr; // where the GIL holder's thread state pointer is; 0 none
+	uint64_t code_type;         // &PyCode_Type when a symbol gave it, else 0
+	char image[256];            // the file the interpreter was found in (target's name)
+	char notes[PYU_RUNTIME_NOTES]; // how it was found; debug-offset mismatches
+};
+
+// Finds the interpreter: ELF symbols of the executable or libpython (.dynsym/.symtab), the
+// .PyRuntime section, then the _Py_DebugOffsets cookie in writable memory. On error (each
+// failed step named; PYU_ERR_NOT_PYTHON or PYU_ERR_UNSUPPORTED), *ret is unchanged.
+struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret);
+
+// Builds the layout for a version and build: static table, trace-refs shift, validation. Used
+// by pyu_runtime_find() and by tests that fake a runtime. On error, *ret is unchanged.
+struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t version_hex,
+					  bool debug_build);
+
+// Walker limits.
+#define PYU_MAX_FRAMES 10000       // per thread
+#define PYU_MAX_THREADS_WALKED 4096 // per interpreter
+#define PYU_MAX_INTERPRETERS 256
+#define PYU_MAX_CODES 65536        // distinct code objects per snapshot
+#define PYU_NAME_MAX 4096          // code points of a function or file name
+#define PYU_TABLE_MAX (4u << 20)   // bytes of a line table
+#define PYU_CODE_UNITS_MAX (16u << 20)
+
+struct pyu_code_cache;
+
+// State of one pyu_stacks_collect(): the target, the runtime, the snapshot being filled and the
+// code objects read so far.
+struct pyu_walk {
+	struct pyu_target *t;
+	struct pyu_runtime *rt;
+	struct pyu_stacks *s;
+	struct pyu_code_cache *codes;
+};
+
+// Appends every thread of every interpreter to w->s. Fails only for out of memory or when the
+// interpreter list cannot be read at all; unreadable threads and frames become error frames
+// or snapshot errors.
+struct pyu_error *pyu_walk_threads(struct pyu_walk *w);
+
+// Walks the frame chain that starts at @first (a PyFrameObject or _PyInterpreterFrame address,
+// per the layout) into @th. @base_frame: 3.15's sentinel (0 otherwise). Fails only for out of
+// memory; everything else becomes an error frame.
+struct pyu_error *pyu_walk_frames(struct pyu_walk *w, uint64_t first, uint64_t base_frame,
+				  struct pyu_thread_info *th);
+
+// The code cache (frames.c). @code_type: &PyCode_Type when known, else 0 (then the type is
+// checked once by its tp_name).
+struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret);
+void pyu_code_cache_destroy(struct pyu_code_cache *c);
+
+// Appends a snapshot-level error message (formatted); out of memory is ignored silently
+// because the message is advisory. Cannot fail.
+void pyu_stacks_add_error(struct pyu_stacks *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

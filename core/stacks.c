@@ -1,0 +1,131 @@
+// stacks.c - pyu_stacks_collect(): finds the interpreter (runtime.c), walks every thread
+// (threads.c, frames.c) into a snapshot, and the snapshot's accessors. The snapshot owns all
+// its strings; the target must outlive it.
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+void pyu_stacks_add_error(struct pyu_stacks *s, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	char **errors = realloc(s->errors, (s->error_count + 1) * sizeof(*errors));
+	if (!errors)
+		return;
+	s->errors = errors;
+	char *copy = strdup(msg);
+	if (copy)
+		s->errors[s->error_count++] = copy;
+}
+
+// "3.14.0", "3.15.0a1", "3.13.0rc2"; "3.7" when only major.minor is known.
+static void version_string(uint32_t hex, bool exact, char *buf, size_t len)
+{
+	unsigned major = hex >> 24, minor = (hex >> 16) & 0xff, micro = (hex >> 8) & 0xff;
+	unsigned level = (hex >> 4) & 0xf, serial = hex & 0xf;
+	if (!exact) {
+		snprintf(buf, len, "%u.%u", major, minor);
+		return;
+	}
+	const char *suffix = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : "";
+	if (*suffix)
+		snprintf(buf, len, "%u.%u.%u%s%u", major, minor, micro, suffix, serial);
+	else
+		snprintf(buf, len, "%u.%u.%u", major, minor, micro);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
+{
+	if (!t || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_stacks_collect: NULL argument");
+	struct pyu_runtime *rt = malloc(sizeof(*rt));
+	if (!rt)
+		return &pyu_error_nomem;
+	struct pyu_error *err = pyu_runtime_find(t, rt);
+	if (err) {
+		free(rt);
+		return err;
+	}
+	struct pyu_stacks *s = calloc(1, sizeof(*s));
+	struct pyu_code_cache *codes = NULL;
+	if (!s || (err = pyu_code_cache_create(rt->code_type, &codes)) != NULL) {
+		free(s);
+		free(rt);
+		return err ? err : &pyu_error_nomem;
+	}
+	s->target = t;
+	s->hexversion = rt->version_hex;
+	version_string(rt->version_hex, rt->version_exact, s->version, sizeof(s->version));
+	s->debug_build = rt->debug_build;
+	s->free_threaded = rt->free_threaded;
+	struct pyu_walk w = {t, rt, s, codes};
+	err = pyu_walk_threads(&w);
+	pyu_code_cache_destroy(codes);
+	free(rt);
+	if (err) {
+		pyu_stacks_destroy(s);
+		return err;
+	}
+	*ret = s;
+	return NULL;
+}
+
+PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->code_count; i++) {
+		free(s->codes[i].name);
+		free(s->codes[i].qualname);
+		free(s->codes[i].filename);
+		free(s->codes[i].table);
+	}
+	free(s->codes);
+	for (uint32_t i = 0; i < s->thread_count; i++) {
+		struct pyu_thread_info *th = &s->threads[i];
+		for (uint32_t k = 0; k < th->frame_count; k++)
+			free(th->frames[k].reason);
+		free(th->frames);
+		free(th->name);
+	}
+	free(s->threads);
+	for (uint32_t i = 0; i < s->error_count; i++)
+		free(s->errors[i]);
+	free(s->errors);
+	free(s);
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_thread_count(const struct pyu_stacks *s)
+{
+	return s ? s->thread_count : 0;
+}
+
+PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t native_tid,
+					  uint64_t pthread_id)
+{
+	if (!s)
+		return -1;
+	if (native_tid > 0)
+		for (uint32_t i = 0; i < s->thread_count; i++)
+			if (s->threads[i].native_thread_id == native_tid)
+				return (int32_t)i;
+	if (pthread_id)
+		for (uint32_t i = 0; i < s->thread_count; i++)
+			if (s->threads[i].thread_id == pthread_id)
+				return (int32_t)i;
+	return -1;
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread)
+{
+	if (!s || thread >= s->thread_count)
+		return 0;
+	return s->threads[thread].frame_count;
+}

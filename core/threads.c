@@ -1,0 +1,245 @@
+// threads.c - interpreters and their thread states: every interpreter on the runtime's list
+// (sub-interpreters too), every thread state of each, with its ids, whether it holds the GIL,
+// and its frames (frames.c). Lists are bounded and checked for cycles; a thread state that
+// cannot be read becomes a snapshot error and the walk goes on with the next interpreter.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+// glibc x86-64 keeps the kernel tid at this offset of struct pthread (checked on 2.36); the
+// value is accepted only when it names one of the target's threads.
+#define GLIBC_PTHREAD_TID_OFFSET 0x2d0
+
+static uint64_t get_u64(const uint8_t *buf, int32_t off)
+{
+	uint64_t v;
+	memcpy(&v, buf + off, 8);
+	return v;
+}
+
+static bool known_tid(const struct pyu_target *t, int64_t tid)
+{
+	size_t n = pyu_target_thread_count(t);
+	for (size_t i = 0; i < n; i++)
+		if (pyu_target_thread(t, i) == tid)
+			return true;
+	return false;
+}
+
+static int64_t derive_native_id(struct pyu_walk *w, uint64_t pthread_id)
+{
+	uint32_t tid;
+	struct pyu_error *err = pyu_target_read_u32(w->t, pthread_id + GLIBC_PTHREAD_TID_OFFSET,
+						    &tid);
+	if (err) {
+		pyu_error_destroy(err);
+		return -1;
+	}
+	return tid && known_tid(w->t, (int64_t)tid) ? (int64_t)tid : -1;
+}
+
+// The thread state that holds the GIL for @interp, or 0 when none / unknown (*known false).
+static uint64_t gil_holder(struct pyu_walk *w, uint64_t interp, bool *known)
+{
+	const struct pyu_runtime *rt = w->rt;
+	const struct pyu_layout *l = &rt->layout;
+	uint64_t holder = 0;
+	struct pyu_error *err = NULL;
+	*known = false;
+	switch (l->gil) {
+	case PYU_GIL_CURRENT_SYMBOL:
+	case PYU_GIL_RUNTIME_CURRENT:
+		if (!rt->tstate_current_addr)
+			return 0;
+		err = pyu_target_read_u64(w->t, rt->tstate_current_addr, &holder);
+		break;
+	case PYU_GIL_INTERP_STRUCT: {
+		uint64_t gil;
+		uint32_t locked = 0;
+		if (l->interp.ceval_gil == PYU_NO_FIELD)
+			return 0;
+		err = pyu_target_read_u64(w->t, interp + (uint64_t)l->interp.ceval_gil, &gil);
+		if (!err)
+			err = pyu_target_read_u32(w->t, gil + (uint64_t)l->interp.gil_locked, &locked);
+		if (!err)
+			err = pyu_target_read_u64(w->t, gil + (uint64_t)l->interp.gil_holder, &holder);
+		if (!err && !locked)
+			holder = 0; // last_holder keeps the previous holder after release
+		break;
+	}
+	case PYU_GIL_UNKNOWN:
+		return 0;
+	}
+	if (err) {
+		pyu_error_destroy(err);
+		return 0;
+	}
+	*known = true;
+	return holder;
+}
+
+// Adds one thread (zeroed, ids filled by the caller) and returns it.
+static struct pyu_error *add_thread(struct pyu_stacks *s, uint32_t *cap,
+				    struct pyu_thread_info **ret)
+{
+	if (s->thread_count == *cap) {
+		uint32_t n = *cap ? *cap * 2 : 8;
+		struct pyu_thread_info *th = realloc(s->threads, n * sizeof(*th));
+		if (!th)
+			return &pyu_error_nomem;
+		s->threads = th;
+		*cap = n;
+	}
+	struct pyu_thread_info *th = &s->threads[s->thread_count++];
+	memset(th, 0, sizeof(*th));
+	th->native_thread_id = -1;
+	th->holds_gil = -1;
+	th->interpreter_id = -1;
+	*ret = th;
+	return NULL;
+}
+
+static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp,
+					     uint32_t *cap)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	struct pyu_stacks *s = w->s;
+	int64_t interp_id = -1;
+	if (l->interp.id != PYU_NO_FIELD) {
+		uint64_t id;
+		struct pyu_error *err = pyu_target_read_u64(w->t, interp + (uint64_t)l->interp.id,
+							    &id);
+		if (err)
+			pyu_error_destroy(err);
+		else
+			interp_id = (int64_t)id;
+	}
+	uint64_t tstate;
+	struct pyu_error *err = pyu_target_read_u64(w->t,
+						    interp + (uint64_t)l->interp.threads_head,
+						    &tstate);
+	if (err) {
+		pyu_stacks_add_error(s, "interpreter at 0x%" PRIx64 ": %s", interp,
+				     pyu_error_message(err));
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	bool gil_known;
+	uint64_t holder = gil_holder(w, interp, &gil_known);
+	uint64_t saved = 0, power = 1, steps = 0; // Brent's cycle check
+	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
+	for (uint32_t n = 0; tstate; n++) {
+		if (n >= PYU_MAX_THREADS_WALKED) {
+			pyu_stacks_add_error(s, "interpreter at 0x%" PRIx64
+					     ": more than %d thread states, the rest skipped",
+					     interp, PYU_MAX_THREADS_WALKED);
+			break;
+		}
+		if (tstate == saved) {
+			pyu_stacks_add_error(s, "interpreter at 0x%" PRIx64
+					     ": cycle in the thread list at 0x%" PRIx64, interp,
+					     tstate);
+			break;
+		}
+		if (++steps == power) {
+			saved = tstate;
+			power *= 2;
+			steps = 0;
+		}
+		err = pyu_target_read(w->t, tstate, buf, (size_t)l->tstate.size);
+		if (err) {
+			pyu_stacks_add_error(s, "thread state at 0x%" PRIx64 ": %s", tstate,
+					     pyu_error_message(err));
+			pyu_error_destroy(err);
+			break;
+		}
+		struct pyu_thread_info *th;
+		err = add_thread(s, cap, &th);
+		if (err)
+			return err;
+		th->tstate_address = tstate;
+		th->interpreter_id = interp_id;
+		th->thread_id = get_u64(buf, l->tstate.thread_id);
+		if (l->tstate.native_thread_id != PYU_NO_FIELD)
+			th->native_thread_id = (int64_t)get_u64(buf, l->tstate.native_thread_id);
+		else if (th->thread_id)
+			th->native_thread_id = derive_native_id(w, th->thread_id);
+		th->holds_gil = gil_known ? holder == tstate : -1;
+		uint64_t first = 0, base = 0;
+		switch (l->frame_source) {
+		case PYU_FRAME_FROM_TSTATE_FRAME:
+			first = get_u64(buf, l->tstate.frame);
+			break;
+		case PYU_FRAME_FROM_CFRAME: {
+			uint64_t cframe = get_u64(buf, l->tstate.cframe);
+			if (cframe) {
+				err = pyu_target_read_u64(w->t,
+							  cframe + (uint64_t)l->tstate.cframe_current,
+							  &first);
+				if (err) {
+					pyu_stacks_add_error(s, "thread %" PRIu64 ": cframe at 0x%"
+							     PRIx64 ": %s", th->thread_id, cframe,
+							     pyu_error_message(err));
+					pyu_error_destroy(err);
+					first = 0;
+				}
+			}
+			break;
+		}
+		case PYU_FRAME_FROM_CURRENT_FRAME:
+			first = get_u64(buf, l->tstate.current_frame);
+			break;
+		}
+		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
+			base = get_u64(buf, l->tstate.base_frame);
+		uint64_t next = get_u64(buf, l->tstate.next);
+		err = pyu_walk_frames(w, first, base, th);
+		if (err)
+			return err;
+		tstate = next;
+	}
+	return NULL;
+}
+
+struct pyu_error *pyu_walk_threads(struct pyu_walk *w)
+{
+	uint64_t interp;
+	struct pyu_error *err = pyu_target_read_u64(w->t, w->rt->interp_head_addr, &interp);
+	if (err)
+		return pyu_error_wrap(err, "reading the interpreter list head at 0x%" PRIx64,
+				      w->rt->interp_head_addr);
+	uint32_t cap = w->s->thread_count;
+	uint64_t saved = 0, power = 1, steps = 0;
+	for (uint32_t n = 0; interp; n++) {
+		if (n >= PYU_MAX_INTERPRETERS) {
+			pyu_stacks_add_error(w->s, "more than %d interpreters, the rest skipped",
+					     PYU_MAX_INTERPRETERS);
+			break;
+		}
+		if (interp == saved) {
+			pyu_stacks_add_error(w->s, "cycle in the interpreter list at 0x%" PRIx64,
+					     interp);
+			break;
+		}
+		if (++steps == power) {
+			saved = interp;
+			power *= 2;
+			steps = 0;
+		}
+		err = walk_interp_threads(w, interp, &cap);
+		if (err)
+			return err;
+		uint64_t next;
+		err = pyu_target_read_u64(w->t, interp + (uint64_t)w->rt->layout.interp.next, &next);
+		if (err) {
+			pyu_stacks_add_error(w->s, "interpreter at 0x%" PRIx64 ": %s", interp,
+					     pyu_error_message(err));
+			pyu_error_destroy(err);
+			break;
+		}
+		interp = next;
+	}
+	return NULL;
+}

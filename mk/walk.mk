@@ -1,0 +1,3 @@
+# The core walker's debugging driver (tests/unit/walkdump.c): `make build/walkdump`.
+$(BUILD)/walkdump: tests/unit/walkdump.c $(BUILD)/libpyunwind.a $(CORE_HDRS)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(BUILD)/libpyunwind.a $(CORE_LIBS)
