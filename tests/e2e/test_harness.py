@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# test_harness - the end-to-end harness' own tests: on every interpreter of the matrix, the
+# target programs start and report truth that holds every scenario, and gdb cores and kernel
+# crash cores are produced. Run: tests/e2e/test_harness.py [-j N] [NAME-FILTER...]
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Target, run_cases, selected, task_ids  # noqa: E402
+
+SCENARIOS_ALL = ["recursion", "generator", "nested-class", "lambda", "comprehension",
+                 "c-between", "exec", "except", "settrace", "long-lines"]
+SCENARIOS_PY3 = ["asyncio", "unicode-name", "unicode-file"]
+
+
+def source_line(path, line):
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, text in enumerate(f, 1):
+                if i == line:
+                    return text.rstrip("\n")
+    except OSError:
+        return None
+    return None
+
+
+def functions(thread):
+    return [f["function"] for f in thread["frames"]]
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def check_elf_core(path):
+    check(os.path.getsize(path) > 0, "%s is empty" % path)
+    with open(path, "rb") as f:
+        hdr = f.read(20)
+    check(hdr[:4] == b"\x7fELF", "%s is not an ELF file" % path)
+    check(struct.unpack_from("<H", hdr, 16)[0] == 4, "%s is not an ELF core (e_type)" % path)
+
+
+def check_scenario_truth(py, t):
+    truth = t.truth
+    by = dict((th["scenario"], th) for th in truth["threads"] if th.get("scenario"))
+    want = SCENARIOS_ALL + (SCENARIOS_PY3 if py.minor != "2.7" else [])
+    missing = [s for s in want if s not in by]
+    check(not missing, "scenario threads missing from the truth: %s" % missing)
+    check(truth["python"]["version"] == py.version,
+          "truth says %s, matrix says %s" % (truth["python"]["version"], py.version))
+    check(truth["python"]["debug_build"] == py.debug, "debug_build disagrees with the matrix")
+    check(len(truth["threads"]) >= 10, "only %d threads" % len(truth["threads"]))
+    main = [th for th in truth["threads"] if th["thread_id"] == truth["main_thread_id"]]
+    check(main and main[0]["frames"][0]["function"] == "main_blocks",
+          "main thread not parked in main_blocks")
+    for name in want:
+        th = by[name]
+        top = th["frames"][0]
+        if top["file"] == "<pyunwind-exec>":
+            continue
+        text = source_line(top["file"], top["line"])
+        check(text is not None and "HOLD.acquire()" in text,
+              "%s: top frame %s at %s:%s is %r, not the blocking call"
+              % (name, top["function"], top["file"], top["line"], text))
+    rec = functions(by["recursion"]).count("recurse")
+    check(rec >= 1000, "recursion only %d deep" % rec)
+    check(by["long-lines"]["frames"][0]["line"] > 65535, "long-lines not past 65,535")
+    check(all(f["traced"] for f in by["settrace"]["frames"][:2]),
+          "settrace frames have no trace function")
+    check(functions(by["c-between"])[:2] == ["key_blocks", "run_c_between"],
+          "c-between stack is %s" % functions(by["c-between"])[:3])
+    comp = functions(by["comprehension"])[0]
+    # Python 2 list comprehensions run in their function's frame; 3.12+ inlines them again.
+    inlined = py.minor == "2.7" or tuple(map(int, py.minor.split("."))) >= (3, 12)
+    check(comp == ("run_comprehension" if inlined else "<listcomp>"),
+          "comprehension top frame is %s" % comp)
+    check(functions(by["generator"])[:2] == ["gen_blocks", "run_generator"],
+          "generator stack is %s" % functions(by["generator"])[:3])
+    check(functions(by["lambda"])[0] == "<lambda>", "lambda frame missing")
+    check(functions(by["except"])[0] == "run_except", "except frame missing")
+    check(by["exec"]["frames"][0]["file"] == "<pyunwind-exec>", "exec frame file")
+    nested = by["nested-class"]["frames"][0]
+    check(nested["function"] == "method", "nested-class top is %s" % nested["function"])
+    has_positions = py.minor != "2.7" and tuple(map(int, py.minor.split("."))) >= (3, 11)
+    if has_positions:
+        check(nested["qualname"] == "Outer.Inner.method", "qualname %s" % nested["qualname"])
+    if py.minor != "2.7":
+        check(functions(by["asyncio"])[:3] == ["coro_inner", "coro_middle", "coro_outer"],
+              "asyncio stack is %s" % functions(by["asyncio"])[:4])
+        check(functions(by["unicode-name"])[0] == u"\u00fcn\u00efcode_\u51fd\u6570",
+              "unicode-name top is %r" % functions(by["unicode-name"])[0])
+        top = by["unicode-file"]["frames"][0]
+        check(os.path.basename(top["file"]) == u"mod\u00fcl\u00e9_\u0444\u0430\u0439\u043b.py",
+              "unicode-file file is %r" % top["file"])
+    check_common(py, t)
+
+
+def check_common(py, t):
+    has_positions = py.minor != "2.7" and tuple(map(int, py.minor.split("."))) >= (3, 11)
+    for th in t.truth["threads"]:
+        for i, f in enumerate(th["frames"]):
+            check(f["instruction_offset"] >= 0, "negative f_lasti in %s" % f["function"])
+            if has_positions:
+                check(f["positions"] is not None and f["qualname"] is not None,
+                      "3.11+ frame %s without positions/qualname" % f["function"])
+                if not f["traced"]:
+                    check(f["positions"][0] == f["line"],
+                          "%s #%d %s: positions line %s != f_lineno %s"
+                          % (th["name"], i, f["function"], f["positions"][0], f["line"]))
+            else:
+                check(f["positions"] is None and f["qualname"] is None,
+                      "pre-3.11 frame with positions/qualname")
+        if py.minor not in ("2.7", "3.6", "3.7"):
+            check(th["native_thread_id"] is not None, "no native id for %s" % th["name"])
+
+
+def case_live(py):
+    def run():
+        with Target(py, "scenario") as t:
+            check_scenario_truth(py, t)
+            tids = task_ids(t.pid)
+            check(len(tids) == len(t.truth["threads"]), "task count != truth thread count")
+            for th in t.truth["threads"]:
+                if th["native_thread_id"] is not None:
+                    check(th["native_thread_id"] in tids,
+                          "native id %s not a task of %d" % (th["native_thread_id"], t.pid))
+            with t.stopped():
+                check(t.proc.poll() is None, "target died while stopped")
+            check_elf_core(t.gcore())
+            check(t.proc.poll() is None, "target died after gcore")
+    return run
+
+
+def case_crash(py, program):
+    def run():
+        with Target(py, program, mode="crash") as t:
+            core = t.crash_core()
+            check_elf_core(core)
+            truth = t.truth
+            crash = [th for th in truth["threads"] if th.get("crashing")]
+            check(len(crash) == 1 and crash[0]["thread_id"] == truth["crash_thread_id"],
+                  "no single crashing thread in the truth")
+            top = crash[0]["frames"][0]
+            text = source_line(top["file"], top["line"])
+            check(top["function"] == "crash_point" and text and "ctypes.memset" in text,
+                  "crash frame at %s:%s %r" % (top["file"], top["line"], text))
+            if top["positions"] is not None:
+                seg = text[top["column"]:top["end_column"]]
+                check(seg.startswith("ctypes.memset("), "crash call position covers %r" % seg)
+            if program == "scenario":
+                check_scenario_truth(py, t)
+            else:
+                check_common(py, t)
+                names = sorted(th["name"] for th in truth["threads"])
+                check(names == ["MainThread", "scenario-crash", "scenario-server",
+                                "scenario-worker"], "sample threads are %s" % names)
+    return run
+
+
+def main():
+    pys = selected()
+    if not pys:
+        print("no interpreters found (run make pythons)")
+        print("test-harness: 0 passed, 1 failed")
+        return 1
+    cases = []
+    for py in pys:
+        cases.append(("live+gcore %s" % py.label, case_live(py)))
+        cases.append(("crash-core %s" % py.label, case_crash(py, "scenario")))
+        cases.append(("crash-core sample %s" % py.label, case_crash(py, "sample")))
+    return run_cases(cases, jobs=2, prefix="test-harness")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

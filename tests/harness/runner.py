@@ -1,0 +1,49 @@
+# runner - a tiny parallel test runner for the end-to-end tests (pytest is not a dependency).
+# A case is (name, callable); it passes when the callable returns, fails when it raises.
+# Output: one line per case, then "PREFIX: N passed, N failed" as tests/run_all expects.
+import os
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+from .target import HarnessError
+
+
+def run_cases(cases, jobs=2, prefix="e2e", argv=None):
+    """Runs @cases at most @jobs at a time; returns the exit status (0 when all passed).
+    argv (default sys.argv[1:]) may hold "-j N" and name filters (substring match)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    filters = []
+    while args:
+        a = args.pop(0)
+        if a == "-j" and args:
+            jobs = int(args.pop(0))
+        else:
+            filters.append(a)
+    if filters:
+        cases = [c for c in cases if any(f in c[0] for f in filters)]
+    lock = threading.Lock()
+    counts = [0, 0]
+
+    def one(case):
+        name, fn = case
+        t0 = time.time()
+        try:
+            fn()
+            ok, msg = True, ""
+        except (AssertionError, HarnessError) as e:
+            ok, msg = False, str(e)
+        except Exception:
+            ok, msg = False, traceback.format_exc()
+        with lock:
+            counts[0 if ok else 1] += 1
+            print("%s %s (%.1fs)%s" % ("ok  " if ok else "FAIL", name, time.time() - t0,
+                                       "" if ok else "\n    " + msg.replace("\n", "\n    ")))
+            sys.stdout.flush()
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, 2))) as pool:
+        list(pool.map(one, cases))
+    print("%s: %d passed, %d failed" % (prefix, counts[0], counts[1]))
+    return 1 if counts[1] else 0

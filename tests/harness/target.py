@@ -1,0 +1,254 @@
+# target - starts a target program under one interpreter, waits for its truth, and makes
+# stopped views, gdb cores and kernel crash cores of it. Everything has a timeout; the process
+# and its temporary directory are always cleaned up when the Target is closed.
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from .matrix import REPO
+
+TARGETS = os.path.join(REPO, "tests", "targets")
+
+
+class HarnessError(Exception):
+    """The target or a tool misbehaved; the message says what happened, in plain words."""
+
+
+def _raise_core_limit():
+    resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+
+def task_ids(pid):
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return []
+
+
+def core_pattern():
+    try:
+        with open("/proc/sys/kernel/core_pattern") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+class Target(object):
+    """A running target program.
+
+        with Target(py, "scenario") as t:        # py: an Interpreter (or a path)
+            t.pid, t.truth, t.workdir
+            core = t.gcore()
+        with Target(py, "scenario", mode="crash") as t:
+            core = t.crash_core()
+
+    @program is a file name in tests/targets (".py" optional) or a path. The program is run as
+    `PYTHON PROGRAM WORKDIR MODE` in WORKDIR and must write WORKDIR/truth.json when ready.
+    @env adds to the environment (MALLOC_ARENA_MAX=1 is set unless given). PYUNWIND_KEEP=1
+    keeps the work directory (truth, cores, stderr) for a look after a failure.
+    """
+
+    def __init__(self, py, program="scenario", mode="park", timeout=60, keep=False, env=None):
+        self.python = getattr(py, "path", py)
+        self.interpreter = py
+        self.mode = mode
+        self.timeout = timeout
+        self.keep = keep or bool(os.environ.get("PYUNWIND_KEEP"))
+        if os.sep not in program:
+            program = os.path.join(TARGETS, program if program.endswith(".py")
+                                   else program + ".py")
+        self.program = program
+        self.workdir = tempfile.mkdtemp(prefix="pyu-target-")
+        self.truth_path = os.path.join(self.workdir, "truth.json")
+        self.extra_env = env or {}
+        self.proc = None
+        self.truth = None
+        self._cores = []
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def __enter__(self):
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def start(self):
+        self._out = open(os.path.join(self.workdir, "stdout.txt"), "w")
+        self._err = open(os.path.join(self.workdir, "stderr.txt"), "w")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1",
+                   PYTHONIOENCODING="utf-8")
+        for var in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
+            env.pop(var, None)
+        # One malloc arena instead of one per thread: gdb cores shrink from ~1 GB to ~100 MB.
+        env.setdefault("MALLOC_ARENA_MAX", "1")
+        env.update(self.extra_env)
+        self.proc = subprocess.Popen([self.python, self.program, self.workdir, self.mode],
+                                     cwd=self.workdir, stdin=subprocess.DEVNULL,
+                                     stdout=self._out, stderr=self._err, env=env,
+                                     preexec_fn=_raise_core_limit)
+        self.truth = self._wait_truth()
+        if self.mode != "crash":
+            self._wait_tasks(len(self.truth["threads"]))
+
+    def _stderr_tail(self):
+        try:
+            with open(os.path.join(self.workdir, "stderr.txt"), errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def _wait_truth(self):
+        deadline = time.time() + self.timeout
+        err_path = os.path.join(self.workdir, "error.json")
+        while time.time() < deadline:
+            if os.path.exists(self.truth_path):
+                with open(self.truth_path, encoding="utf-8") as f:
+                    return json.load(f)
+            if os.path.exists(err_path):
+                with open(err_path) as f:
+                    raise HarnessError("%s: target reported %s" % (self.python, f.read()))
+            if self.proc.poll() is not None and not os.path.exists(self.truth_path):
+                raise HarnessError("%s exited with status %s before it was ready:\n%s"
+                                   % (self.python, self.proc.returncode, self._stderr_tail()))
+            time.sleep(0.02)
+        raise HarnessError("%s: no truth within %ds:\n%s"
+                           % (self.python, self.timeout, self._stderr_tail()))
+
+    def _wait_tasks(self, count):
+        # The reporter thread must be gone before anyone looks: the truth leaves it out.
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            n = len(task_ids(self.pid))
+            if n == count:
+                return
+            if self.proc.poll() is not None:
+                raise HarnessError("target exited (status %s):\n%s"
+                                   % (self.proc.returncode, self._stderr_tail()))
+            time.sleep(0.02)
+        raise HarnessError("target has %d threads, truth lists %d"
+                           % (len(task_ids(self.pid)), count))
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+                self.proc.kill()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+            if f is not None:
+                f.close()
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- views of the target ----------------------------------------------------------------
+
+    def stopped(self):
+        """Context manager: the target stopped with SIGSTOP (every thread) while inside."""
+        return _Stopped(self.pid, self.timeout)
+
+    def gcore(self, path=None):
+        """A core made by gdb's generate-core-file; returns its path (non-empty, or raises)."""
+        path = path or os.path.join(self.workdir, "gcore.%d" % self.pid)
+        cmd = ["gdb", "-nx", "-batch", "-p", str(self.pid),
+               "-ex", "generate-core-file " + path]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
+                                 stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise HarnessError("gdb generate-core-file timed out")
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            raise HarnessError("gdb wrote no core (status %d):\n%s%s"
+                               % (out.returncode, out.stdout[-2000:], out.stderr[-2000:]))
+        self._cores.append(path)
+        return path
+
+    def crash_core(self):
+        """For mode="crash": waits for the crash and returns the kernel core's path. Raises
+        HarnessError saying why when the process did not crash or no core file appeared."""
+        try:
+            self.proc.wait(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise HarnessError("target did not crash within %ds" % self.timeout)
+        rc = self.proc.returncode
+        if rc != -signal.SIGSEGV:
+            raise HarnessError("target ended with status %s, not SIGSEGV:\n%s"
+                               % (rc, self._stderr_tail()))
+        pattern = core_pattern()
+        deadline = time.time() + 30
+        names = ("core", "core.%d" % self.pid)
+        last = None
+        while time.time() < deadline:
+            for n in names:
+                p = os.path.join(self.workdir, n)
+                if os.path.exists(p):
+                    size = os.path.getsize(p)
+                    if size > 0 and size == last:
+                        self._cores.append(p)
+                        return p
+                    last = size
+            time.sleep(0.1)
+        if pattern.startswith("|"):
+            raise HarnessError("no kernel core: core_pattern pipes cores to a program (%s); "
+                               "set it to 'core' to get core files" % pattern)
+        raise HarnessError("no kernel core file in %s (core_pattern is %r, RLIMIT_CORE was "
+                           "raised)" % (self.workdir, pattern))
+
+    @property
+    def executable(self):
+        return os.path.realpath(self.python)
+
+    def thread(self, scenario):
+        """The truth entry of the thread running @scenario (e.g. "recursion")."""
+        for t in self.truth["threads"]:
+            if t.get("scenario") == scenario:
+                return t
+        raise KeyError("no thread for scenario %s" % scenario)
+
+
+class _Stopped(object):
+    def __init__(self, pid, timeout):
+        self.pid = pid
+        self.timeout = timeout
+
+    def __enter__(self):
+        os.kill(self.pid, signal.SIGSTOP)
+        deadline = time.time() + self.timeout
+        while time.time() < deadline:
+            states = []
+            for tid in task_ids(self.pid):
+                try:
+                    with open("/proc/%d/task/%d/stat" % (self.pid, tid)) as f:
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+                except (OSError, IndexError):
+                    pass
+            if states and all(s in "Tt" for s in states):
+                return self
+            time.sleep(0.01)
+        os.kill(self.pid, signal.SIGCONT)
+        raise HarnessError("process %d did not stop" % self.pid)
+
+    def __exit__(self, *exc):
+        try:
+            os.kill(self.pid, signal.SIGCONT)
+        except OSError:
+            pass
