@@ -1,0 +1,37 @@
+# gdb_measure.py - runs inside gdb (`gdb -x bench/gdb_measure.py`): loads one tool, times one
+# command with time.perf_counter() around gdb.execute(), and writes what it saw for bench/run.
+# Parameters come from the environment, set by bench/run:
+#   BENCH_SOURCE   script to `source` first (pyunwind's adapter or CPython's pythonX.Y-gdb.py)
+#   BENCH_COMMAND  the command to time, e.g. "py-bt --all" or "thread apply all py-bt"
+#   BENCH_JSON     if set, a command run after the timed one whose output is kept too
+#                  (pyunwind: "py-bt --all --json", answered from the same snapshot)
+#   BENCH_RESULT   where to write the result document (JSON)
+import json
+import os
+import time
+
+import gdb
+
+result = {"ok": False}
+try:
+    t0 = time.perf_counter()
+    gdb.execute("source " + os.environ["BENCH_SOURCE"], to_string=True)
+    result["load_ms"] = (time.perf_counter() - t0) * 1000.0
+    command = os.environ["BENCH_COMMAND"]
+    t0 = time.perf_counter()
+    output = gdb.execute(command, to_string=True)
+    result["ms"] = (time.perf_counter() - t0) * 1000.0
+    result["output"] = output
+    main = __import__("__main__")
+    state = getattr(main, "_state", None)  # pyunwind's gdb adapter keeps its session here
+    if state is not None and hasattr(state, "session"):
+        result["reads"] = list(state.session.target_reads())
+    extra = os.environ.get("BENCH_JSON")
+    if extra:
+        result["json"] = gdb.execute(extra, to_string=True)
+    result["ok"] = True
+except Exception as e:  # reported as a failing run, never timed
+    result["error"] = "%s: %s" % (type(e).__name__, e)
+
+with open(os.environ["BENCH_RESULT"], "w") as f:
+    json.dump(result, f)

@@ -1,0 +1,50 @@
+# lldb_measure.py - runs inside lldb (`script exec(open(PATH).read())`): loads one tool, times one
+# command with time.perf_counter() around SBCommandInterpreter.HandleCommand(), and writes what it
+# saw for bench/run. Parameters come from the environment, set by bench/run:
+#   BENCH_IMPORT   module to `command script import` first (pyunwind's lldb adapter)
+#   BENCH_COMMAND  the command to time, e.g. "py-bt --all"
+#   BENCH_JSON     if set, a command run after the timed one whose output is kept too
+#   BENCH_RESULT   where to write the result document (JSON)
+import json
+import os
+import sys
+import time
+
+import lldb
+
+
+def _bench_measure(debugger):
+    result = {"ok": False}
+    interp = debugger.GetCommandInterpreter()
+
+    def run(command):
+        ret = lldb.SBCommandReturnObject()
+        interp.HandleCommand(command, ret)
+        if not ret.Succeeded():
+            raise RuntimeError("%s: %s" % (command, (ret.GetError() or "").strip()))
+        return ret.GetOutput() or ""
+
+    try:
+        t0 = time.perf_counter()
+        run("command script import " + os.environ["BENCH_IMPORT"])
+        result["load_ms"] = (time.perf_counter() - t0) * 1000.0
+        command = os.environ["BENCH_COMMAND"]
+        t0 = time.perf_counter()
+        output = run(command)
+        result["ms"] = (time.perf_counter() - t0) * 1000.0
+        result["output"] = output
+        module = sys.modules.get(os.path.splitext(os.path.basename(os.environ["BENCH_IMPORT"]))[0])
+        session = getattr(module, "_session", None)  # pyunwind's lldb adapter keeps it here
+        if session is not None and hasattr(session, "target_reads"):
+            result["reads"] = list(session.target_reads())
+        extra = os.environ.get("BENCH_JSON")
+        if extra:
+            result["json"] = run(extra)
+        result["ok"] = True
+    except Exception as e:  # reported as a failing run, never timed
+        result["error"] = "%s: %s" % (type(e).__name__, e)
+    with open(os.environ["BENCH_RESULT"], "w") as f:
+        json.dump(result, f)
+
+
+_bench_measure(lldb.debugger)

@@ -1,0 +1,117 @@
+# target.py - the program `make bench` looks at: builds one scenario, writes the truth about its
+# own Python stacks (from sys._current_frames()), prints READY and blocks until killed.
+#   python target.py deep TRUTH.json      one thread, a 1,000-deep recursion
+#   python target.py threads TRUTH.json   100 threads x 50 frames (plus the main thread)
+# Runs on CPython 3.8+ (native thread ids); nothing here may hold the GIL while blocked.
+import json
+import os
+import sys
+import threading
+import time
+
+DEEP = 1000
+THREADS = 100
+THREAD_FRAMES = 50
+
+_release = threading.Lock()
+_release.acquire()  # never released: blocked threads sit in a C call without the GIL
+
+
+def _frame_record(f):
+    code = f.f_code
+    return {"function": code.co_name,
+            "qualname": getattr(code, "co_qualname", code.co_name),
+            "file": code.co_filename,
+            "line": f.f_lineno}
+
+
+def _stack(f):
+    frames = []
+    while f is not None:
+        frames.append(_frame_record(f))
+        f = f.f_back
+    return frames
+
+
+def _snapshot(me):
+    """Every other thread's stack, innermost first, keyed by thread ident."""
+    return {ident: _stack(f) for ident, f in sys._current_frames().items() if ident != me}
+
+
+def report_when_settled(truth, expected):
+    """Runs in a short-lived thread of its own, so that it sees the other threads where they
+    block: once @expected threads show the same stacks twice in a row, writes @truth, prints
+    READY and ends. The bench waits for the process to drop back to @expected threads."""
+    me = threading.get_ident()
+    before = None
+    while True:
+        now = _snapshot(me)
+        if len(now) == expected and now == before:
+            break
+        before = now
+        time.sleep(0.05)
+    native = {t.ident: t.native_id for t in threading.enumerate()}
+    threads = [{"thread_id": ident, "native_thread_id": native.get(ident), "frames": frames}
+               for ident, frames in sorted(now.items())]
+    doc = {"python": sys.version.split()[0], "pid": os.getpid(), "threads": threads}
+    tmp = truth + ".tmp"
+    with open(tmp, "w") as out:
+        json.dump(doc, out, indent=1)
+    os.rename(tmp, truth)
+    print("READY", flush=True)
+
+
+def start_reporter(truth, expected):
+    threading.Thread(target=report_when_settled, args=(truth, expected), daemon=True).start()
+
+
+def block_forever():
+    while True:
+        _release.acquire()
+
+
+# ---- (a) one thread, 1,000 Python frames deep --------------------------------------------------
+
+def recurse(n):
+    if n > 1:
+        return recurse(n - 1)
+    block_forever()
+
+
+def deep(truth):
+    # The main thread's stack: <module>, main, deep, recurse() x (DEEP - 4), block_forever.
+    sys.setrecursionlimit(DEEP + 500)
+    start_reporter(truth, 1)
+    recurse(DEEP - 4)
+
+
+# ---- (b) 100 threads, each 50 Python frames deep -----------------------------------------------
+
+def thread_recurse(n):
+    if n > 1:
+        return thread_recurse(n - 1)
+    block_forever()
+
+
+def threads(truth):
+    # Each worker's stack: Thread._bootstrap, _bootstrap_inner, run, thread_recurse() x
+    # (THREAD_FRAMES - 4), block_forever. The main thread blocks too. Small thread stacks keep
+    # the gcore core of this scenario near 100 MB instead of 2 GB (8 MB a thread).
+    threading.stack_size(1 << 20)
+    for i in range(THREADS):
+        threading.Thread(target=thread_recurse, args=(THREAD_FRAMES - 4,),
+                         name="worker-%d" % i, daemon=True).start()
+    start_reporter(truth, THREADS + 1)
+    block_forever()
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("deep", "threads"):
+        sys.stderr.write("usage: target.py deep|threads TRUTH.json\n")
+        return 2
+    {"deep": deep, "threads": threads}[sys.argv[1]](sys.argv[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
