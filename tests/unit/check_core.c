@@ -1,0 +1,784 @@
+// check_core.c - ELF core files: synthetic cores built byte by byte (PT_LOAD reads, holes,
+// pages omitted from the core and read from the NT_FILE-mapped file, NT_PRSTATUS threads, path
+// maps, an explicit executable, truncated cores, garbage notes, absurd sizes, compressed
+// cores), and a real core of a real process written by gdb, checked against the live process.
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifdef PYU_HAVE_ZLIB
+#include <zlib.h>
+#endif
+#ifdef PYU_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef PYU_HAVE_LZMA
+#include <lzma.h>
+#endif
+
+#include "checkmain.h"
+#include "elf_fixture.h"
+#include "target.h"
+
+#define PF_X 1
+#define PF_W 2
+#define PF_R 4
+
+// ---- the standard synthetic core -----------------------------------------------------------
+//   0x400000-0x403000  RW, all in the core
+//   0x600000-0x602000  R, omitted from the core; NT_FILE: the backing file at page 1
+//   0x700000-0x702000  R X, first page in the core, second page neither in it nor in a file
+//   0x800000-0x801000  no PT_LOAD at all (as gdb writes read-only code); NT_FILE: page 0
+// Threads 100 and 101; AT_ENTRY inside 0x600000; pr_fname "python3".
+
+struct fixture {
+	char *dir;       // a temporary directory holding everything below
+	char *core;      // the core file
+	char *lib;       // the backing file, named in NT_FILE as @lib_name
+	char *lib_name;  // the name the core gives the backing file
+	struct fx_buf bytes; // the core's contents
+	size_t notes_end;    // offset where the notes end
+};
+
+static unsigned char lib_byte(uint64_t off)
+{
+	return fx_pattern(0x900000 + off * 3);
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *r = malloc(n);
+	ck_assert_ptr_nonnull(r);
+	snprintf(r, n, "%s/%s", a, b);
+	return r;
+}
+
+static void build_core(struct fixture *f, const char *lib_name, const struct fx_buf *raw)
+{
+	struct fx_seg segs[] = {
+		{0x400000, 0x3000, 0x3000, PF_R | PF_W, NULL},
+		{0x600000, 0x2000, 0, PF_R, NULL},
+		{0x700000, 0x2000, 0x1000, PF_R | PF_X, NULL},
+	};
+	struct fx_file_entry files[] = {
+		{0x600000, 0x602000, 1, lib_name},
+		{0x800000, 0x801000, 0, lib_name},
+	};
+	struct fx_buf nt_file = {0}, st1 = {0}, st2 = {0}, ps = {0}, auxv = {0};
+	fx_nt_file(&nt_file, files, 2);
+	fx_prstatus(&st1, 100);
+	fx_prstatus(&st2, 101);
+	fx_zero(&ps, 136);
+	memcpy(ps.data + 40, "python3", 7);
+	fx_u64(&auxv, 6), fx_u64(&auxv, 4096); // AT_PAGESZ
+	fx_u64(&auxv, 9), fx_u64(&auxv, 0x600010); // AT_ENTRY
+	fx_u64(&auxv, 0), fx_u64(&auxv, 0);
+	struct fx_note notes[] = {
+		{"CORE", 3, ps.data, ps.len},
+		{"CORE", 1, st1.data, st1.len},
+		{"CORE", 6, auxv.data, auxv.len},
+		{"CORE", 0x46494c45, nt_file.data, nt_file.len},
+		{"LINUX", 0x202, "ignored", 8},
+		{"CORE", 1, st2.data, st2.len},
+	};
+	fx_free(&f->bytes);
+	fx_core(&f->bytes, segs, 3, notes, 6, raw);
+	f->notes_end = 64 + 4 * 56;
+	for (size_t i = 0; i < 6; i++)
+		f->notes_end += 12 + ((strlen(notes[i].name) + 4) & ~3u) + ((notes[i].len + 3) & ~3u);
+	if (raw)
+		f->notes_end += raw->len;
+	fx_write_file(f->core, f->bytes.data, f->bytes.len);
+	fx_free(&nt_file), fx_free(&st1), fx_free(&st2), fx_free(&ps), fx_free(&auxv);
+}
+
+// @lib_name NULL: the core names the backing file by its real path.
+static void fixture_init(struct fixture *f, const char *lib_name)
+{
+	memset(f, 0, sizeof(*f));
+	f->dir = fx_tmp_path();
+	unlink(f->dir);
+	ck_assert_int_eq(mkdir(f->dir, 0700), 0);
+	f->core = join(f->dir, "core");
+	f->lib = join(f->dir, "libfake.so");
+	unsigned char page[4 * 4096];
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = lib_byte(i);
+	fx_write_file(f->lib, page, sizeof(page));
+	f->lib_name = strdup(lib_name ? lib_name : f->lib);
+	build_core(f, f->lib_name, NULL);
+}
+
+static void fixture_fini(struct fixture *f)
+{
+	unlink(f->core);
+	unlink(f->lib);
+	rmdir(f->dir);
+	free(f->dir);
+	free(f->core);
+	free(f->lib);
+	free(f->lib_name);
+	fx_free(&f->bytes);
+}
+
+static struct pyu_target *open_core_ok(const char *path, const char *exe)
+{
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_core(path, exe, &t);
+	ck_assert_msg(!err, "open_core: %s", pyu_error_message(err));
+	return t;
+}
+
+static void assert_fault_at(struct pyu_error *err, uint64_t addr)
+{
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+	char hex[32];
+	snprintf(hex, sizeof(hex), "0x%" PRIx64, addr);
+	ck_assert_msg(strstr(pyu_error_message(err), hex), "message '%s' lacks %s",
+		      pyu_error_message(err), hex);
+	pyu_error_destroy(err);
+}
+
+// Asserts that [addr, addr+len) reads as the pattern of the core's own data.
+static void assert_pattern(struct pyu_target *t, uint64_t addr, size_t len)
+{
+	unsigned char buf[256];
+	ck_assert_uint_le(len, sizeof(buf));
+	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	ck_assert_msg(!err, "%s", pyu_error_message(err));
+	for (size_t i = 0; i < len; i++)
+		ck_assert_uint_eq(buf[i], fx_pattern(addr + i));
+}
+
+// Asserts that [addr, addr+len) reads as the backing file at @file_off.
+static void assert_lib(struct pyu_target *t, uint64_t addr, size_t len, uint64_t file_off)
+{
+	unsigned char buf[256];
+	ck_assert_uint_le(len, sizeof(buf));
+	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	ck_assert_msg(!err, "%s", pyu_error_message(err));
+	for (size_t i = 0; i < len; i++)
+		ck_assert_uint_eq(buf[i], lib_byte(file_off + i));
+}
+
+START_TEST(test_core_reads)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct pyu_target *t = open_core_ok(f.core, NULL);
+	unsigned char buf[64];
+
+	assert_pattern(t, 0x400000, 16);
+	assert_pattern(t, 0x400ff8, 16); // across a page boundary
+	assert_pattern(t, 0x402ff0, 16);
+	assert_fault_at(pyu_target_read(t, 0x402ffc, buf, 8), 0x403000); // into a hole
+	assert_fault_at(pyu_target_read(t, 0x500000, buf, 8), 0x500000);
+	// Omitted from the core: read from the file, at NT_FILE's offset (page 1).
+	assert_lib(t, 0x600000, 64, 0x1000);
+	assert_lib(t, 0x601ff0, 16, 0x2ff0);
+	// A page in the core next to one in neither the core nor a file.
+	assert_pattern(t, 0x700ff0, 16);
+	assert_fault_at(pyu_target_read(t, 0x700ff8, buf, 16), 0x701000);
+	assert_fault_at(pyu_target_read(t, 0x701800, buf, 8), 0x701800);
+	// A file mapping with no segment at all.
+	assert_lib(t, 0x800100, 32, 0x100);
+	assert_fault_at(pyu_target_read(t, 0x801000, buf, 8), 0x801000);
+
+	// Mappings: three PT_LOADs and the segment-less NT_FILE entry, sorted.
+	ck_assert_uint_eq(pyu_target_mapping_count(t), 4);
+	const struct pyu_mapping *m = pyu_target_mapping(t, 0);
+	ck_assert_uint_eq(m->start, 0x400000);
+	ck_assert_uint_eq(m->end, 0x403000);
+	ck_assert(m->writable && m->readable && !m->executable);
+	ck_assert_ptr_null(m->path);
+	m = pyu_target_mapping(t, 1);
+	ck_assert_str_eq(m->path, f.lib);
+	ck_assert_str_eq(m->local_path, f.lib);
+	ck_assert_uint_eq(m->offset, 0x1000);
+	ck_assert(!m->writable);
+	m = pyu_target_mapping(t, 2);
+	ck_assert(m->executable && !m->writable);
+	m = pyu_target_mapping(t, 3);
+	ck_assert_uint_eq(m->start, 0x800000);
+	ck_assert_str_eq(m->path, f.lib);
+	ck_assert_uint_eq(m->offset, 0);
+
+	ck_assert_uint_eq(pyu_target_thread_count(t), 2);
+	ck_assert_int_eq(pyu_target_thread(t, 0), 100);
+	ck_assert_int_eq(pyu_target_thread(t, 1), 101);
+	pyu_target_destroy(t);
+	fixture_fini(&f);
+}
+END_TEST
+
+START_TEST(test_core_counters)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct pyu_target *t = open_core_ok(f.core, NULL);
+	uint64_t v;
+	ck_assert_ptr_null(pyu_target_read_u64(t, 0x400010, &v));
+	ck_assert_ptr_null(pyu_target_read_u64(t, 0x400020, &v));
+	ck_assert_ptr_null(pyu_target_read_u64(t, 0x600020, &v)); // file-backed page
+	ck_assert_ptr_null(pyu_target_read_u64(t, 0x600028, &v));
+	ck_assert_uint_eq(pyu_target_backend_reads(t), 2);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), 2);
+	pyu_target_destroy(t);
+	fixture_fini(&f);
+}
+END_TEST
+
+START_TEST(test_core_path_map)
+{
+	struct fixture f;
+	fixture_init(&f, "/no/such/dir/libfake.so");
+	struct pyu_target *t = open_core_ok(f.core, NULL);
+	unsigned char buf[8];
+	// The file the core names is not here: the omitted page is unreadable...
+	assert_fault_at(pyu_target_read(t, 0x600000, buf, 8), 0x600000);
+	assert_pattern(t, 0x400000, 8);
+	// ...until a path map says where it is.
+	ck_assert_ptr_null(pyu_target_add_path_map(t, "/no/such/dir", f.dir));
+	assert_lib(t, 0x600000, 64, 0x1000);
+	assert_lib(t, 0x800000, 8, 0);
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, 0x600000);
+	ck_assert_str_eq(m->path, "/no/such/dir/libfake.so");
+	ck_assert_str_eq(m->local_path, f.lib);
+	pyu_target_destroy(t);
+	fixture_fini(&f);
+}
+END_TEST
+
+START_TEST(test_core_executable)
+{
+	struct fixture f;
+	fixture_init(&f, "/elsewhere/bin/python3");
+	// AT_ENTRY lies in the mapping of /elsewhere/bin/python3: that is the executable, and
+	// the file given here stands in for it.
+	struct pyu_target *t = open_core_ok(f.core, f.lib);
+	assert_lib(t, 0x600000, 32, 0x1000);
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, 0x800000);
+	ck_assert_str_eq(m->path, "/elsewhere/bin/python3");
+	ck_assert_str_eq(m->local_path, f.lib);
+	char *p = pyu_target_local_path(t, "/elsewhere/bin/python3");
+	ck_assert_str_eq(p, f.lib);
+	free(p);
+	pyu_target_destroy(t);
+
+	struct pyu_error *err = pyu_target_open_core(f.core, "/no/such/executable", &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_IO);
+	pyu_error_destroy(err);
+	fixture_fini(&f);
+}
+END_TEST
+
+START_TEST(test_core_not_a_core)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct pyu_target *t = (struct pyu_target *)&f;
+	struct pyu_error *err = pyu_target_open_core(f.lib, NULL, &t); // not ELF
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
+	pyu_error_destroy(err);
+	fx_set(&f.bytes, 16, 3, 2); // ET_DYN
+	fx_write_file(f.core, f.bytes.data, f.bytes.len);
+	err = pyu_target_open_core(f.core, NULL, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(pyu_error_message(err), "not a core"));
+	pyu_error_destroy(err);
+	fx_write_file(f.core, "", 0);
+	err = pyu_target_open_core(f.core, NULL, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
+	pyu_error_destroy(err);
+	err = pyu_target_open_core("/no/such/core/file", NULL, &t);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_IO);
+	pyu_error_destroy(err);
+	err = pyu_target_open_core(f.dir, NULL, &t); // a directory
+	ck_assert_ptr_nonnull(err);
+	pyu_error_destroy(err);
+	ck_assert_ptr_eq(t, (struct pyu_target *)&f);
+	fixture_fini(&f);
+}
+END_TEST
+
+// Every prefix of the core: opening fails or succeeds, and every read either returns the
+// right bytes or fails - never garbage, never a crash.
+START_TEST(test_core_truncated)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	size_t full = f.bytes.len;
+	// Offsets in the core of the two data pages of segment 0x400000..., for the check.
+	int opened = 0;
+	for (size_t cut = full; cut-- > 0;) {
+		if (cut > f.notes_end + 64 && cut % 509 != 0 && cut != full - 1)
+			continue; // every byte through the headers and notes, then a sample
+		ck_assert_int_eq(truncate(f.core, (off_t)cut), 0);
+		struct pyu_target *t = NULL;
+		struct pyu_error *err = pyu_target_open_core(f.core, NULL, &t);
+		if (cut < 64 + 4 * 56) {
+			// No complete program header table: the core cannot be used at all.
+			ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
+			pyu_error_destroy(err);
+			continue;
+		}
+		ck_assert_msg(!err, "cut %zu: %s", cut, pyu_error_message(err));
+		opened++;
+		ck_assert_uint_le(pyu_target_thread_count(t), 2);
+		// Segment 0x400000 starts at core offset 0x1000 (page aligned after the notes).
+		for (uint64_t a = 0x400000; a < 0x403000; a += 0x7f8) {
+			unsigned char buf[16];
+			uint64_t off = 0x1000 + (a - 0x400000);
+			err = pyu_target_read(t, a, buf, sizeof(buf));
+			if (off + sizeof(buf) <= cut) {
+				ck_assert_msg(!err, "cut %zu addr 0x%" PRIx64 ": %s", cut, a,
+					      pyu_error_message(err));
+				for (size_t i = 0; i < sizeof(buf); i++)
+					ck_assert_uint_eq(buf[i], fx_pattern(a + i));
+			} else {
+				ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FAULT);
+				pyu_error_destroy(err);
+			}
+		}
+		// The file-backed pages do not depend on the core's data, only on its notes.
+		unsigned char b;
+		err = pyu_target_read_u8(t, 0x600000, &b);
+		if (!err)
+			ck_assert_uint_eq(b, lib_byte(0x1000));
+		pyu_error_destroy(err);
+		pyu_target_destroy(t);
+	}
+	ck_assert_int_gt(opened, 100);
+	fixture_fini(&f);
+}
+END_TEST
+
+// A small deterministic generator for garbage.
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+START_TEST(test_core_garbage_notes)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	for (int iter = 0; iter < 400; iter++) {
+		struct fx_buf raw = {0};
+		if (iter % 2 == 0) {
+			// Pure noise after the valid notes.
+			size_t n = rng() % 700;
+			for (size_t i = 0; i < n; i++)
+				fx_u32(&raw, rng() & (iter % 4 ? 0xffffffffu : 0xffu));
+		} else {
+			// Note headers with wild sizes and real types, then noise.
+			static const uint32_t types[] = {1, 3, 6, 0x46494c45};
+			uint32_t namesz = rng() % 3 ? 5 : (uint32_t)rng();
+			uint32_t descsz = rng() % 3 ? (uint32_t)(rng() % 200) : (uint32_t)rng();
+			fx_u32(&raw, namesz);
+			fx_u32(&raw, descsz);
+			fx_u32(&raw, types[rng() % 4]);
+			fx_put(&raw, "CORE\0\0\0", 8);
+			size_t n = rng() % 64;
+			for (size_t i = 0; i < n; i++)
+				fx_u64(&raw, rng() % 5 ? rng() % 100 : rng());
+		}
+		build_core(&f, f.lib_name, &raw);
+		fx_free(&raw);
+		struct pyu_target *t = NULL;
+		struct pyu_error *err = pyu_target_open_core(f.core, NULL, &t);
+		ck_assert_msg(!err, "iteration %d: %s", iter, pyu_error_message(err));
+		// What came before the garbage is intact.
+		ck_assert_uint_ge(pyu_target_thread_count(t), 2);
+		assert_pattern(t, 0x400800, 16);
+		assert_lib(t, 0x600000, 8, 0x1000);
+		unsigned char buf[8];
+		for (int k = 0; k < 8; k++) // wherever garbage may have put mappings
+			pyu_error_destroy(pyu_target_read(t, rng() % 0x1000000, buf, 8));
+		pyu_target_destroy(t);
+	}
+	fixture_fini(&f);
+}
+END_TEST
+
+// A core with one PT_NOTE holding exactly @note (as raw bytes) and segment 0x400000.
+static struct pyu_target *core_with_raw_note(struct fixture *f, const struct fx_buf *note)
+{
+	struct fx_seg seg = {0x400000, 0x1000, 0x1000, PF_R, NULL};
+	fx_free(&f->bytes);
+	fx_core(&f->bytes, &seg, 1, NULL, 0, note);
+	fx_write_file(f->core, f->bytes.data, f->bytes.len);
+	return open_core_ok(f->core, NULL);
+}
+
+START_TEST(test_core_absurd_notes)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct {
+		uint64_t count, page;
+		int entries; // entries actually present
+		bool names;
+	} cases[] = {
+		{1ull << 60, 4096, 1, true}, // count far beyond the note
+		{UINT64_MAX, 4096, 1, true},
+		{1, 0, 1, true},              // page size 0
+		{1, 3, 1, true},              // not a power of two
+		{1, 1ull << 62, 1, true},     // absurd page size
+		{2, 4096, 2, false},          // names missing
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct fx_buf desc = {0}, note = {0};
+		fx_u64(&desc, cases[c].count);
+		fx_u64(&desc, cases[c].page);
+		for (int i = 0; i < cases[c].entries; i++) {
+			fx_u64(&desc, 0x600000);
+			fx_u64(&desc, 0x601000);
+			fx_u64(&desc, UINT64_MAX / 2); // page offset that overflows in bytes
+		}
+		if (cases[c].names)
+			fx_put(&desc, "/x", 3);
+		else
+			fx_put(&desc, "/unterminated", 13);
+		struct fx_note n = {"CORE", 0x46494c45, desc.data, desc.len};
+		fx_note(&note, &n);
+		struct pyu_target *t = core_with_raw_note(&f, &note);
+		// Whatever survived, nothing points at a path with a bogus offset we then read.
+		unsigned char b;
+		pyu_error_destroy(pyu_target_read_u8(t, 0x600000, &b));
+		assert_pattern(t, 0x400000, 8);
+		pyu_target_destroy(t);
+		fx_free(&desc);
+		fx_free(&note);
+	}
+	// Note headers whose sizes run far past the segment.
+	uint32_t sizes[][2] = {{0xffffffffu, 0}, {5, 0xfffffff0u}, {0xfffffffcu, 0xfffffffcu},
+			       {0, 0}};
+	for (size_t c = 0; c < 4; c++) {
+		struct fx_buf note = {0};
+		fx_u32(&note, sizes[c][0]);
+		fx_u32(&note, sizes[c][1]);
+		fx_u32(&note, 1);
+		fx_put(&note, "CORE\0\0\0\0", 8);
+		struct pyu_target *t = core_with_raw_note(&f, &note);
+		ck_assert_uint_eq(pyu_target_thread_count(t), 0);
+		pyu_target_destroy(t);
+		fx_free(&note);
+	}
+	// NT_PRSTATUS too short to hold pr_pid, and one with a negative pid.
+	struct fx_buf note = {0}, st = {0};
+	fx_zero(&st, 20);
+	struct fx_note n = {"CORE", 1, st.data, st.len};
+	fx_note(&note, &n);
+	fx_free(&st);
+	fx_prstatus(&st, -5);
+	n.desc = st.data;
+	n.len = st.len;
+	fx_note(&note, &n);
+	struct pyu_target *t = core_with_raw_note(&f, &note);
+	ck_assert_uint_eq(pyu_target_thread_count(t), 0);
+	pyu_target_destroy(t);
+	fx_free(&note);
+	fx_free(&st);
+	fixture_fini(&f);
+}
+END_TEST
+
+START_TEST(test_core_absurd_headers)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct pyu_target *t = NULL;
+	struct fx_buf orig = {0};
+	fx_put(&orig, f.bytes.data, f.bytes.len);
+	struct {
+		size_t off;
+		uint64_t value;
+		int bytes;
+		int expect; // error code, or 0 = opens
+	} cases[] = {
+		{56, 0xffff, 2, PYU_ERR_FORMAT},   // PN_XNUM without section headers
+		{56, 0, 2, PYU_ERR_FORMAT},        // no segments
+		{54, 10, 2, PYU_ERR_FORMAT},       // phentsize too small
+		{32, UINT64_MAX - 8, 8, PYU_ERR_FORMAT}, // phoff wraps
+		{32, 1ull << 40, 8, PYU_ERR_FORMAT},     // phoff past the end
+		{4, 1, 1, PYU_ERR_UNSUPPORTED},    // 32-bit
+		{5, 2, 1, PYU_ERR_UNSUPPORTED},    // big-endian
+		// First PT_LOAD (second header): data offset far past the end, huge filesz.
+		{64 + 56 + 8, 1ull << 50, 8, 0},
+		{64 + 56 + 32, UINT64_MAX, 8, 0},
+		// vaddr + memsz wraps.
+		{64 + 56 + 16, UINT64_MAX - 0x10, 8, 0},
+		// The PT_NOTE: offset past the end, or an enormous size.
+		{64 + 8, 1ull << 40, 8, 0},
+		{64 + 32, 1ull << 40, 8, 0},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		fx_free(&f.bytes);
+		fx_put(&f.bytes, orig.data, orig.len);
+		fx_set(&f.bytes, cases[c].off, cases[c].value, cases[c].bytes);
+		fx_write_file(f.core, f.bytes.data, f.bytes.len);
+		struct pyu_error *err = pyu_target_open_core(f.core, NULL, &t);
+		ck_assert_msg(pyu_error_code(err) == cases[c].expect, "case %zu: %s", c,
+			      pyu_error_message(err));
+		pyu_error_destroy(err);
+		if (!err) {
+			unsigned char buf[32];
+			for (uint64_t a = 0x3ff000; a < 0x404000; a += 0x800)
+				pyu_error_destroy(pyu_target_read(t, a, buf, sizeof(buf)));
+			pyu_error_destroy(pyu_target_read(t, UINT64_MAX - 0x20, buf, 16));
+			pyu_target_destroy(t);
+		}
+	}
+	// Changing the first PT_LOAD's offset past the end makes it unreadable, not wrong.
+	fx_free(&f.bytes);
+	fx_put(&f.bytes, orig.data, orig.len);
+	fx_set(&f.bytes, 64 + 56 + 8, 1ull << 50, 8);
+	fx_write_file(f.core, f.bytes.data, f.bytes.len);
+	t = open_core_ok(f.core, NULL);
+	uint64_t v;
+	assert_fault_at(pyu_target_read_u64(t, 0x400000, &v), 0x400000);
+	pyu_target_destroy(t);
+	fx_free(&orig);
+	fixture_fini(&f);
+}
+END_TEST
+
+// ---- compressed cores ----------------------------------------------------------------------
+
+static void check_compressed(struct fixture *f, const void *data, size_t len, bool whole)
+{
+	char *path = join(f->dir, "core.z");
+	fx_write_file(path, data, len);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_core(path, NULL, &t);
+	if (whole) {
+		ck_assert_msg(!err, "%s", pyu_error_message(err));
+		assert_pattern(t, 0x400ff8, 16);
+		assert_lib(t, 0x600000, 16, 0x1000);
+		ck_assert_uint_eq(pyu_target_thread_count(t), 2);
+		pyu_target_destroy(t);
+	} else {
+		ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
+		pyu_error_destroy(err);
+	}
+	unlink(path);
+	free(path);
+}
+
+START_TEST(test_core_compressed)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	int formats = 0;
+#ifdef PYU_HAVE_ZLIB
+	{
+		char *gz = join(f.dir, "core.gz");
+		gzFile z = gzopen(gz, "wb");
+		ck_assert_ptr_nonnull(z);
+		ck_assert_int_eq(gzwrite(z, f.bytes.data, (unsigned)f.bytes.len), (int)f.bytes.len);
+		ck_assert_int_eq(gzclose(z), Z_OK);
+		FILE *fp = fopen(gz, "rb");
+		static unsigned char packed[1 << 20];
+		size_t n = fread(packed, 1, sizeof(packed), fp);
+		fclose(fp);
+		unlink(gz);
+		free(gz);
+		check_compressed(&f, packed, n, true);
+		check_compressed(&f, packed, n / 2, false); // truncated
+		formats++;
+	}
+#endif
+#ifdef PYU_HAVE_ZSTD
+	{
+		size_t cap = ZSTD_compressBound(f.bytes.len);
+		void *packed = malloc(cap);
+		size_t n = ZSTD_compress(packed, cap, f.bytes.data, f.bytes.len, 3);
+		ck_assert(!ZSTD_isError(n));
+		check_compressed(&f, packed, n, true);
+		check_compressed(&f, packed, n / 2, false);
+		free(packed);
+		formats++;
+	}
+#endif
+#ifdef PYU_HAVE_LZMA
+	{
+		size_t cap = f.bytes.len + 4096, n = 0;
+		uint8_t *packed = malloc(cap);
+		ck_assert_int_eq(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC64, NULL, f.bytes.data,
+							 f.bytes.len, packed, &n, cap),
+				 LZMA_OK);
+		check_compressed(&f, packed, n, true);
+		check_compressed(&f, packed, n / 2, false);
+		free(packed);
+		formats++;
+	}
+#endif
+	// A format this build lacks must say so rather than misparse; one it has, when the data
+	// is cut short, is a format error.
+	static const unsigned char gz_magic[] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0, 0};
+	char *path = join(f.dir, "core.gz");
+	fx_write_file(path, gz_magic, sizeof(gz_magic));
+	struct pyu_target *t;
+	struct pyu_error *err = pyu_target_open_core(path, NULL, &t);
+#ifdef PYU_HAVE_ZLIB
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT); // a gzip header and nothing else
+#else
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_UNSUPPORTED);
+	ck_assert_ptr_nonnull(strstr(pyu_error_message(err), "gzip"));
+#endif
+	(void)formats;
+	pyu_error_destroy(err);
+	unlink(path);
+	free(path);
+	fixture_fini(&f);
+}
+END_TEST
+
+// ---- a real core from gdb ------------------------------------------------------------------
+
+static bool have_gdb(void)
+{
+	return system("command -v gdb >/dev/null 2>&1") == 0;
+}
+
+// Compares every readable mapping of the live process with the core: first and last page.
+static void compare_live_with_core(struct pyu_target *live, struct pyu_target *core)
+{
+	int compared = 0, file_backed = 0;
+	for (size_t i = 0; i < pyu_target_mapping_count(live); i++) {
+		const struct pyu_mapping *m = pyu_target_mapping(live, i);
+		if (!m->readable || (m->path && strncmp(m->path, "[vvar", 5) == 0) ||
+		    (m->path && strcmp(m->path, "[vsyscall]") == 0))
+			continue;
+		uint64_t addrs[] = {m->start, m->end - 4096};
+		for (int k = 0; k < 2; k++) {
+			unsigned char a[4096], b[4096];
+			if (pyu_target_read(live, addrs[k], a, sizeof(a)))
+				ck_abort_msg("live read at 0x%" PRIx64 " failed", addrs[k]);
+			struct pyu_error *err = pyu_target_read(core, addrs[k], b, sizeof(b));
+			ck_assert_msg(!err, "core read at 0x%" PRIx64 " (%s): %s", addrs[k],
+				      m->path ? m->path : "anon", pyu_error_message(err));
+			ck_assert_msg(memcmp(a, b, sizeof(a)) == 0, "0x%" PRIx64 " differs",
+				      addrs[k]);
+			compared++;
+		}
+		// Code pages: gdb leaves them out, so they came from the file.
+		file_backed += m->executable && m->path && m->path[0] == '/';
+	}
+	ck_assert_int_gt(compared, 10);
+	ck_assert_int_gt(file_backed, 0);
+}
+
+START_TEST(test_gdb_core)
+{
+	ck_assert_msg(have_gdb(), "gdb is required (tools/install-deps installs it)");
+	struct fixture f;
+	fixture_init(&f, NULL);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execlp("sleep", "sleep", "600", (char *)NULL);
+		_exit(127);
+	}
+	// Wait until the child is sleep (its exe link no longer names us).
+	char self[4096] = {0}, exe[4096] = {0}, link[64];
+	ck_assert_int_gt(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		memset(exe, 0, sizeof(exe));
+		if (readlink(link, exe, sizeof(exe) - 1) > 0 && strcmp(exe, self) != 0)
+			break;
+		usleep(10000);
+	}
+	usleep(100000); // let the dynamic loader finish
+	struct pyu_target *live = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
+
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 gdb -nx -batch -p %d -ex 'generate-core-file %s' >/dev/null 2>&1",
+		 (int)pid, f.core);
+	int rc = system(cmd);
+	ck_assert_msg(rc == 0, "gdb failed (%d)", rc);
+
+	struct pyu_target *core = open_core_ok(f.core, NULL);
+	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
+	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
+	// The executable is named in the core as in the live process.
+	const struct pyu_mapping *lm = NULL;
+	for (size_t i = 0; i < pyu_target_mapping_count(live) && !lm; i++) {
+		if (pyu_target_mapping(live, i)->path &&
+		    strcmp(pyu_target_mapping(live, i)->path, exe) == 0)
+			lm = pyu_target_mapping(live, i);
+	}
+	ck_assert_ptr_nonnull(lm);
+	const struct pyu_mapping *cm = pyu_target_find_mapping(core, lm->start);
+	ck_assert_ptr_nonnull(cm);
+	ck_assert_str_eq(cm->path, exe);
+	unsigned char magic[4];
+	ck_assert_ptr_null(pyu_target_read(core, lm->start, magic, 4));
+	ck_assert_mem_eq(magic, "\177ELF", 4);
+	compare_live_with_core(live, core);
+	pyu_target_destroy(core);
+
+#ifdef PYU_HAVE_ZLIB
+	// The same core, gzip-compressed.
+	char *gz = join(f.dir, "core.gz");
+	FILE *in = fopen(f.core, "rb");
+	gzFile z = gzopen(gz, "wb1");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_ptr_nonnull(z);
+	static unsigned char chunk[1 << 16];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0)
+		ck_assert_int_eq(gzwrite(z, chunk, (unsigned)n), (int)n);
+	fclose(in);
+	ck_assert_int_eq(gzclose(z), Z_OK);
+	core = open_core_ok(gz, NULL);
+	compare_live_with_core(live, core);
+	pyu_target_destroy(core);
+	unlink(gz);
+	free(gz);
+#endif
+	pyu_target_destroy(live);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	fixture_fini(&f);
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+	Suite *s = suite_create("core");
+	TCase *tc = tcase_create("synthetic");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_core_reads);
+	tcase_add_test(tc, test_core_counters);
+	tcase_add_test(tc, test_core_path_map);
+	tcase_add_test(tc, test_core_executable);
+	tcase_add_test(tc, test_core_not_a_core);
+	tcase_add_test(tc, test_core_truncated);
+	tcase_add_test(tc, test_core_garbage_notes);
+	tcase_add_test(tc, test_core_absurd_notes);
+	tcase_add_test(tc, test_core_absurd_headers);
+	tcase_add_test(tc, test_core_compressed);
+	suite_add_tcase(s, tc);
+	TCase *real = tcase_create("gdb");
+	tcase_set_timeout(real, 300);
+	tcase_add_test(real, test_gdb_core);
+	suite_add_tcase(s, real);
+	return s;
+}
+
+PYU_CHECK_MAIN(core_suite)
