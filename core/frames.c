@@ -218,6 +218,9 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 static struct pyu_error *code_index(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 {
 	struct pyu_code_cache *c = w->codes;
+	if (addr == 0 || (addr & 7))
+		return pyu_error_create(PYU_ERR_CORRUPT, "bad code object pointer 0x%" PRIx64,
+					addr);
 	size_t s = slot_of(c, addr);
 	if (c->keys[s] == addr) {
 		*ret = c->values[s];

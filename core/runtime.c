@@ -92,6 +92,7 @@ struct found {
 	uint64_t interp_head;    // &interp_head (2.7/3.6)
 	uint64_t tstate_current; // &_PyThreadState_Current
 	uint64_t code_type;
+	uint64_t version_text;   // Py_GetVersion()'s static buffer (needs .symtab)
 	uint32_t py_version;     // Py_Version
 	uint32_t name_version;   // from the file name
 	uint32_t presence_version; // from which API symbols exist
@@ -206,6 +207,9 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 		f->code_type = bias + sym.value;
 	if (has_symbol(elf, "Py_Version", &sym))
 		f->py_version = read_version_const(t, elf, bias + sym.value, bias);
+	if ((has_symbol(elf, "version.0", &sym) || has_symbol(elf, "version", &sym)) &&
+	    sym.type == 1 && sym.size >= 16)
+		f->version_text = bias + sym.value;
 	if (has_symbol(elf, "_Py_NegativeRefcount", NULL))
 		f->debug = true;
 	// API symbols that appeared in a given release tell 3.7 - 3.10 apart when neither
@@ -339,6 +343,36 @@ static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_le
 	return found;
 }
 
+// PY_VERSION_HEX from the text sys.version starts with ("3.9.18 (main, ...", "3.13.0rc2+ ...")
+// in Py_GetVersion()'s buffer, accepted only when it agrees with @minor_hex. 0 when unusable.
+static uint32_t version_from_text(struct pyu_target *t, uint64_t addr, uint32_t minor_hex)
+{
+	char *text = NULL;
+	struct pyu_error *err = pyu_target_read_cstr(t, addr, 32, &text);
+	if (err) {
+		pyu_error_destroy(err);
+		return 0;
+	}
+	unsigned major, minor, micro, serial = 0;
+	int used = 0;
+	uint32_t v = 0;
+	if (sscanf(text, "%u.%u.%u%n", &major, &minor, &micro, &used) == 3 && major < 256 &&
+	    minor < 256 && micro < 256) {
+		const char *rest = text + used;
+		unsigned level = 0xf;
+		if (rest[0] == 'a' || rest[0] == 'b') {
+			level = rest[0] == 'a' ? 0xa : 0xb;
+			serial = (unsigned)strtoul(rest + 1, NULL, 10);
+		} else if (rest[0] == 'r' && rest[1] == 'c') {
+			level = 0xc;
+			serial = (unsigned)strtoul(rest + 2, NULL, 10);
+		}
+		v = major << 24 | minor << 16 | micro << 8 | level << 4 | (serial & 0xf);
+	}
+	free(text);
+	return (v >> 16) == (minor_hex >> 16) ? v : 0;
+}
+
 struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret)
 {
 	char errs[1024] = "";
@@ -417,9 +451,12 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		err = pyu_runtime_init_layout(&rt, v, best.debug);
 		if (err)
 			return pyu_error_wrap(err, "interpreter found by %s", best.how);
-		rt.version_exact = best.py_version != 0;
-		if (rt.version_exact)
-			rt.version_hex = best.py_version;
+		uint32_t exact = best.py_version;
+		if (!exact && best.version_text)
+			exact = version_from_text(t, best.version_text, v);
+		rt.version_exact = exact != 0;
+		if (exact)
+			rt.version_hex = exact;
 	}
 	rt.debug_build = best.debug;
 
