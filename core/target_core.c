@@ -402,7 +402,10 @@ static struct pyu_error *decompress(const char *path, enum compression comp, int
 		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s is %s-compressed and this build "
 					"has no %s support: decompress it first", path,
 					names[comp], names[comp]);
-#if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
+#if !defined(PYU_HAVE_ZLIB) && !defined(PYU_HAVE_ZSTD) && !defined(PYU_HAVE_LZMA)
+	(void)fd;
+	return NULL; // not reached: fn is NULL without any decompressor
+#else
 	FILE *tmp = tmpfile();
 	if (!tmp)
 		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file to "

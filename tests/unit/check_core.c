@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +34,8 @@
 //   0x600000-0x602000  R, omitted from the core; NT_FILE: the backing file at page 1
 //   0x700000-0x702000  R X, first page in the core, second page neither in it nor in a file
 //   0x800000-0x801000  no PT_LOAD at all (as gdb writes read-only code); NT_FILE: page 0
+//   0xa00000-0xa02000  R X, first page in the core, the second from the file (page 2), as
+//                      the kernel writes ELF headers of file mappings
 // Threads 100 and 101; AT_ENTRY inside 0x600000; pr_fname "python3".
 
 struct fixture {
@@ -64,13 +67,15 @@ static void build_core(struct fixture *f, const char *lib_name, const struct fx_
 		{0x400000, 0x3000, 0x3000, PF_R | PF_W, NULL},
 		{0x600000, 0x2000, 0, PF_R, NULL},
 		{0x700000, 0x2000, 0x1000, PF_R | PF_X, NULL},
+		{0xa00000, 0x2000, 0x1000, PF_R | PF_X, NULL},
 	};
 	struct fx_file_entry files[] = {
 		{0x600000, 0x602000, 1, lib_name},
 		{0x800000, 0x801000, 0, lib_name},
+		{0xa00000, 0xa02000, 2, lib_name},
 	};
 	struct fx_buf nt_file = {0}, st1 = {0}, st2 = {0}, ps = {0}, auxv = {0};
-	fx_nt_file(&nt_file, files, 2);
+	fx_nt_file(&nt_file, files, 3);
 	fx_prstatus(&st1, 100);
 	fx_prstatus(&st2, 101);
 	fx_zero(&ps, 136);
@@ -87,8 +92,8 @@ static void build_core(struct fixture *f, const char *lib_name, const struct fx_
 		{"CORE", 1, st2.data, st2.len},
 	};
 	fx_free(&f->bytes);
-	fx_core(&f->bytes, segs, 3, notes, 6, raw);
-	f->notes_end = 64 + 4 * 56;
+	fx_core(&f->bytes, segs, 4, notes, 6, raw);
+	f->notes_end = 64 + 5 * 56;
 	for (size_t i = 0; i < 6; i++)
 		f->notes_end += 12 + ((strlen(notes[i].name) + 4) & ~3u) + ((notes[i].len + 3) & ~3u);
 	if (raw)
@@ -186,12 +191,20 @@ START_TEST(test_core_reads)
 	assert_pattern(t, 0x700ff0, 16);
 	assert_fault_at(pyu_target_read(t, 0x700ff8, buf, 16), 0x701000);
 	assert_fault_at(pyu_target_read(t, 0x701800, buf, 8), 0x701800);
+	// First page from the core, the rest from the file: a read across the seam.
+	unsigned char seam[32];
+	ck_assert_ptr_null(pyu_target_read(t, 0xa00ff0, seam, sizeof(seam)));
+	for (int i = 0; i < 16; i++)
+		ck_assert_uint_eq(seam[i], fx_pattern(0xa00ff0 + (uint64_t)i));
+	for (int i = 16; i < 32; i++)
+		ck_assert_uint_eq(seam[i], lib_byte(0x3000 + (uint64_t)i - 16));
+	assert_lib(t, 0xa01ff0, 16, 0x3ff0);
 	// A file mapping with no segment at all.
 	assert_lib(t, 0x800100, 32, 0x100);
 	assert_fault_at(pyu_target_read(t, 0x801000, buf, 8), 0x801000);
 
-	// Mappings: three PT_LOADs and the segment-less NT_FILE entry, sorted.
-	ck_assert_uint_eq(pyu_target_mapping_count(t), 4);
+	// Mappings: four PT_LOADs and the segment-less NT_FILE entry, sorted.
+	ck_assert_uint_eq(pyu_target_mapping_count(t), 5);
 	const struct pyu_mapping *m = pyu_target_mapping(t, 0);
 	ck_assert_uint_eq(m->start, 0x400000);
 	ck_assert_uint_eq(m->end, 0x403000);
@@ -208,6 +221,9 @@ START_TEST(test_core_reads)
 	ck_assert_uint_eq(m->start, 0x800000);
 	ck_assert_str_eq(m->path, f.lib);
 	ck_assert_uint_eq(m->offset, 0);
+	m = pyu_target_mapping(t, 4);
+	ck_assert_uint_eq(m->start, 0xa00000);
+	ck_assert_uint_eq(m->offset, 0x2000);
 
 	ck_assert_uint_eq(pyu_target_thread_count(t), 2);
 	ck_assert_int_eq(pyu_target_thread(t, 0), 100);
@@ -322,7 +338,7 @@ START_TEST(test_core_truncated)
 		ck_assert_int_eq(truncate(f.core, (off_t)cut), 0);
 		struct pyu_target *t = NULL;
 		struct pyu_error *err = pyu_target_open_core(f.core, NULL, &t);
-		if (cut < 64 + 4 * 56) {
+		if (cut < 64 + 5 * 56) {
 			// No complete program header table: the core cannot be used at all.
 			ck_assert_int_eq(pyu_error_code(err), PYU_ERR_FORMAT);
 			pyu_error_destroy(err);
@@ -556,6 +572,7 @@ END_TEST
 
 // ---- compressed cores ----------------------------------------------------------------------
 
+#if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
 static void check_compressed(struct fixture *f, const void *data, size_t len, bool whole)
 {
 	char *path = join(f->dir, "core.z");
@@ -575,6 +592,7 @@ static void check_compressed(struct fixture *f, const void *data, size_t len, bo
 	unlink(path);
 	free(path);
 }
+#endif
 
 START_TEST(test_core_compressed)
 {
@@ -652,70 +670,89 @@ static bool have_gdb(void)
 	return system("command -v gdb >/dev/null 2>&1") == 0;
 }
 
-// Compares every readable mapping of the live process with the core: first and last page.
-static void compare_live_with_core(struct pyu_target *live, struct pyu_target *core)
+// The first and last page of every readable mapping of a live process, to compare with a
+// core of it later (when the process may be gone).
+struct snapshot {
+	size_t count;
+	uint64_t addr[2048];
+	unsigned char (*pages)[4096];
+	char *path[2048];
+	int code_pages; // pages of executable file mappings (which cores tend to leave out)
+};
+
+static void snapshot_take(struct pyu_target *live, struct snapshot *s)
 {
-	int compared = 0, file_backed = 0;
+	memset(s, 0, sizeof(*s));
+	s->pages = malloc(2048 * 4096);
+	ck_assert_ptr_nonnull(s->pages);
 	for (size_t i = 0; i < pyu_target_mapping_count(live); i++) {
 		const struct pyu_mapping *m = pyu_target_mapping(live, i);
 		if (!m->readable || (m->path && strncmp(m->path, "[vvar", 5) == 0) ||
 		    (m->path && strcmp(m->path, "[vsyscall]") == 0))
 			continue;
 		uint64_t addrs[] = {m->start, m->end - 4096};
-		for (int k = 0; k < 2; k++) {
-			unsigned char a[4096], b[4096];
-			if (pyu_target_read(live, addrs[k], a, sizeof(a)))
-				ck_abort_msg("live read at 0x%" PRIx64 " failed", addrs[k]);
-			struct pyu_error *err = pyu_target_read(core, addrs[k], b, sizeof(b));
-			ck_assert_msg(!err, "core read at 0x%" PRIx64 " (%s): %s", addrs[k],
-				      m->path ? m->path : "anon", pyu_error_message(err));
-			ck_assert_msg(memcmp(a, b, sizeof(a)) == 0, "0x%" PRIx64 " differs",
-				      addrs[k]);
-			compared++;
+		for (int k = 0; k < (m->end - m->start > 4096 ? 2 : 1) && s->count < 2048; k++) {
+			struct pyu_error *err = pyu_target_read(live, addrs[k], s->pages[s->count], 4096);
+			ck_assert_msg(!err, "live read: %s", pyu_error_message(err));
+			s->addr[s->count] = addrs[k];
+			s->path[s->count] = m->path ? strdup(m->path) : NULL;
+			s->count++;
+			s->code_pages += m->executable && m->path && m->path[0] == '/';
 		}
-		// Code pages: gdb leaves them out, so they came from the file.
-		file_backed += m->executable && m->path && m->path[0] == '/';
 	}
-	ck_assert_int_gt(compared, 10);
-	ck_assert_int_gt(file_backed, 0);
+	ck_assert_uint_gt(s->count, 10);
+	ck_assert_int_gt(s->code_pages, 0);
 }
 
-START_TEST(test_gdb_core)
+static void snapshot_compare(const struct snapshot *s, struct pyu_target *core)
 {
-	ck_assert_msg(have_gdb(), "gdb is required (tools/install-deps installs it)");
-	struct fixture f;
-	fixture_init(&f, NULL);
+	static unsigned char page[4096];
+	for (size_t i = 0; i < s->count; i++) {
+		struct pyu_error *err = pyu_target_read(core, s->addr[i], page, sizeof(page));
+		ck_assert_msg(!err, "core read at 0x%" PRIx64 " (%s): %s", s->addr[i],
+			      s->path[i] ? s->path[i] : "anon", pyu_error_message(err));
+		ck_assert_msg(memcmp(page, s->pages[i], sizeof(page)) == 0,
+			      "0x%" PRIx64 " (%s) differs", s->addr[i],
+			      s->path[i] ? s->path[i] : "anon");
+	}
+}
+
+static void snapshot_free(struct snapshot *s)
+{
+	for (size_t i = 0; i < s->count; i++)
+		free(s->path[i]);
+	free(s->pages);
+}
+
+// Starts `sleep` in @dir with core dumps allowed; returns once it runs sleep, not us.
+static pid_t start_sleeper(const char *dir, char *exe, size_t exe_len)
+{
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+		setrlimit(RLIMIT_CORE, &rl);
+		if (chdir(dir) != 0)
+			_exit(126);
 		execlp("sleep", "sleep", "600", (char *)NULL);
 		_exit(127);
 	}
-	// Wait until the child is sleep (its exe link no longer names us).
-	char self[4096] = {0}, exe[4096] = {0}, link[64];
+	char self[4096] = {0}, link[64];
 	ck_assert_int_gt(readlink("/proc/self/exe", self, sizeof(self) - 1), 0);
 	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
 	for (int i = 0; i < 500; i++) {
-		memset(exe, 0, sizeof(exe));
-		if (readlink(link, exe, sizeof(exe) - 1) > 0 && strcmp(exe, self) != 0)
+		memset(exe, 0, exe_len);
+		if (readlink(link, exe, exe_len - 1) > 0 && strcmp(exe, self) != 0)
 			break;
 		usleep(10000);
 	}
 	usleep(100000); // let the dynamic loader finish
-	struct pyu_target *live = NULL;
-	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
+	return pid;
+}
 
-	char cmd[8192];
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 gdb -nx -batch -p %d -ex 'generate-core-file %s' >/dev/null 2>&1",
-		 (int)pid, f.core);
-	int rc = system(cmd);
-	ck_assert_msg(rc == 0, "gdb failed (%d)", rc);
-
-	struct pyu_target *core = open_core_ok(f.core, NULL);
-	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
-	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
-	// The executable is named in the core as in the live process.
+// The executable's first mapping in @core is named as in @live and starts with an ELF header.
+static void check_exe_mapping(struct pyu_target *live, struct pyu_target *core, const char *exe)
+{
 	const struct pyu_mapping *lm = NULL;
 	for (size_t i = 0; i < pyu_target_mapping_count(live) && !lm; i++) {
 		if (pyu_target_mapping(live, i)->path &&
@@ -729,7 +766,32 @@ START_TEST(test_gdb_core)
 	unsigned char magic[4];
 	ck_assert_ptr_null(pyu_target_read(core, lm->start, magic, 4));
 	ck_assert_mem_eq(magic, "\177ELF", 4);
-	compare_live_with_core(live, core);
+}
+
+START_TEST(test_gdb_core)
+{
+	ck_assert_msg(have_gdb(), "gdb is required (tools/install-deps installs it)");
+	struct fixture f;
+	fixture_init(&f, NULL);
+	char exe[4096];
+	pid_t pid = start_sleeper(f.dir, exe, sizeof(exe));
+	struct pyu_target *live = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
+	struct snapshot snap;
+	snapshot_take(live, &snap);
+
+	char cmd[8192];
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 120 gdb -nx -batch -p %d -ex 'generate-core-file %s' >/dev/null 2>&1",
+		 (int)pid, f.core);
+	int rc = system(cmd);
+	ck_assert_msg(rc == 0, "gdb failed (%d)", rc);
+
+	struct pyu_target *core = open_core_ok(f.core, NULL);
+	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
+	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
+	check_exe_mapping(live, core, exe);
+	snapshot_compare(&snap, core);
 	pyu_target_destroy(core);
 
 #ifdef PYU_HAVE_ZLIB
@@ -746,14 +808,63 @@ START_TEST(test_gdb_core)
 	fclose(in);
 	ck_assert_int_eq(gzclose(z), Z_OK);
 	core = open_core_ok(gz, NULL);
-	compare_live_with_core(live, core);
+	snapshot_compare(&snap, core);
 	pyu_target_destroy(core);
 	unlink(gz);
 	free(gz);
 #endif
+	snapshot_free(&snap);
 	pyu_target_destroy(live);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	fixture_fini(&f);
+}
+END_TEST
+
+// Whether the kernel writes cores as a plain file "core" (or "core.PID") in the crashing
+// process's directory - the only setup this test can use without privileges it lacks.
+static bool kernel_cores_usable(void)
+{
+	char pattern[256] = {0};
+	FILE *fp = fopen("/proc/sys/kernel/core_pattern", "r");
+	if (!fp)
+		return false;
+	bool ok = fgets(pattern, sizeof(pattern), fp) && strcmp(pattern, "core\n") == 0;
+	fclose(fp);
+	struct rlimit rl;
+	return ok && getrlimit(RLIMIT_CORE, &rl) == 0 && rl.rlim_max == RLIM_INFINITY;
+}
+
+START_TEST(test_kernel_core)
+{
+	// A kernel core writes the first page of each file mapping (its ELF header) and leaves
+	// the rest of the code out: those pages must come from the files.
+	struct fixture f;
+	fixture_init(&f, NULL);
+	char exe[4096];
+	pid_t pid = start_sleeper(f.dir, exe, sizeof(exe));
+	struct pyu_target *live = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
+	struct snapshot snap;
+	snapshot_take(live, &snap);
+	kill(pid, SIGABRT);
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WCOREDUMP(status), "no core was dumped");
+	char *core_path = join(f.dir, "core");
+	char alt[4200];
+	snprintf(alt, sizeof(alt), "%s.%d", core_path, (int)pid); // kernel.core_uses_pid
+	struct pyu_target *core = open_core_ok(access(core_path, F_OK) == 0 ? core_path : alt,
+					      NULL);
+	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
+	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
+	check_exe_mapping(live, core, exe);
+	snapshot_compare(&snap, core);
+	pyu_target_destroy(core);
+	snapshot_free(&snap);
+	pyu_target_destroy(live);
+	unlink(alt);
+	free(core_path);
 	fixture_fini(&f);
 }
 END_TEST
@@ -777,6 +888,11 @@ static Suite *core_suite(void)
 	TCase *real = tcase_create("gdb");
 	tcase_set_timeout(real, 300);
 	tcase_add_test(real, test_gdb_core);
+	if (kernel_cores_usable())
+		tcase_add_test(real, test_kernel_core);
+	else
+		printf("check_core: kernel-core test not run: kernel.core_pattern is not \"core\" "
+		       "or core dumps are limited\n");
 	suite_add_tcase(s, real);
 	return s;
 }
