@@ -169,7 +169,8 @@ static struct pyu_error *read_pep393(struct pyu_target *t, const struct pyu_layo
 	if (err) {
 		// The object may end right before an unreadable page: retry with just the header.
 		pyu_error_destroy(err);
-		hdr_len = (size_t)l->unicode.compact_size + 8;
+		// PyASCIIObject holds length and state; the legacy data pointer is read below.
+		hdr_len = (size_t)l->unicode.ascii_size;
 		err = pyu_target_read(t, addr, hdr, hdr_len);
 		if (err)
 			return pyu_error_wrap(err, "reading str at 0x%" PRIx64, addr);
@@ -192,8 +193,10 @@ static struct pyu_error *read_pep393(struct pyu_target *t, const struct pyu_layo
 	uint64_t data;
 	if (compact)
 		data = addr + (uint64_t)(ascii ? l->unicode.ascii_size : l->unicode.compact_size);
-	else
+	else if ((size_t)l->unicode.data + 8 <= hdr_len)
 		data = get_u64(hdr, l->unicode.data);
+	else if ((err = pyu_target_read_u64(t, addr + (uint64_t)l->unicode.data, &data)) != NULL)
+		return pyu_error_wrap(err, "reading the data pointer of str at 0x%" PRIx64, addr);
 	size_t nbytes = (size_t)len * kind;
 	uint8_t small[HEADER_READ];
 	uint8_t *units = nbytes <= sizeof(small) ? small : malloc(nbytes);

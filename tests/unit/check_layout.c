@@ -1,0 +1,236 @@
+// check_layout.c - the per-version tables and the _Py_DebugOffsets parser: every static table
+// passes validation; blocks carrying the values the real 3.13.0, 3.14.10 and 3.15.2 builds
+// store reproduce the static tables (3.13's was generated from DWARF, so this cross-checks the
+// generator against the documented debug offsets); changed, out-of-bounds, truncated and
+// unknown-version blocks give notes or clear errors.
+#include <stdio.h>
+
+#include "checkmain.h"
+#include "layout.h"
+
+// Values as stored by the real builds (internals doc, section 2.4), cookie word first.
+static const uint64_t dbg_313[] = {
+	0, 0x030d00f0, 0,
+	283320, 608, 632,
+	194968, 7272, 7264, 7344, 7400, 7656, 7640, 7648, 16, 7752, 0, 7768, 7760,
+	304, 0, 8, 16, 72, 152, 160, 232, 32,
+	80, 8, 0, 56, 72, 70,
+	208, 112, 120, 128, 136, 68, 52, 96, 104, 200,
+	16, 8,
+	416, 24, 88, 168,
+	32, 24, 16,
+	40, 24, 16,
+	48, 32, 40,
+	24, 16,
+	32, 16, 24,
+	40, 16, 32,
+	64, 32, 16, 40,
+	240, 200,
+};
+
+static const uint64_t dbg_314[] = {
+	0, 0x030e0af0, 0,
+	316616, 784, 808,
+	225864, 7280, 7272, 7344, 7360, 7408, 7688, 7672, 7680, 16, 7784, 0, 7800, 7792, 7992, 0,
+	832, 0, 8, 16, 72, 152, 160, 232, 32,
+	88, 8, 0, 56, 80, 74, 64, 0,
+	216, 112, 120, 128, 136, 68, 52, 96, 104, 208, 0,
+	16, 8,
+	416, 24, 88, 168,
+	40, 32, 16,
+	40, 24, 16,
+	200, 24, 40, 32,
+	48, 32, 40,
+	24, 16,
+	32, 16, 24,
+	40, 16, 32,
+	64, 32, 16, 40,
+	264, 192,
+	160, 24, 72, 67,
+	0, 8,
+	24, 304, 8076, 0, 4, 512,
+};
+
+static const uint64_t dbg_315[] = {
+	0, 0x030f02f0, 0,
+	346568, 912, 936,
+	226240, 7272, 7264, 7336, 7352, 7400, 7592, 7576, 7584, 16, 7736, 0, 7752, 7744, 7944, 0,
+	888, 0, 8, 16, 72, 80, 88, 96, 176, 184, 256, 32, 36, 40, 136, 288,
+	0,
+	88, 8, 0, 56, 80, 74, 64, 0,
+	216, 112, 120, 128, 136, 68, 52, 96, 104, 208, 0,
+	16, 8,
+	424, 24, 88, 168, 32, 288,
+	944, 888,
+	40, 32, 16,
+	40, 24, 16,
+	200, 24, 40, 32,
+	48, 32, 40,
+	24, 16,
+	32, 16, 24,
+	40, 16, 32,
+	64, 32, 16, 40, 56,
+	176, 112, 120, 1120, 104,
+	160, 24, 72, 67,
+	0, 8,
+	24, 344, 8028, 0, 4, 512,
+};
+
+// A block in a buffer: the cookie and the values; returns its length in bytes.
+static size_t make_block(uint8_t *buf, const uint64_t *vals, size_t n)
+{
+	memcpy(buf, vals, n * 8);
+	memcpy(buf, "xdebugpy", 8);
+	return n * 8;
+}
+
+// Overwrites word @word of a block, for targeted corruption.
+static void set_word(uint8_t *buf, size_t word, uint64_t v)
+{
+	memcpy(buf + 8 * word, &v, 8);
+}
+
+START_TEST(test_static_tables_validate)
+{
+	const struct pyu_layout *all[] = {
+		&pyu_layout_py27,  &pyu_layout_py36,  &pyu_layout_py37,  &pyu_layout_py38,
+		&pyu_layout_py39,  &pyu_layout_py310, &pyu_layout_py311, &pyu_layout_py312,
+		&pyu_layout_py313, &pyu_layout_py314, &pyu_layout_py315,
+	};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		struct pyu_error *err = pyu_layout_validate(all[i]);
+		ck_assert_msg(err == NULL, "%s: %s", all[i]->name, pyu_error_message(err));
+		ck_assert_ptr_eq(pyu_layout_for_version(all[i]->version_hex | 0x0af0), all[i]);
+		struct pyu_layout copy = *all[i];
+		pyu_layout_apply_trace_refs(&copy);
+		ck_assert_int_eq(copy.ob_type, all[i]->ob_type + 16);
+		ck_assert_int_eq(copy.tstate.next, all[i]->tstate.next); // not an object
+		err = pyu_layout_validate(&copy);
+		ck_assert_msg(err == NULL, "%s+trace refs: %s", all[i]->name,
+			      pyu_error_message(err));
+	}
+	ck_assert_ptr_null(pyu_layout_for_version(0x030500f0));
+	ck_assert_ptr_null(pyu_layout_for_version(0x031000f0));
+	ck_assert_ptr_null(pyu_layout_for_version(0x020600f0));
+	// Facts the walker depends on, spot-checked against the internals doc.
+	ck_assert_int_eq(pyu_layout_py27.code.firstlineno, 96);
+	ck_assert_int_eq(pyu_layout_py310.frame.f_lasti, 96);
+	ck_assert_int_eq(pyu_layout_py311.tstate.cframe_current, 8);
+	ck_assert_int_eq(pyu_layout_py312.tstate.cframe_current, 0);
+	ck_assert_int_eq(pyu_layout_py312.code.code_adaptive, 192);
+	ck_assert_int_eq(pyu_layout_py311.runtime.tstate_current, 576);
+	ck_assert_int_eq(pyu_layout_py37.runtime.tstate_current, 1480);
+	ck_assert_int_eq(pyu_layout_py36.unicode.ascii_size, 48);
+}
+END_TEST
+
+static void check_matches(const uint64_t *vals, size_t n, const struct pyu_layout *want)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = make_block(buf, vals, n);
+	struct pyu_layout l;
+	bool ft = true;
+	char notes[512] = "x";
+	struct pyu_error *err = pyu_layout_from_debug_offsets(buf, len, &l, &ft, notes,
+							      sizeof(notes));
+	ck_assert_msg(err == NULL, "%s: %s", want->name, pyu_error_message(err));
+	ck_assert_msg(notes[0] == '\0', "%s: unexpected notes: %s", want->name, notes);
+	ck_assert(!ft);
+	ck_assert_str_eq(l.name, want->name);
+	ck_assert_int_eq(l.runtime.interpreters_head, want->runtime.interpreters_head);
+	ck_assert_int_eq(l.interp.threads_head, want->interp.threads_head);
+	ck_assert_int_eq(l.interp.next, want->interp.next);
+	ck_assert_int_eq(l.interp.gil_locked, want->interp.gil_locked);
+	ck_assert_int_eq(l.interp.gil_holder, want->interp.gil_holder);
+	ck_assert_int_eq(l.tstate.current_frame, want->tstate.current_frame);
+	ck_assert_int_eq(l.tstate.base_frame, want->tstate.base_frame);
+	ck_assert_int_eq(l.tstate.thread_id, want->tstate.thread_id);
+	ck_assert_int_eq(l.tstate.native_thread_id, want->tstate.native_thread_id);
+	ck_assert_int_eq(l.iframe.owner, want->iframe.owner);
+	ck_assert_int_eq(l.iframe.size, want->iframe.size);
+	ck_assert_int_eq(l.code.code_adaptive, want->code.code_adaptive);
+	ck_assert_int_eq(l.code.qualname, want->code.qualname);
+	ck_assert_int_eq(l.tuple_item, want->tuple_item);
+	ck_assert_int_eq(l.unicode.ascii_size, want->unicode.ascii_size);
+	ck_assert_int_eq(l.unicode.data, want->unicode.data);
+	ck_assert_int_eq(l.stackref_mask, want->stackref_mask);
+	ck_assert_ptr_null(pyu_layout_validate(&l));
+}
+
+START_TEST(test_debug_offsets_match_static)
+{
+	check_matches(dbg_313, sizeof(dbg_313) / 8, &pyu_layout_py313);
+	check_matches(dbg_314, sizeof(dbg_314) / 8, &pyu_layout_py314);
+	check_matches(dbg_315, sizeof(dbg_315) / 8, &pyu_layout_py315);
+	ck_assert_uint_eq(sizeof(dbg_313), 584);
+	ck_assert_uint_eq(sizeof(dbg_314), 760);
+	ck_assert_uint_eq(sizeof(dbg_315), 888);
+}
+END_TEST
+
+START_TEST(test_debug_offsets_prefer_target)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = make_block(buf, dbg_314, sizeof(dbg_314) / 8);
+	set_word(buf, 26, 96); // thread_state.current_frame: 72 -> 96
+	struct pyu_layout l;
+	char notes[512];
+	struct pyu_error *err = pyu_layout_from_debug_offsets(buf, len, &l, NULL, notes,
+							      sizeof(notes));
+	ck_assert_ptr_null(err);
+	ck_assert_int_eq(l.tstate.current_frame, 96);
+	ck_assert_msg(strstr(notes, "thread_state.current_frame"), "%s", notes);
+	// Free-threaded flag.
+	set_word(buf, 2, 1);
+	bool ft = false;
+	ck_assert_ptr_null(pyu_layout_from_debug_offsets(buf, len, &l, &ft, NULL, 0));
+	ck_assert(ft);
+}
+END_TEST
+
+static void expect_error(uint8_t *buf, size_t len, int32_t code, const char *part)
+{
+	struct pyu_layout l;
+	memset(&l, 0x5a, sizeof(l));
+	struct pyu_layout before = l;
+	struct pyu_error *err = pyu_layout_from_debug_offsets(buf, len, &l, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(pyu_error_code(err), code);
+	ck_assert_msg(strstr(pyu_error_message(err), part), "%s", pyu_error_message(err));
+	ck_assert_mem_eq(&l, &before, sizeof(l)); // untouched on error
+	pyu_error_destroy(err);
+}
+
+START_TEST(test_debug_offsets_errors)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = make_block(buf, dbg_315, sizeof(dbg_315) / 8);
+	expect_error(buf, 100, PYU_ERR_CORRUPT, "bytes read");
+	expect_error(buf, 10, PYU_ERR_CORRUPT, "cookie");
+	set_word(buf, 30, 5000); // thread_state.thread_id far outside the 888-byte struct
+	expect_error(buf, len, PYU_ERR_CORRUPT, "thread_state.thread_id");
+	len = make_block(buf, dbg_315, sizeof(dbg_315) / 8);
+	set_word(buf, 39, 1u << 20); // interpreter_frame.size: absurd
+	expect_error(buf, len, PYU_ERR_CORRUPT, "interpreter_frame.size");
+	len = make_block(buf, dbg_315, sizeof(dbg_315) / 8);
+	set_word(buf, 1, 0x031000a1); // 3.16.0a1: a field list we do not know
+	expect_error(buf, len, PYU_ERR_UNSUPPORTED, "3.16");
+	len = make_block(buf, dbg_315, sizeof(dbg_315) / 8);
+	buf[0] = 'X';
+	expect_error(buf, len, PYU_ERR_CORRUPT, "cookie");
+}
+END_TEST
+
+static Suite *layout_suite(void)
+{
+	Suite *s = suite_create("layout");
+	TCase *tc = tcase_create("layout");
+	tcase_add_test(tc, test_static_tables_validate);
+	tcase_add_test(tc, test_debug_offsets_match_static);
+	tcase_add_test(tc, test_debug_offsets_prefer_target);
+	tcase_add_test(tc, test_debug_offsets_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PYU_CHECK_MAIN(layout_suite)
