@@ -1,8 +1,342 @@
-// main.c - the pyunwind command line: Python stacks of a process or core without a debugger.
+// main.c - the pyunwind command line: Python stacks of a live process or a core file without a
+// debugger, for scripted triage and for testing the core alone. Prints exactly what the
+// debugger commands print (the core formats it). A live process is held still with ptrace
+// (PTRACE_SEIZE + PTRACE_INTERRUPT on every thread, no signal the program could see) while it
+// is read, and released afterwards.
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "include/pyunwind.h"
+#include "stacks.h"
+#include "target.h"
+
+#define MAX_PATH_MAPS 64
+#define MAX_STOPPED 8192   // threads held at once
+#define STOP_TIMEOUT_MS 2000
+
+static const char usage[] =
+	"usage: pyunwind bt   [options] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind line [options] [--frame N] [--table] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind --version\n"
+	"\n"
+	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
+	"py-line and py-list debugger commands do.\n"
+	"\n"
+	"  --all              bt: every thread (the default for bt)\n"
+	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
+	"  --json             bt: the JSON document instead of text\n"
+	"  --limit N          bt: at most N frames per thread\n"
+	"  --no-source        bt: no source lines or carets\n"
+	"  --frame N          line, list: Python frame #N of the thread (default 0, innermost)\n"
+	"  --table            line: also the frame's whole decoded line table\n"
+	"  --range A,B        list: lines A to B instead of 5 around the current one\n"
+	"  --path-map FROM=TO read files the target names FROM... from TO... here (repeatable)\n"
+	"  --no-stop          do not stop a live process while reading it\n"
+	"  --stats            print read counters and timing to stderr\n"
+	"\n"
+	"line and list default to the thread that crashed (core files) or holds the GIL.\n"
+	"Exit status: 0 ok, 1 error, 2 usage, 3 not a Python process, 4 unsupported version.\n";
+
+struct options {
+	const char *command;
+	bool json, source, stop, stats, table, has_thread;
+	uint32_t limit, frame;
+	uint64_t thread; // tid or pthread id
+	int64_t first, last;
+	const char *maps[MAX_PATH_MAPS];
+	int map_count;
+	const char *target, *executable;
+};
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "pyunwind: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n%s", usage);
+	return 2;
+}
+
+static bool parse_u64(const char *s, uint64_t *ret)
+{
+	if (!s || !*s || *s == '-')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || *end)
+		return false;
+	*ret = v;
+	return true;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->source = o->stop = true;
+	if (argc < 2)
+		return usage_error("%s", "no command");
+	o->command = argv[1];
+	if (strcmp(o->command, "bt") && strcmp(o->command, "line") && strcmp(o->command, "list"))
+		return usage_error("unknown command '%s'", o->command);
+	int positional = 0;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t v;
+		if (!strcmp(a, "--all")) {
+			o->has_thread = false;
+		} else if (!strcmp(a, "--json")) {
+			o->json = true;
+		} else if (!strcmp(a, "--no-source")) {
+			o->source = false;
+		} else if (!strcmp(a, "--no-stop")) {
+			o->stop = false;
+		} else if (!strcmp(a, "--stats")) {
+			o->stats = true;
+		} else if (!strcmp(a, "--table")) {
+			o->table = true;
+		} else if (!strcmp(a, "--limit")) {
+			if (!parse_u64(next, &v) || v > UINT32_MAX)
+				return usage_error("--limit needs a number, got '%s'", next ? next : "");
+			o->limit = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--frame")) {
+			if (!parse_u64(next, &v) || v > UINT32_MAX)
+				return usage_error("--frame needs a number, got '%s'", next ? next : "");
+			o->frame = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--thread")) {
+			if (!parse_u64(next, &v))
+				return usage_error("--thread needs a thread id, got '%s'",
+						   next ? next : "");
+			o->thread = v, o->has_thread = true, i++;
+		} else if (!strcmp(a, "--range")) {
+			long long f, l;
+			char tail;
+			if (!next || sscanf(next, "%lld,%lld%c", &f, &l, &tail) != 2 || f < 1 || l < f)
+				return usage_error("--range needs FIRST,LAST, got '%s'", next ? next : "");
+			o->first = f, o->last = l, i++;
+		} else if (!strcmp(a, "--path-map")) {
+			if (!next || !strchr(next, '=') || next[0] == '=')
+				return usage_error("--path-map needs FROM=TO, got '%s'", next ? next : "");
+			if (o->map_count == MAX_PATH_MAPS)
+				return usage_error("%s", "too many --path-map options");
+			o->maps[o->map_count++] = next, i++;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option '%s'", a);
+		} else if (positional == 0) {
+			o->target = a, positional++;
+		} else if (positional == 1) {
+			o->executable = a, positional++;
+		} else {
+			return usage_error("unexpected argument '%s'", a);
+		}
+	}
+	if (!o->target)
+		return usage_error("%s", "no PID or core file given");
+	return 0;
+}
+
+// A live pid: all digits and /proc/PID exists.
+static bool is_pid(const char *s, int32_t *ret)
+{
+	if (!*s || strlen(s) > 9)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return false;
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%s", s);
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return false;
+	*ret = (int32_t)atoi(s);
+	return *ret > 0;
+}
+
+// ---- holding a live process still --------------------------------------------------------
+
+struct held {
+	pid_t tids[MAX_STOPPED];
+	int sigs[MAX_STOPPED]; // signal to hand back at detach (a signal-delivery stop)
+	size_t n;
+};
+
+static bool traced_by_someone(int32_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	bool traced = false;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "TracerPid:", 10))
+			traced = atoi(line + 10) != 0;
+	fclose(f);
+	return traced;
+}
+
+static bool held_has(const struct held *h, pid_t tid)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (h->tids[i] == tid)
+			return true;
+	return false;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+// Seizes and interrupts every thread (repeating while new threads appear), then waits until
+// each has stopped. Threads that cannot be held are read anyway; returns false when none could.
+static bool hold_process(int32_t pid, struct held *h)
+{
+	h->n = 0;
+	if (traced_by_someone(pid))
+		return false; // a debugger has it; it decides when the process runs
+	for (int pass = 0; pass < 5; pass++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/task", pid);
+		DIR *d = opendir(path);
+		if (!d)
+			break;
+		bool added = false;
+		struct dirent *e;
+		while ((e = readdir(d)) && h->n < MAX_STOPPED) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			if (tid <= 0 || held_has(h, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
+				continue;
+			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+				ptrace(PTRACE_DETACH, tid, NULL, NULL);
+				continue;
+			}
+			h->sigs[h->n] = 0;
+			h->tids[h->n++] = tid;
+			added = true;
+		}
+		closedir(d);
+		if (!added)
+			break;
+	}
+	long deadline = now_ms() + STOP_TIMEOUT_MS;
+	for (size_t i = 0; i < h->n; i++) {
+		for (;;) {
+			int status;
+			pid_t r = waitpid(h->tids[i], &status, __WALL | WNOHANG);
+			if (r == h->tids[i]) {
+				if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP &&
+				    WSTOPSIG(status) != SIGTRAP)
+					h->sigs[i] = WSTOPSIG(status); // hand it back at detach
+				break;
+			}
+			if (r < 0 || now_ms() > deadline)
+				break; // gone, or not stopping: read it as it is
+			struct timespec ts = {0, 200000};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return h->n > 0;
+}
+
+static void release_process(struct held *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		ptrace(PTRACE_DETACH, h->tids[i], NULL, (void *)(intptr_t)h->sigs[i]);
+	h->n = 0;
+}
+
+// ---- running a command -------------------------------------------------------------------
+
+static int fail(struct pyu_error *err, const char *what)
+{
+	int code = pyu_error_code(err);
+	fprintf(stderr, "pyunwind: %s%s%s\n", what ? what : "", what ? ": " : "",
+		pyu_error_message(err));
+	pyu_error_destroy(err);
+	return code == PYU_ERR_NOT_PYTHON ? 3 : code == PYU_ERR_UNSUPPORTED ? 4 : 1;
+}
+
+// The thread line and list show when none is named: the crashing thread of a core (its first
+// NT_PRSTATUS), else the GIL holder, else the first.
+static uint32_t default_thread(const struct pyu_stacks *s, bool core)
+{
+	if (core && pyu_target_thread_count(s->target) > 0) {
+		int32_t i = pyu_stacks_find_thread(s, pyu_target_thread(s->target, 0), 0);
+		if (i >= 0)
+			return (uint32_t)i;
+	}
+	for (uint32_t i = 0; i < s->thread_count; i++)
+		if (s->threads[i].holds_gil == 1)
+			return i;
+	return 0;
+}
+
+static int run(const struct options *o, struct pyu_target *t, bool core)
+{
+	struct pyu_stacks *s = NULL;
+	struct pyu_error *err = pyu_stacks_collect(t, &s);
+	if (err)
+		return fail(err, NULL);
+	uint32_t thread = 0;
+	bool all = !o->has_thread && !strcmp(o->command, "bt");
+	if (o->has_thread) {
+		int32_t i = pyu_stacks_find_thread(s, (int64_t)o->thread, o->thread);
+		if (i < 0) {
+			fprintf(stderr, "pyunwind: no Python thread with id %" PRIu64 "\n", o->thread);
+			pyu_stacks_destroy(s);
+			return 1;
+		}
+		thread = (uint32_t)i;
+	} else if (!all) {
+		thread = default_thread(s, core);
+	}
+	char *out = NULL;
+	if (!strcmp(o->command, "bt")) {
+		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
+				 (all ? PYU_FMT_ALL : 0);
+		err = pyu_format_bt(s, thread, flags, o->limit, &out);
+	} else if (!strcmp(o->command, "line")) {
+		err = pyu_format_line(s, thread, o->frame,
+				      PYU_FMT_SOURCE | (o->table ? PYU_FMT_TABLE : 0), &out);
+	} else {
+		err = pyu_format_list(s, thread, o->frame, o->first, o->last, &out);
+	}
+	uint64_t frames = 0;
+	for (uint32_t i = 0; i < s->thread_count; i++)
+		frames += s->threads[i].frame_count;
+	uint32_t threads = s->thread_count;
+	pyu_stacks_destroy(s);
+	if (err)
+		return fail(err, NULL);
+	fputs(out, stdout);
+	pyu_free(out);
+	if (o->stats) {
+		uint64_t backend = pyu_target_backend_reads(t), cached = pyu_target_cached_reads(t);
+		fprintf(stderr,
+			"stats: %u threads, %" PRIu64 " frames, %" PRIu64 " backend reads, %" PRIu64
+			" cached reads, %.2f backend reads per frame\n",
+			threads, frames, backend, cached,
+			frames ? (double)backend / (double)frames : 0.0);
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
+}
 
 int main(int argc, char **argv)
 {
@@ -10,6 +344,53 @@ int main(int argc, char **argv)
 		printf("pyunwind ABI %u\n", pyu_abi_version());
 		return 0;
 	}
-	fprintf(stderr, "usage: pyunwind bt [--all] [--json] PID | COREFILE [EXECUTABLE]\n");
-	return 2;
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	struct options o;
+	int rc = parse_args(argc, argv, &o);
+	if (rc)
+		return rc;
+	long t0 = now_ms();
+	int32_t pid = 0;
+	bool live = is_pid(o.target, &pid);
+	if (live && o.executable)
+		return usage_error("%s", "an EXECUTABLE only goes with a core file");
+	// Held before its mappings are read, so the picture is of one moment.
+	static struct held held; // large; one per run
+	bool holding = live && o.stop && hold_process(pid, &held);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = live ? pyu_target_open_pid(pid, &t)
+				     : pyu_target_open_core(o.target, o.executable, &t);
+	if (err) {
+		if (holding)
+			release_process(&held);
+		return fail(err, o.target);
+	}
+	for (int i = 0; i < o.map_count; i++) {
+		char *from = strdup(o.maps[i]);
+		if (!from) {
+			rc = fail(&pyu_error_nomem, NULL);
+			break;
+		}
+		char *eq = strchr(from, '=');
+		*eq = '\0';
+		err = pyu_target_add_path_map(t, from, eq + 1);
+		free(from);
+		if (err) {
+			rc = fail(err, "--path-map");
+			break;
+		}
+	}
+	if (!rc)
+		rc = run(&o, t, !live);
+	if (holding)
+		release_process(&held);
+	if (o.stats)
+		fprintf(stderr, "stats: %ld ms%s\n", now_ms() - t0,
+			live ? (holding ? ", process held with ptrace" : ", process not stopped")
+			     : "");
+	pyu_target_destroy(t);
+	return rc;
 }
