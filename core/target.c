@@ -338,11 +338,14 @@ static struct pyu_error *relocate_mappings(struct pyu_target *t)
 		struct pyu_mapping *m = &t->mappings[i];
 		if (!names_a_file(m->path))
 			continue;
+		if (m->local_path_fixed && !find_path_map(t, m->path))
+			continue;
 		char *local = pyu_target_local_path(t, m->path);
 		if (!local)
 			return &pyu_error_nomem;
 		free(m->local_path);
 		m->local_path = local;
+		m->local_path_fixed = false;
 	}
 	close_files(t);
 	pyu_target_flush_cache(t); // pages read from mapped files may change

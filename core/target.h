@@ -18,6 +18,9 @@ struct pyu_mapping {
 	char *path;          // as the target names it; NULL for anonymous memory. Pseudo-files
 	                     // of a live process ("[heap]", "[stack]", "[vdso]") keep their name.
 	char *local_path;    // where to read that file here (after path maps); NULL if none
+	bool local_path_fixed; // local_path chosen by the backend (a live process's deleted or
+	                       // replaced file, another mount namespace); a path map matching
+	                       // @path still overrides it
 };
 
 // Backend: reads up to @len bytes at @addr. Returns the number of bytes read (a short count

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -92,15 +93,44 @@ static struct pyu_error *permission_error(int pid, const char *what)
 				what, pid);
 }
 
+// Whether @path here is the file the process maps (same device and inode as the maps line).
+static bool same_file(const char *path, unsigned dev_major, unsigned dev_minor, uint64_t inode)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && (uint64_t)st.st_ino == inode &&
+	       major(st.st_dev) == dev_major && minor(st.st_dev) == dev_minor;
+}
+
+// For a file the process maps that is not at its path here (deleted, replaced since, or in
+// another mount namespace): a path through /proc that reaches the very file, or NULL.
+static char *proc_path_for(int pid, uint64_t start, uint64_t end, const char *path)
+{
+	char buf[96];
+	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	if (access(buf, R_OK) == 0) // the exact file; needs more privilege than ptrace
+		return strdup(buf);
+	size_t n = strlen(path) + 32;
+	char *root = malloc(n);
+	if (root) {
+		snprintf(root, n, "/proc/%d/root%s", pid, path);
+		if (access(root, R_OK) != 0) {
+			free(root);
+			root = NULL;
+		}
+	}
+	return root;
+}
+
 // Parses one line of /proc/PID/maps into the target. Unparseable lines are skipped: the
 // kernel's format is stable, and one odd line should not lose the rest.
 static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line)
 {
-	uint64_t start, end, offset;
+	uint64_t start, end, offset, inode;
+	unsigned dev_major, dev_minor;
 	char perms[8];
 	int n = 0;
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %n", &start, &end,
-		   perms, &offset, &n) < 4 || n == 0)
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
+		   &end, perms, &offset, &dev_major, &dev_minor, &inode, &n) < 7 || n == 0)
 		return NULL;
 	char *path = line + n;
 	size_t len = strlen(path);
@@ -118,19 +148,18 @@ static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line
 	struct pyu_error *err = pyu_target_add_mapping_perms(
 		t, start, end, offset, perms[0] == 'r', perms[1] == 'w', perms[2] == 'x',
 		path[0] ? path : NULL);
-	if (err || !is_deleted)
+	if (err || path[0] != '/' || inode == 0)
 		return err;
-	// The file is gone from the file system, but the kernel still serves it here.
-	char local[96];
-	snprintf(local, sizeof(local), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start,
-		 end);
+	if (!is_deleted && same_file(path, dev_major, dev_minor, inode))
+		return NULL;
+	char *local = proc_path_for(pid, start, end, path);
 	struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
-	if (m && m->start == start) {
-		char *copy = strdup(local);
-		if (!copy)
-			return &pyu_error_nomem;
+	if (local && m && m->start == start) {
 		free(m->local_path);
-		m->local_path = copy;
+		m->local_path = local;
+		m->local_path_fixed = true;
+	} else {
+		free(local);
 	}
 	return NULL;
 }

@@ -354,8 +354,8 @@ static char live_text[64];
 
 struct child {
 	pid_t pid;
-	char *spaced_path, *deleted_path;
-	void *spaced_map, *deleted_map;
+	char *spaced_path, *deleted_path, *replaced_path;
+	void *spaced_map, *deleted_map, *replaced_map;
 };
 
 // Maps a one-page file at @path (writing @fill into it) and returns the mapping.
@@ -381,11 +381,20 @@ static void start_child(struct child *c)
 	size_t n = strlen(dir) + 32;
 	c->spaced_path = malloc(n);
 	c->deleted_path = malloc(n);
+	c->replaced_path = malloc(n);
 	snprintf(c->spaced_path, n, "%s/a file with spaces", dir);
 	snprintf(c->deleted_path, n, "%s/gone", dir);
+	snprintf(c->replaced_path, n, "%s/replaced", dir);
 	c->spaced_map = map_file(c->spaced_path, 'S');
 	c->deleted_map = map_file(c->deleted_path, 'D');
+	c->replaced_map = map_file(c->replaced_path, 'R');
 	ck_assert_int_eq(unlink(c->deleted_path), 0);
+	// A new file under the old name, as when a library is rebuilt under a running process.
+	char *tmp = malloc(n + 8);
+	snprintf(tmp, n + 8, "%s.new", c->replaced_path);
+	fx_write_file(tmp, "NEW", 3);
+	ck_assert_int_eq(rename(tmp, c->replaced_path), 0);
+	free(tmp);
 	live_marker = 0x1122334455667788u;
 	snprintf(live_text, sizeof(live_text), "child text %d", 42);
 	c->pid = fork();
@@ -405,6 +414,9 @@ static void stop_child(struct child *c)
 	waitpid(c->pid, NULL, 0);
 	munmap(c->spaced_map, 4096);
 	munmap(c->deleted_map, 4096);
+	munmap(c->replaced_map, 4096);
+	unlink(c->replaced_path);
+	free(c->replaced_path);
 	unlink(c->spaced_path);
 	char *slash = strrchr(c->spaced_path, '/');
 	*slash = '\0';
@@ -446,6 +458,27 @@ START_TEST(test_live_child)
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_eq(fgetc(f), 'D');
 	fclose(f);
+	ck_assert(m->local_path_fixed);
+	// The replaced file: the local path reaches the file still mapped, not the new one.
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.replaced_map);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(m->path, c.replaced_path);
+	ck_assert_str_ne(m->local_path, c.replaced_path);
+	f = fopen(m->local_path, "rb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fgetc(f), 'R');
+	fclose(f);
+	// An unrelated path map leaves those alone; one that matches wins.
+	ck_assert_ptr_null(pyu_target_add_path_map(t, "/unrelated", "/elsewhere"));
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.deleted_map);
+	ck_assert_ptr_nonnull(strstr(m->local_path, "/map_files/"));
+	// The file with spaces is where the process has it: no /proc detour.
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.spaced_map);
+	ck_assert_str_eq(m->local_path, c.spaced_path);
+	ck_assert(!m->local_path_fixed);
+	ck_assert_ptr_null(pyu_target_add_path_map(t, c.deleted_path, "/mapped/by/user"));
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.deleted_map);
+	ck_assert_str_eq(m->local_path, "/mapped/by/user");
 	unsigned char b = 0;
 	ck_assert_ptr_null(pyu_target_read_u8(t, (uint64_t)(uintptr_t)c.spaced_map + 7, &b));
 	ck_assert_uint_eq(b, 'S');
