@@ -7,7 +7,10 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Target, run_cases, selected, task_ids  # noqa: E402
+import tempfile  # noqa: E402
+
+from harness import (Target, compare, gdb_batch, lldb_batch, run_cases, selected,  # noqa: E402
+                     task_ids)
 
 SCENARIOS_ALL = ["recursion", "generator", "nested-class", "lambda", "comprehension",
                  "c-between", "exec", "except", "settrace", "long-lines"]
@@ -159,6 +162,64 @@ def case_crash(py, program):
     return run
 
 
+def as_document(truth):
+    """The truth in the shape of pyunwind's JSON, as a perfect unwinder would print it."""
+    return {"pyunwind": 1, "threads": [
+        {"thread_id": th["thread_id"], "native_thread_id": th["native_thread_id"],
+         "frames": [dict(f, kind="python") for f in th["frames"]]} for th in truth["threads"]]}
+
+
+def case_compare(py):
+    def run():
+        with Target(py, "sample") as t:
+            truth = t.truth
+        doc = as_document(truth)
+        check(compare(truth, doc) == [], "truth differs from itself: %s" % compare(truth, doc))
+        doc["threads"][0]["frames"][1]["line"] += 1
+        diff = compare(truth, doc)
+        check(len(diff) == 1 and "line" in diff[0], "one wrong line gives %s" % diff)
+        doc = as_document(truth)
+        doc["threads"][0]["frames"].insert(0, {"kind": "error", "reason": "test"})
+        check(compare(truth, doc) == [], "an error frame is not a python frame")
+        del doc["threads"][1]["frames"][-1]
+        diff = compare(truth, doc)
+        check(any("frames" in d for d in diff), "a lost frame is not reported: %s" % diff)
+        del doc["threads"][2]
+        check(any("missing" in d for d in compare(truth, doc)), "a lost thread is not reported")
+    return run
+
+
+def case_debuggers(py):
+    # The plumbing alone, with empty plugins: both debuggers see every thread of the target
+    # live and in its gdb core.
+    def run():
+        tmp = tempfile.mkdtemp(prefix="pyu-plugins-")
+        gdb_plugin = os.path.join(tmp, "gdb_empty.py")
+        lldb_plugin = os.path.join(tmp, "lldb_empty.py")
+        with open(gdb_plugin, "w") as f:
+            f.write("import gdb\n")
+        with open(lldb_plugin, "w") as f:
+            f.write("def __lldb_init_module(debugger, internal_dict):\n    pass\n")
+        try:
+            with Target(py, "sample") as t:
+                n = len(t.truth["threads"])
+                core = t.gcore()
+                for args in (["-p", str(t.pid)], [t.executable, core]):
+                    rc, out, err = gdb_batch(args, ["info threads"], plugin=gdb_plugin)
+                    got = len([l for l in out.splitlines() if " Thread 0x" in l or " LWP " in l])
+                    check(rc == 0 and got == n, "gdb %s: %d threads of %d, status %d:\n%s%s"
+                          % (args[0], got, n, rc, out, err))
+                for args in (["-p", str(t.pid)], ["-c", core, t.executable]):
+                    rc, out, err = lldb_batch(args, ["thread list"], plugin=lldb_plugin)
+                    got = len([l for l in out.splitlines() if l.lstrip("* ").startswith("thread #")])
+                    check(rc == 0 and got == n, "lldb %s: %d threads of %d, status %d:\n%s%s"
+                          % (args[0], got, n, rc, out, err))
+        finally:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    return run
+
+
 def main():
     pys = selected()
     if not pys:
@@ -170,6 +231,8 @@ def main():
         cases.append(("live+gcore %s" % py.label, case_live(py)))
         cases.append(("crash-core %s" % py.label, case_crash(py, "scenario")))
         cases.append(("crash-core sample %s" % py.label, case_crash(py, "sample")))
+    cases.append(("compare %s" % pys[-1].label, case_compare(pys[-1])))
+    cases.append(("debuggers %s" % pys[-1].label, case_debuggers(pys[-1])))
     return run_cases(cases, jobs=2, prefix="test-harness")
 
 

@@ -1,0 +1,56 @@
+# debuggers - runs real gdb and lldb in batch mode with the pyunwind adapters loaded, and
+# returns what the commands printed (the debuggers' own start-up chatter cut off).
+import os
+import subprocess
+
+from .matrix import REPO
+from .target import HarnessError
+
+GDB_PLUGIN = os.path.join(REPO, "gdb", "pyunwind.py")
+LLDB_PLUGIN = os.path.join(REPO, "lldb", "pyunwind.py")
+LLDB = os.environ.get("PYUNWIND_LLDB", "lldb-16")
+MARK = "--- pyunwind output ---"
+
+
+def _run(cmd, timeout):
+    try:
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise HarnessError("%s gave no answer within %ds" % (cmd[0], timeout))
+    out = p.stdout.decode("utf-8", "replace")
+    return p.returncode, out.split(MARK, 1)[1].lstrip("\n") if MARK in out else out, \
+        p.stderr.decode("utf-8", "replace")
+
+
+def gdb_cmd(target_args, commands, plugin=GDB_PLUGIN):
+    """gdb's argv: @target_args is ["-p", PID] or [EXECUTABLE, CORE]."""
+    cmd = ["gdb", "-nx", "-q", "-batch", "-iex", "set pagination off",
+           "-iex", "set debuginfod enabled off"] + list(target_args)
+    cmd += ["-ex", "echo " + MARK + "\\n", "-ex", "source " + plugin]
+    for c in commands:
+        cmd += ["-ex", c]
+    return cmd
+
+
+def lldb_cmd(target_args, commands, plugin=LLDB_PLUGIN):
+    """lldb's argv: @target_args is ["-p", PID] or ["-c", CORE, EXECUTABLE]. lldb echoes each
+    command as "(lldb) COMMAND" before its output."""
+    # The marker is built at run time so that lldb's echo of the command does not contain it.
+    cmd = [LLDB, "-b", "--no-lldbinit"] + list(target_args)
+    cmd += ["-o", "script print('%s' + '%s')" % (MARK[:10], MARK[10:]),
+            "-o", "command script import " + plugin]
+    for c in commands:
+        cmd += ["-o", c]
+    return cmd
+
+
+def gdb_batch(target_args, commands, timeout=120, plugin=GDB_PLUGIN):
+    """Runs gdb -batch with the adapter loaded and @commands; returns (status, output of the
+    commands, stderr)."""
+    return _run(gdb_cmd(target_args, commands, plugin), timeout)
+
+
+def lldb_batch(target_args, commands, timeout=120, plugin=LLDB_PLUGIN):
+    """Runs lldb -b with the adapter loaded and @commands; returns (status, output from the
+    import command on - each command echoed as "(lldb) ..." - and stderr)."""
+    return _run(lldb_cmd(target_args, commands, plugin), timeout)
