@@ -98,10 +98,15 @@ static inline uint64_t fm_str_cps(struct fakemem *m, const uint32_t *cps, size_t
 	return o;
 }
 
+static inline uint64_t fm_bytes(struct fakemem *m, const void *data, size_t n);
+
+// An ASCII str (2.7: a PyStringObject).
 static inline uint64_t fm_str(struct fakemem *m, const char *ascii)
 {
 	uint32_t cps[256];
 	size_t n = strlen(ascii);
+	if (m->l->str == PYU_STR_PY2)
+		return fm_bytes(m, ascii, n);
 	ck_assert_uint_lt(n, 256);
 	for (size_t i = 0; i < n; i++)
 		cps[i] = (uint8_t)ascii[i];
@@ -129,7 +134,8 @@ static inline void fm_init(struct fakemem *m, const struct pyu_layout *l)
 	ck_assert_ptr_null(pyu_target_open_callback(fm_read, m, &m->t));
 	ck_assert_ptr_null(pyu_target_add_mapping(m->t, FM_BASE, FM_BASE + FM_SIZE, 0, 1, NULL));
 	m->str_type = fm_type(m, "str", PYU_TPFLAGS_UNICODE_SUBCLASS);
-	m->bytes_type = fm_type(m, "bytes", PYU_TPFLAGS_BYTES_SUBCLASS);
+	m->bytes_type = fm_type(m, l->str == PYU_STR_PY2 ? "str" : "bytes",
+				PYU_TPFLAGS_BYTES_SUBCLASS);
 	m->code_type = fm_type(m, "code", 0);
 }
 

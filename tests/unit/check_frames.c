@@ -1,0 +1,489 @@
+// check_frames.c - the thread and frame walker on synthetic interpreters built from each
+// version's layout table: chains of PyFrameObjects (3.10) and of _PyInterpreterFrames (3.11 -
+// 3.15, with shim frames, tagged pointers and 3.15's base frame), 1,000-deep recursion through
+// one code object, and damage: cycles, truncated chains, bad code objects, instruction
+// pointers outside the code, the depth limit, cyclic and unreadable thread lists.
+#include <stdio.h>
+
+#include "checkmain.h"
+#include "fakemem.h"
+#include "runtime.h"
+
+struct fake_py {
+	struct fakemem m;
+	struct pyu_runtime rt;
+	const struct pyu_layout *l;
+	uint64_t interp, gil;
+};
+
+static void fp_init(struct fake_py *p, uint32_t version_hex)
+{
+	memset(p, 0, sizeof(*p));
+	ck_assert_ptr_null(pyu_runtime_init_layout(&p->rt, version_hex, false));
+	p->l = &p->rt.layout;
+	fm_init(&p->m, p->l);
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	uint64_t runtime = fm_alloc(m, 2048);
+	p->rt.version_exact = true;
+	p->rt.code_type = m->code_type;
+	p->interp = fm_alloc(m, 8192);
+	if (l->runtime.interpreters_head != PYU_NO_FIELD) {
+		p->rt.runtime_addr = runtime;
+		p->rt.interp_head_addr = runtime + (uint64_t)l->runtime.interpreters_head;
+	} else {
+		p->rt.interp_head_addr = runtime; // 2.7/3.6: the static interp_head
+	}
+	fm_u64(m, p->rt.interp_head_addr, p->interp);
+	if (l->interp.ceval_gil != PYU_NO_FIELD) {
+		p->gil = fm_alloc(m, 64);
+		fm_u64(m, p->interp + (uint64_t)l->interp.ceval_gil, p->gil);
+	} else if (l->runtime.tstate_current != PYU_NO_FIELD) {
+		p->rt.tstate_current_addr = runtime + (uint64_t)l->runtime.tstate_current;
+	}
+}
+
+// A code object of @units code units whose unit i is on line firstlineno + 1 + i.
+static uint64_t fp_code(struct fake_py *p, const char *name, int32_t firstlineno, unsigned units)
+{
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	uint8_t table[1024];
+	size_t tlen = 0;
+	ck_assert_uint_le(units, 256);
+	if (l->linetable == PYU_LNOTAB_SIGNED || l->linetable == PYU_LNOTAB_UNSIGNED) {
+		table[tlen++] = 0; // from byte 0: firstlineno + 1
+		table[tlen++] = 1;
+	}
+	for (unsigned i = 0; i < units; i++) {
+		if (l->linetable == PYU_LOCATIONS_311) {
+			table[tlen++] = 0x80 | 13 << 3; // no-column entry, 1 unit
+			table[tlen++] = 2;              // svarint +1
+		} else {
+			table[tlen++] = 2; // 3.10: 2 bytes, +1 line; lnotab: +2 bytes, +1 line
+			table[tlen++] = 1;
+		}
+	}
+	uint64_t code = fm_alloc(m, (size_t)l->code.size + 2 * units);
+	fm_u64(m, code + (uint64_t)l->ob_type, m->code_type);
+	fm_u32(m, code + (uint64_t)l->code.firstlineno, (uint32_t)firstlineno);
+	fm_u64(m, code + (uint64_t)l->code.name, fm_str(m, name));
+	fm_u64(m, code + (uint64_t)l->code.filename, fm_str(m, "/src/app.py"));
+	if (l->code.qualname != PYU_NO_FIELD) {
+		char q[64];
+		snprintf(q, sizeof(q), "Q.%s", name);
+		fm_u64(m, code + (uint64_t)l->code.qualname, fm_str(m, q));
+	}
+	fm_u64(m, code + (uint64_t)l->code.linetable, fm_bytes(m, table, tlen));
+	if (l->code.ob_size != PYU_NO_FIELD) {
+		fm_u64(m, code + (uint64_t)l->code.ob_size, units);
+	} else {
+		uint8_t zeros[512] = {0};
+		fm_u64(m, code + (uint64_t)l->code.code, fm_bytes(m, zeros, 2 * units));
+	}
+	return code;
+}
+
+// A thread state pushed at the head of the interpreter's list.
+static uint64_t fp_thread(struct fake_py *p, uint64_t ident, int64_t native)
+{
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	uint64_t ts = fm_alloc(m, 1024);
+	uint64_t head;
+	memcpy(&head, m->buf + (p->interp + (uint64_t)l->interp.threads_head - FM_BASE), 8);
+	fm_u64(m, ts + (uint64_t)l->tstate.next, head);
+	fm_u64(m, ts + (uint64_t)l->tstate.interp, p->interp);
+	fm_u64(m, ts + (uint64_t)l->tstate.thread_id, ident);
+	if (l->tstate.native_thread_id != PYU_NO_FIELD)
+		fm_u64(m, ts + (uint64_t)l->tstate.native_thread_id, (uint64_t)native);
+	fm_u64(m, p->interp + (uint64_t)l->interp.threads_head, ts);
+	return ts;
+}
+
+static void fp_set_top(struct fake_py *p, uint64_t ts, uint64_t frame)
+{
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	switch (l->frame_source) {
+	case PYU_FRAME_FROM_TSTATE_FRAME:
+		fm_u64(m, ts + (uint64_t)l->tstate.frame, frame);
+		break;
+	case PYU_FRAME_FROM_CFRAME: {
+		uint64_t cf = fm_alloc(m, 32);
+		fm_u64(m, cf + (uint64_t)l->tstate.cframe_current, frame);
+		fm_u64(m, ts + (uint64_t)l->tstate.cframe, cf);
+		break;
+	}
+	case PYU_FRAME_FROM_CURRENT_FRAME:
+		fm_u64(m, ts + (uint64_t)l->tstate.current_frame, frame);
+		break;
+	}
+}
+
+// A frame running @code at code unit @unit, called from @previous.
+static uint64_t fp_frame(struct fake_py *p, uint64_t code, unsigned unit, uint64_t previous,
+			 uint8_t owner)
+{
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	if (l->chain == PYU_CHAIN_FRAME_OBJECT) {
+		uint64_t f = fm_alloc(m, (size_t)l->frame.size);
+		fm_u64(m, f + (uint64_t)l->frame.f_back, previous);
+		fm_u64(m, f + (uint64_t)l->frame.f_code, code);
+		fm_u32(m, f + (uint64_t)l->frame.f_lasti,
+		       l->lasti == PYU_LASTI_CODE_UNITS ? unit : 2 * unit);
+		return f;
+	}
+	uint64_t f = fm_alloc(m, (size_t)l->iframe.size);
+	fm_u64(m, f + (uint64_t)l->iframe.code, code | (l->stackref_mask ? 1 : 0));
+	fm_u64(m, f + (uint64_t)l->iframe.previous, previous);
+	fm_u64(m, f + (uint64_t)l->iframe.instr_ptr,
+	       code + (uint64_t)l->code.code_adaptive + 2 * unit);
+	fm_u8(m, f + (uint64_t)l->iframe.owner, owner);
+	return f;
+}
+
+static struct pyu_stacks *fp_collect(struct fake_py *p)
+{
+	struct pyu_stacks *s = calloc(1, sizeof(*s));
+	struct pyu_code_cache *c;
+	ck_assert_ptr_null(pyu_code_cache_create(p->rt.code_type, &c));
+	struct pyu_walk w = {p->m.t, &p->rt, s, c};
+	struct pyu_error *err = pyu_walk_threads(&w);
+	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
+	pyu_code_cache_destroy(c);
+	return s;
+}
+
+static void expect_py(const struct pyu_stacks *s, const struct pyu_frame_info *f,
+		      const char *name, int32_t line, int64_t offset)
+{
+	ck_assert_int_eq(f->kind, PYU_FRAME_PYTHON);
+	ck_assert_str_eq(s->codes[f->code].name, name);
+	ck_assert_int_eq(f->loc.line, line);
+	ck_assert_int_eq(f->instruction_offset, offset);
+}
+
+static void expect_err(const struct pyu_frame_info *f, const char *part)
+{
+	ck_assert_int_eq(f->kind, PYU_FRAME_ERROR);
+	ck_assert_msg(strstr(f->reason, part), "reason: %s", f->reason);
+}
+
+static const uint32_t versions[] = {0x020712f0, 0x03060ff0, 0x030912f0, 0x030a0df0,
+				    0x030b07f0, 0x030c01f0, 0x030d00f0, 0x030e0af0, 0x030f02f0};
+#define NVERSIONS (sizeof(versions) / sizeof(versions[0]))
+
+// main <- f(unit 1) <- g(unit 3), in every version, with a shim frame where the version has
+// them, a thread id and the GIL held by the thread.
+START_TEST(test_basic_chain)
+{
+	uint32_t v = versions[_i];
+	struct fake_py p;
+	fp_init(&p, v);
+	const struct pyu_layout *l = p.l;
+	uint64_t cm = fp_code(&p, "<module>", 1, 8);
+	uint64_t cf = fp_code(&p, "f", 10, 8);
+	uint64_t cg = fp_code(&p, "g", 20, 8);
+	uint64_t base = 0;
+	uint64_t ts = fp_thread(&p, 0x7f0000001000, 4242);
+	if (l->chain_ends_at_base_frame) {
+		base = fp_frame(&p, 0x100, 0, 0, 3);
+		fm_u64(&p.m, ts + (uint64_t)l->tstate.base_frame, base);
+	}
+	uint64_t fm = fp_frame(&p, cm, 5, base, 0);
+	uint64_t below_f = fm;
+	if (l->owner_first_foreign >= 0) // a C call between <module> and f
+		below_f = fp_frame(&p, 0x100, 0, fm, (uint8_t)l->owner_first_foreign);
+	uint64_t ff = fp_frame(&p, cf, 1, below_f, 0);
+	uint64_t fg = fp_frame(&p, cg, 3, ff, 0);
+	fp_set_top(&p, ts, fg);
+	if (p.gil) {
+		fm_u32(&p.m, p.gil + (uint64_t)l->interp.gil_locked, 1);
+		fm_u64(&p.m, p.gil + (uint64_t)l->interp.gil_holder, ts);
+	} else if (p.rt.tstate_current_addr) {
+		fm_u64(&p.m, p.rt.tstate_current_addr, ts);
+	}
+	if (l->tstate.native_thread_id == PYU_NO_FIELD) {
+		// Before 3.11 the kernel tid comes from glibc's struct pthread, if it is known.
+		uint64_t pthread = fm_alloc(&p.m, 0x400);
+		fm_u64(&p.m, ts + (uint64_t)l->tstate.thread_id, pthread);
+		fm_u32(&p.m, pthread + 0x2d0, 4242);
+		ck_assert_ptr_null(pyu_target_add_thread(p.m.t, 4242));
+	}
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_eq(s->thread_count, 1);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_msg(th->frame_count == 3, "%s: %u frames", l->name, th->frame_count);
+	expect_py(s, &th->frames[0], "g", 24, 6);
+	expect_py(s, &th->frames[1], "f", 12, 2);
+	expect_py(s, &th->frames[2], "<module>", 7, 10);
+	ck_assert_int_eq(th->frames[0].frame_address, fg);
+	ck_assert_str_eq(s->codes[th->frames[0].code].filename, "/src/app.py");
+	if (l->has_qualname)
+		ck_assert_str_eq(s->codes[th->frames[0].code].qualname, "Q.g");
+	else
+		ck_assert_ptr_null(s->codes[th->frames[0].code].qualname);
+	ck_assert_int_eq(th->native_thread_id, 4242);
+	ck_assert_int_eq(th->holds_gil, l->gil == PYU_GIL_CURRENT_SYMBOL ? -1 : 1);
+	ck_assert_uint_eq(th->tstate_address, ts);
+	ck_assert_uint_eq(s->code_count, 3);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// 1,000 frames through one function: one code object read, every frame reported.
+START_TEST(test_deep_recursion)
+{
+	struct fake_py p;
+	fp_init(&p, versions[_i]);
+	uint64_t code = fp_code(&p, "rec", 1, 4);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t f = 0;
+	for (int i = 0; i < 1000; i++)
+		f = fp_frame(&p, code, 2, f, 0);
+	fp_set_top(&p, ts, f);
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_eq(s->threads[0].frame_count, 1000);
+	ck_assert_uint_eq(s->code_count, 1);
+	for (int i = 0; i < 1000; i++)
+		expect_py(s, &s->threads[0].frames[i], "rec", 4, 4);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+START_TEST(test_depth_limit)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030c01f0);
+	uint64_t code = fp_code(&p, "rec", 1, 4);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t f = 0;
+	for (int i = 0; i < PYU_MAX_FRAMES + 50; i++)
+		f = fp_frame(&p, code, 2, f, 0);
+	fp_set_top(&p, ts, f);
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_eq(s->threads[0].frame_count, PYU_MAX_FRAMES + 1);
+	expect_err(&s->threads[0].frames[PYU_MAX_FRAMES], "depth limit");
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// f3 -> f2 -> f1 -> f2 ...: the walk stops with a cycle frame after a bounded number of steps.
+START_TEST(test_cycle)
+{
+	struct fake_py p;
+	fp_init(&p, versions[_i]);
+	uint64_t code = fp_code(&p, "loop", 1, 4);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t f1 = fp_frame(&p, code, 1, 0, 0);
+	uint64_t f2 = fp_frame(&p, code, 1, f1, 0);
+	uint64_t f3 = fp_frame(&p, code, 1, f2, 0);
+	const struct pyu_layout *l = p.l;
+	fm_u64(&p.m, f1 + (uint64_t)(l->chain == PYU_CHAIN_FRAME_OBJECT ? l->frame.f_back
+									 : l->iframe.previous), f2);
+	fp_set_top(&p, ts, f3);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_lt(th->frame_count, 10);
+	expect_err(&th->frames[th->frame_count - 1], "cycle");
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// Damage in the middle of a chain: a frame whose code is not a code object, one whose
+// instruction pointer is outside its code, and last a previous pointer into unreadable memory.
+START_TEST(test_damaged_frames)
+{
+	struct fake_py p;
+	fp_init(&p, versions[_i]);
+	uint64_t good = fp_code(&p, "good", 1, 4);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t lost = 0x30000000; // beyond the fake memory
+	uint64_t f1 = fp_frame(&p, good, 1, lost, 0);
+	uint64_t f2 = fp_frame(&p, good, 200, f1, 0);       // outside the 4-unit code
+	uint64_t f3 = fp_frame(&p, fm_str(&p.m, "x"), 1, f2, 0); // not a code object
+	uint64_t f4 = fp_frame(&p, good, 2, f3, 0);
+	fp_set_top(&p, ts, f4);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 5);
+	expect_py(s, &th->frames[0], "good", 4, 4);
+	expect_err(&th->frames[1], "not a code object");
+	ck_assert_uint_eq(th->frames[1].frame_address, f3);
+	expect_err(&th->frames[2], "outside");
+	expect_py(s, &th->frames[3], "good", 3, 2);
+	expect_err(&th->frames[4], "0x30000000");
+	ck_assert_uint_eq(th->frames[4].frame_address, lost);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// 3.15: a chain that ends in NULL before reaching the thread's base frame was torn.
+START_TEST(test_base_frame_truncated)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030f02f0);
+	uint64_t code = fp_code(&p, "f", 1, 4);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t base = fp_frame(&p, 0x100, 0, 0, 3);
+	fm_u64(&p.m, ts + (uint64_t)p.l->tstate.base_frame, base);
+	fp_set_top(&p, ts, fp_frame(&p, code, 1, 0, 0));
+	// A second thread that runs no Python at all is fine.
+	fp_thread(&p, 2, 2);
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_eq(s->thread_count, 2);
+	ck_assert_uint_eq(s->threads[0].frame_count, 0);
+	ck_assert_uint_eq(s->threads[1].frame_count, 2);
+	expect_err(&s->threads[1].frames[1], "truncated");
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// 3.11+: frames still in their prologue are hidden (unless owned by a generator); a frame
+// object's non-zero f_lineno overrides the table; 3.14 tagged ints are not code.
+START_TEST(test_incomplete_and_lineno)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030e0af0);
+	const struct pyu_layout *l = p.l;
+	uint64_t code = fp_code(&p, "f", 10, 8);
+	fm_u32(&p.m, code + (uint64_t)l->code.firsttraceable, 2);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t f1 = fp_frame(&p, code, 4, 0, 0);
+	uint64_t fobj = fm_alloc(&p.m, 128);
+	fm_u32(&p.m, fobj + (uint64_t)l->frame.f_lineno, 99);
+	fm_u64(&p.m, f1 + (uint64_t)l->iframe.frame_obj, fobj);
+	uint64_t f2 = fp_frame(&p, code, 1, f1, 1); // generator: shown even before RESUME
+	uint64_t f3 = fp_frame(&p, code, 1, f2, 0); // incomplete: hidden
+	uint64_t f4 = fp_frame(&p, 0x0f, 0, f3, 0); // tagged int in f_executable
+	fm_u64(&p.m, f4 + (uint64_t)l->iframe.code, 0x1f);
+	fp_set_top(&p, ts, f4);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 3);
+	expect_err(&th->frames[0], "tagged int");
+	expect_py(s, &th->frames[1], "f", 12, 2);
+	expect_py(s, &th->frames[2], "f", 99, 8);
+	ck_assert_int_eq(th->frames[2].loc.column, PYU_NO_COLUMN);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// <= 3.9: f_trace set => f_lineno; 3.10: non-zero f_lineno.
+START_TEST(test_traced_frame_lineno)
+{
+	const uint32_t vs[] = {0x030912f0, 0x030a0df0};
+	for (size_t i = 0; i < 2; i++) {
+		struct fake_py p;
+		fp_init(&p, vs[i]);
+		const struct pyu_layout *l = p.l;
+		uint64_t code = fp_code(&p, "f", 10, 8);
+		uint64_t ts = fp_thread(&p, 1, 1);
+		uint64_t f1 = fp_frame(&p, code, 3, 0, 0);
+		uint64_t f2 = fp_frame(&p, code, 3, f1, 0);
+		fm_u32(&p.m, f1 + (uint64_t)l->frame.f_lineno, 77);
+		fm_u64(&p.m, f1 + (uint64_t)l->frame.f_trace, 0x1234);
+		fm_u32(&p.m, f2 + (uint64_t)l->frame.f_lineno, 55); // untraced: stale on <= 3.9
+		fp_set_top(&p, ts, f2);
+		struct pyu_stacks *s = fp_collect(&p);
+		const struct pyu_thread_info *th = &s->threads[0];
+		ck_assert_uint_eq(th->frame_count, 2);
+		expect_py(s, &th->frames[0], "f", l->lineno_rule == PYU_LINENO_IF_NONZERO ? 55 : 14,
+			  6);
+		expect_py(s, &th->frames[1], "f", 77, 6);
+		pyu_stacks_destroy(s);
+		fm_destroy(&p.m);
+	}
+}
+END_TEST
+
+// Thread lists: a cycle and an unreadable thread state become snapshot errors; several
+// interpreters are all walked; the code type is recognised by name when no symbol gave it.
+START_TEST(test_thread_lists)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030c01f0);
+	const struct pyu_layout *l = p.l;
+	p.rt.code_type = 0;
+	uint64_t code = fp_code(&p, "f", 1, 4);
+	uint64_t t1 = fp_thread(&p, 1, 1);
+	uint64_t t2 = fp_thread(&p, 2, 2);
+	fp_set_top(&p, t1, fp_frame(&p, code, 1, 0, 0));
+	fp_set_top(&p, t2, fp_frame(&p, code, 2, 0, 0));
+	fm_u64(&p.m, t1 + (uint64_t)l->tstate.next, t2); // t2 -> t1 -> t2 ...
+	// A second interpreter whose only thread state is unreadable.
+	uint64_t sub = fm_alloc(&p.m, 8192);
+	fm_u64(&p.m, p.interp + (uint64_t)l->interp.next, sub);
+	fm_u64(&p.m, sub + (uint64_t)l->interp.threads_head, 0x30000000);
+	fm_u64(&p.m, sub + (uint64_t)l->interp.ceval_gil, p.gil);
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_ge(s->thread_count, 2);
+	ck_assert_uint_le(s->thread_count, 4);
+	ck_assert_uint_eq(s->error_count, 2);
+	ck_assert_msg(strstr(s->errors[0], "cycle"), "%s", s->errors[0]);
+	ck_assert_msg(strstr(s->errors[1], "0x30000000"), "%s", s->errors[1]);
+	expect_py(s, &s->threads[0].frames[0], "f", 4, 4); // t2, the head of the list
+	ck_assert_int_eq(s->threads[0].holds_gil, 0);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+
+	// The interpreter list itself loops.
+	fp_init(&p, 0x030c01f0);
+	fm_u64(&p.m, p.interp + (uint64_t)p.l->interp.next, p.interp);
+	s = fp_collect(&p);
+	ck_assert_uint_eq(s->error_count, 1);
+	ck_assert_msg(strstr(s->errors[0], "cycle"), "%s", s->errors[0]);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+// A code object that is not one by name, when no symbol gave the code type.
+START_TEST(test_code_type_by_name)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030b07f0);
+	p.rt.code_type = 0;
+	uint64_t code = fp_code(&p, "f", 1, 4);
+	uint64_t fake = fp_code(&p, "fake", 1, 4);
+	fm_u64(&p.m, fake + (uint64_t)p.l->ob_type, fm_type(&p.m, "codex", 0));
+	uint64_t ts = fp_thread(&p, 1, 1);
+	fp_set_top(&p, ts, fp_frame(&p, fake, 1, fp_frame(&p, code, 1, 0, 0), 0));
+	struct pyu_stacks *s = fp_collect(&p);
+	ck_assert_uint_eq(s->threads[0].frame_count, 2);
+	expect_err(&s->threads[0].frames[0], "not a code object");
+	expect_py(s, &s->threads[0].frames[1], "f", 3, 2);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
+static Suite *frames_suite(void)
+{
+	Suite *s = suite_create("frames");
+	TCase *tc = tcase_create("frames");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_basic_chain, 0, NVERSIONS);
+	tcase_add_loop_test(tc, test_deep_recursion, 0, NVERSIONS);
+	tcase_add_test(tc, test_depth_limit);
+	tcase_add_loop_test(tc, test_cycle, 0, NVERSIONS);
+	tcase_add_loop_test(tc, test_damaged_frames, 0, NVERSIONS);
+	tcase_add_test(tc, test_base_frame_truncated);
+	tcase_add_test(tc, test_incomplete_and_lineno);
+	tcase_add_test(tc, test_traced_frame_lineno);
+	tcase_add_test(tc, test_thread_lists);
+	tcase_add_test(tc, test_code_type_by_name);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PYU_CHECK_MAIN(frames_suite)
