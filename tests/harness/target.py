@@ -68,6 +68,7 @@ class Target(object):
         self.extra_env = env or {}
         self.proc = None
         self.truth = None
+        self.gcore_warnings = []
         self._cores = []
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -167,7 +168,13 @@ class Target(object):
         return _Stopped(self.pid, self.timeout)
 
     def gcore(self, path=None):
-        """A core made by gdb's generate-core-file; returns its path (non-empty, or raises)."""
+        """A core made by gdb's generate-core-file; returns its path (non-empty, or raises).
+        gdb's own "Memory read failed for corefile section" warnings land in
+        self.gcore_warnings. Known case: glibc 2.42+ (the Debian unstable builds' private root)
+        guards thread stacks with MADV_GUARD_INSTALL pages inside the stack mapping; gdb 13
+        cannot read them and leaves the rest of that stack mapping zero in its core - so C-stack
+        frames (3.12+ entry frames) of those threads read as zeros from a gdb core, while the
+        kernel's crash core has them."""
         path = path or os.path.join(self.workdir, "gcore.%d" % self.pid)
         cmd = ["gdb", "-nx", "-batch", "-p", str(self.pid),
                "-ex", "generate-core-file " + path]
@@ -180,6 +187,8 @@ class Target(object):
             raise HarnessError("gdb wrote no core (status %d):\n%s%s"
                                % (out.returncode, out.stdout[-2000:], out.stderr[-2000:]))
         self._cores.append(path)
+        self.gcore_warnings = [l.strip() for l in out.stderr.splitlines()
+                               if "Memory read failed" in l]
         return path
 
     def crash_core(self):
