@@ -220,6 +220,42 @@ def case_debuggers(py):
     return run
 
 
+def case_install(py):
+    # make install's tree works on its own: the installed CLI and both installed adapters
+    # (which can only find the installed library) show the sample's stacks.
+    def run():
+        import shutil
+        import subprocess
+        from harness import REPO
+        prefix = tempfile.mkdtemp(prefix="pyu-prefix-")
+        try:
+            out = subprocess.run([os.path.join(REPO, "tools", "install"), prefix],
+                                 capture_output=True, text=True, timeout=60)
+            check(out.returncode == 0, "tools/install failed: %s" % out.stderr)
+            share = os.path.join(prefix, "share", "pyunwind")
+            gdb_line = "source %s/gdb/pyunwind.py" % share
+            lldb_line = "command script import %s/lldb/pyunwind.py" % share
+            check(gdb_line in out.stdout and lldb_line in out.stdout,
+                  "install does not print the init lines:\n" + out.stdout)
+            os.environ.pop("PYUNWIND_LIB", None)
+            with Target(py, "sample") as t:
+                cli = subprocess.run([os.path.join(prefix, "bin", "pyunwind"), "bt", "--all",
+                                      str(t.pid)], capture_output=True, text=True, timeout=60)
+                check(cli.returncode == 0 and "wait_for_shutdown" in cli.stdout,
+                      "installed CLI: status %d\n%s%s" % (cli.returncode, cli.stdout, cli.stderr))
+                rc, text, err = gdb_batch(["-p", str(t.pid)], ["py-bt --all"],
+                                          plugin=os.path.join(share, "gdb", "pyunwind.py"))
+                check("wait_for_shutdown" in text and "handle_request" in text,
+                      "installed gdb adapter:\n%s%s" % (text, err))
+                rc, text, err = lldb_batch(["-p", str(t.pid)], ["py-bt --all"],
+                                           plugin=os.path.join(share, "lldb", "pyunwind.py"))
+                check("wait_for_shutdown" in text and "handle_request" in text,
+                      "installed lldb adapter:\n%s%s" % (text, err))
+        finally:
+            shutil.rmtree(prefix, ignore_errors=True)
+    return run
+
+
 def main():
     pys = selected()
     if not pys:
@@ -233,6 +269,7 @@ def main():
         cases.append(("crash-core sample %s" % py.label, case_crash(py, "sample")))
     cases.append(("compare %s" % pys[-1].label, case_compare(pys[-1])))
     cases.append(("debuggers %s" % pys[-1].label, case_debuggers(pys[-1])))
+    cases.append(("install %s" % pys[-1].label, case_install(pys[-1])))
     return run_cases(cases, jobs=2, prefix="test-harness")
 
 
