@@ -1,6 +1,7 @@
 # target - starts a target program under one interpreter, waits for its truth, and makes
 # stopped views, gdb cores and kernel crash cores of it. Everything has a timeout; the process
 # and its temporary directory are always cleaned up when the Target is closed.
+import ctypes
 import json
 import os
 import resource
@@ -19,8 +20,15 @@ class HarnessError(Exception):
     """The target or a tool misbehaved; the message says what happened, in plain words."""
 
 
-def _raise_core_limit():
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def _child_setup():
+    # Runs in the child before exec: cores of any size, and the target dies with the thread
+    # that started it, so a killed test run leaves no parked targets behind.
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def task_ids(pid):
@@ -101,7 +109,7 @@ class Target(object):
         self.proc = subprocess.Popen([self.python, self.program, self.workdir, self.mode],
                                      cwd=self.workdir, stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=self._err, env=env,
-                                     preexec_fn=_raise_core_limit)
+                                     preexec_fn=_child_setup)
         self.truth = self._wait_truth()
         if self.mode != "crash":
             self._wait_tasks(len(self.truth["threads"]))
