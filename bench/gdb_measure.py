@@ -26,6 +26,8 @@ try:
     state = getattr(main, "_state", None)  # pyunwind's gdb adapter keeps its session here
     if state is not None and hasattr(state, "session"):
         result["reads"] = list(state.session.target_reads())
+        target = getattr(state.session, "_target", None)
+        result["callback"] = getattr(target, "_callback", None) is not None
     extra = os.environ.get("BENCH_JSON")
     if extra:
         result["json"] = gdb.execute(extra, to_string=True)

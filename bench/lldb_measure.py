@@ -37,6 +37,8 @@ def _bench_measure(debugger):
         session = getattr(module, "_session", None)  # pyunwind's lldb adapter keeps it here
         if session is not None and hasattr(session, "target_reads"):
             result["reads"] = list(session.target_reads())
+            target = getattr(session, "_target", None)
+            result["callback"] = getattr(target, "_callback", None) is not None
         extra = os.environ.get("BENCH_JSON")
         if extra:
             result["json"] = run(extra)
