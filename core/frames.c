@@ -434,16 +434,121 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 	return NULL;
 }
 
+// ---- the data stack -------------------------------------------------------------------------
+// Frames owned by a thread live contiguously in its data-stack chunks, each frame co_framesize
+// slots long. When an entry frame on the native stack cannot be read (gdb leaves stacks with
+// guard regions out of its cores), the chain is continued at the data-stack frame right below
+// the lowest one already seen: that is the Python caller the entry frame would have led to.
+
+#define MAX_CHUNKS 64
+#define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
+
+struct stack_frames {
+	bool loaded;
+	uint64_t *addrs; // bottom (oldest) first
+	size_t n;
+	uint64_t *sorted; // the same addresses, sorted, for lookups
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// Enumerates the frames of every chunk. Failures only shorten the list.
+static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *st,
+			      struct stack_frames *sf)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	sf->loaded = true;
+	uint64_t chunks[MAX_CHUNKS][3]; // address, previous, top (slots)
+	size_t nc = 0;
+	for (uint64_t c = st->chunk; c && nc < MAX_CHUNKS; nc++) {
+		uint64_t hdr[3];
+		struct pyu_error *err = pyu_target_read(w->t, c, hdr, sizeof(hdr));
+		if (err) {
+			pyu_error_destroy(err);
+			break;
+		}
+		chunks[nc][0] = c;
+		chunks[nc][1] = hdr[0];
+		chunks[nc][2] = hdr[2];
+		c = hdr[0];
+	}
+	sf->addrs = malloc(PYU_MAX_FRAMES * sizeof(*sf->addrs));
+	if (!sf->addrs)
+		return;
+	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
+	for (size_t i = nc; i-- > 0;) {
+		uint64_t data = chunks[i][0] + CHUNK_DATA;
+		uint64_t a = data + (chunks[i][1] == 0 ? 8 : 0); // the root chunk skips a slot
+		uint64_t end = i == 0 ? st->top : data + 8 * chunks[i][2];
+		if (end < a || end - a > (64u << 20))
+			continue;
+		while (a < end && sf->n < PYU_MAX_FRAMES) {
+			uint32_t fs;
+			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
+			uint64_t code = err ? 0 : get_u64(buf, l->iframe.code) & ~l->stackref_mask;
+			if (!err)
+				err = pyu_target_read_u32(w->t, code + (uint64_t)l->code.framesize, &fs);
+			if (err) {
+				pyu_error_destroy(err);
+				break;
+			}
+			if (fs == 0 || fs > (1u << 20))
+				break;
+			sf->addrs[sf->n++] = a;
+			a += 8 * (uint64_t)fs;
+		}
+	}
+	sf->sorted = malloc((sf->n ? sf->n : 1) * sizeof(*sf->sorted));
+	if (!sf->sorted) {
+		sf->n = 0;
+		return;
+	}
+	memcpy(sf->sorted, sf->addrs, sf->n * sizeof(*sf->sorted));
+	qsort(sf->sorted, sf->n, sizeof(*sf->sorted), cmp_u64);
+}
+
+static bool in_stack(const struct stack_frames *sf, uint64_t addr)
+{
+	return sf->n && bsearch(&addr, sf->sorted, sf->n, sizeof(addr), cmp_u64);
+}
+
+// The data-stack frame below the lowest one among @th's frames from @from on; 0 when none.
+// *exhausted is set when every data-stack frame has been seen.
+static uint64_t frame_below(const struct stack_frames *sf, const struct pyu_thread_info *th,
+			    uint32_t from, bool *exhausted)
+{
+	size_t lowest = sf->n;
+	for (uint32_t k = from; k < th->frame_count; k++) {
+		uint64_t a = th->frames[k].frame_address;
+		for (size_t i = lowest; i-- > 0;) {
+			if (sf->addrs[i] == a) {
+				lowest = i;
+				break;
+			}
+		}
+	}
+	*exhausted = lowest == 0;
+	return lowest > 0 ? sf->addrs[lowest - 1] : 0;
+}
+
 // A _PyInterpreterFrame chain (3.11+).
-static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w, uint64_t addr,
-						 uint64_t base_frame, struct pyu_thread_info *th,
-						 uint32_t *cap)
+static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
+						 const struct pyu_frame_start *st,
+						 struct pyu_thread_info *th, uint32_t *cap,
+						 struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
 	struct cycle cyc = {0, 1, 0};
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
-	uint64_t last = 0;
+	uint64_t last = 0, addr = st->first, base_frame = st->base_frame;
+	uint32_t first_frame = th->frame_count, resumed = 0;
+	bool can_resume = st->chunk && st->top && l->owner_first_foreign >= 0 &&
+			  l->code.framesize != PYU_NO_FIELD;
 	for (uint32_t depth = 0; addr; depth++) {
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
@@ -454,6 +559,28 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w, uint64_t ad
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
 		err = pyu_target_read(w->t, addr, buf, (size_t)l->iframe.size);
+		// An unreadable or zeroed frame off the data stack is an entry frame on a native
+		// stack the core left out: continue at its Python caller, found on the data stack.
+		bool zeroed = !err && get_u64(buf, l->iframe.code) == 0 &&
+			      get_u64(buf, l->iframe.previous) == 0;
+		if ((err || zeroed) && can_resume) {
+			if (!sf->loaded)
+				load_stack_frames(w, st, sf);
+			if (!in_stack(sf, addr)) {
+				bool exhausted;
+				uint64_t below = frame_below(sf, th, first_frame, &exhausted);
+				if (below || exhausted) {
+					pyu_error_destroy(err);
+					resumed++;
+					if (!below) {
+						last = 0; // every data-stack frame was seen
+						break;
+					}
+					addr = below;
+					continue;
+				}
+			}
+		}
 		if (err)
 			return push_error_from(th, cap, addr,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
@@ -526,6 +653,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w, uint64_t ad
 			return err;
 		addr = next;
 	}
+	if (resumed)
+		pyu_stacks_add_error(w->s, "thread %" PRIu64 ": %" PRIu32 " entry frame(s) on the "
+				     "native stack could not be read (not in the core?); the chain "
+				     "was continued from the thread's data stack", st->thread_id,
+				     resumed);
 	if (base_frame && last)
 		return push_error(th, cap, last,
 				  "frame chain truncated: a NULL previous pointer before the base "
@@ -533,11 +665,15 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w, uint64_t ad
 	return NULL;
 }
 
-struct pyu_error *pyu_walk_frames(struct pyu_walk *w, uint64_t first, uint64_t base_frame,
+struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_thread_info *th)
 {
 	uint32_t cap = th->frame_count;
 	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT)
-		return walk_frame_objects(w, first, th, &cap);
-	return walk_interpreter_frames(w, first, base_frame, th, &cap);
+		return walk_frame_objects(w, start->first, th, &cap);
+	struct stack_frames sf = {0};
+	struct pyu_error *err = walk_interpreter_frames(w, start, th, &cap, &sf);
+	free(sf.addrs);
+	free(sf.sorted);
+	return err;
 }

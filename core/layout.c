@@ -42,6 +42,8 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"tstate.base_frame", l->tstate.base_frame, l->tstate.size, 8},
 		{"tstate.thread_id", l->tstate.thread_id, l->tstate.size, 8},
 		{"tstate.native_thread_id", l->tstate.native_thread_id, l->tstate.size, 8},
+		{"tstate.datastack_chunk", l->tstate.datastack_chunk, l->tstate.size, 8},
+		{"tstate.datastack_top", l->tstate.datastack_top, l->tstate.size, 8},
 		{"frame.f_back", l->frame.f_back, l->frame.size, 8},
 		{"frame.f_code", l->frame.f_code, l->frame.size, 8},
 		{"frame.f_trace", l->frame.f_trace, l->frame.size, 8},
@@ -60,6 +62,7 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"code.linetable", l->code.linetable, l->code.size, 8},
 		{"code.code", l->code.code, l->code.size, 8},
 		{"code.firsttraceable", l->code.firsttraceable, l->code.size, 4},
+		{"code.framesize", l->code.framesize, l->code.size, 4},
 		// co_code_adaptive is the start of the inline bytecode: at most the header size.
 		{"code.code_adaptive", l->code.code_adaptive, l->code.size + 1, 0},
 		{"unicode.length", l->unicode.length, max, 8},
@@ -113,6 +116,7 @@ void pyu_layout_apply_trace_refs(struct pyu_layout *l)
 		&l->frame.f_lasti, &l->frame.f_lineno, &l->code.size, &l->code.ob_size,
 		&l->code.firstlineno, &l->code.filename, &l->code.name, &l->code.qualname,
 		&l->code.linetable, &l->code.code, &l->code.code_adaptive, &l->code.firsttraceable,
+		&l->code.framesize,
 		&l->ob_type, &l->ob_size, &l->type_tp_name, &l->type_tp_flags, &l->bytes_sval,
 		&l->tuple_item, &l->unicode.length, &l->unicode.state, &l->unicode.ascii_size,
 		&l->unicode.compact_size, &l->unicode.data,
@@ -413,6 +417,7 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	take(&c, &l.tstate.base_frame, "thread_state.base_frame", tbound - 7);
 	take(&c, &l.tstate.thread_id, "thread_state.thread_id", tbound - 7);
 	take(&c, &l.tstate.native_thread_id, "thread_state.native_thread_id", tbound - 7);
+	take(&c, &l.tstate.datastack_chunk, "thread_state.datastack_chunk", tbound - 7);
 	take(&c, &l.iframe.previous, "interpreter_frame.previous", iframe - 7);
 	take(&c, &l.iframe.code, "interpreter_frame.executable", iframe - 7);
 	take(&c, &l.iframe.instr_ptr, "interpreter_frame.instr_ptr", iframe - 7);
@@ -444,7 +449,8 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	// The walker needs the thread-state buffer to cover every field it takes from it.
 	int32_t tneed = 0;
 	int32_t tfields[] = {l.tstate.next, l.tstate.interp, l.tstate.current_frame,
-			     l.tstate.base_frame, l.tstate.thread_id, l.tstate.native_thread_id};
+			     l.tstate.base_frame, l.tstate.thread_id, l.tstate.native_thread_id,
+			     l.tstate.datastack_chunk, l.tstate.datastack_top};
 	for (size_t i = 0; i < sizeof(tfields) / sizeof(tfields[0]); i++)
 		if (tfields[i] + 8 > tneed)
 			tneed = tfields[i] + 8;

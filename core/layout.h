@@ -110,6 +110,8 @@ struct pyu_layout {
 		int32_t base_frame;     // pointer to the sentinel base frame (3.15)
 		int32_t thread_id;      // unsigned long pthread id
 		int32_t native_thread_id; // unsigned long kernel tid (3.11+ in this table)
+		int32_t datastack_chunk;  // _PyStackChunk * of the newest chunk (3.11+)
+		int32_t datastack_top;    // PyObject ** first free slot of that chunk (3.11+)
 	} tstate;
 
 	// PyFrameObject (whole chain <= 3.10; on 3.11+ only the lazily made wrapper).
@@ -144,6 +146,7 @@ struct pyu_layout {
 		int32_t code;           // co_code bytes object (<= 3.10)
 		int32_t code_adaptive;  // inline bytecode (3.11+)
 		int32_t firsttraceable; // int, code-unit index (3.11+)
+		int32_t framesize;      // int co_framesize, in 8-byte slots (3.11+)
 	} code;
 
 	// Objects.

@@ -62,10 +62,19 @@ struct pyu_walk {
 // or snapshot errors.
 struct pyu_error *pyu_walk_threads(struct pyu_walk *w);
 
-// Walks the frame chain that starts at @first (a PyFrameObject or _PyInterpreterFrame address,
-// per the layout) into @th. @base_frame: 3.15's sentinel (0 otherwise). Fails only for out of
-// memory; everything else becomes an error frame.
-struct pyu_error *pyu_walk_frames(struct pyu_walk *w, uint64_t first, uint64_t base_frame,
+// Where one thread's frames are.
+struct pyu_frame_start {
+	uint64_t first;      // innermost frame (PyFrameObject or _PyInterpreterFrame), 0 = none
+	uint64_t base_frame; // 3.15: the sentinel the chain must reach; 0 otherwise
+	uint64_t chunk;      // 3.12+: newest data-stack chunk, to step over unreadable entry
+	uint64_t top;        // frames on the native stack (missing from some cores); 0 unknown
+	uint64_t thread_id;  // for messages
+};
+
+// Walks one thread's frame chain into @th, innermost first. Fails only for out of memory;
+// everything else becomes an error frame (or a snapshot note when the chain was continued from
+// the data stack past an unreadable entry frame).
+struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_thread_info *th);
 
 // The code cache (frames.c). @code_type: &PyCode_Type when known, else 0 (then the type is

@@ -194,8 +194,14 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		}
 		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
 			base = get_u64(buf, l->tstate.base_frame);
+		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id};
+		if (l->tstate.datastack_chunk != PYU_NO_FIELD &&
+		    l->tstate.datastack_top != PYU_NO_FIELD) {
+			start.chunk = get_u64(buf, l->tstate.datastack_chunk);
+			start.top = get_u64(buf, l->tstate.datastack_top);
+		}
 		uint64_t next = get_u64(buf, l->tstate.next);
-		err = pyu_walk_frames(w, first, base, th);
+		err = pyu_walk_frames(w, &start, th);
 		if (err)
 			return err;
 		tstate = next;

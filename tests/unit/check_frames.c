@@ -319,6 +319,45 @@ START_TEST(test_code_type_by_name)
 }
 END_TEST
 
+// gdb leaves thread stacks with guard regions out of its cores, and with them the entry frames
+// of 3.12+: the walk continues at the Python caller found on the thread's data stack.
+START_TEST(test_entry_frame_missing)
+{
+	struct fake_py p;
+	fp_init(&p, versions[_i]);
+	const struct pyu_layout *l = p.l;
+	uint64_t code = fp_code(&p, "f", 10, 8);
+	fm_u32(&p.m, code + (uint64_t)l->code.framesize, 16); // 128 bytes per frame
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t chunk = fm_alloc(&p.m, 4096);
+	fm_u64(&p.m, chunk + 8, 4096);
+	uint64_t f0 = chunk + 24 + 8, f1 = f0 + 128, f2 = f1 + 128, f3 = f2 + 128;
+	uint64_t zeroed = fm_alloc(&p.m, 128); // an entry frame whose page the core lacks
+	uint64_t base = 0;
+	if (l->chain_ends_at_base_frame) {
+		base = fp_frame(&p, 0x100, 0, 0, 3);
+		fm_u64(&p.m, ts + (uint64_t)l->tstate.base_frame, base);
+	}
+	fp_iframe_at(&p, f0, code, 1, 0x30000000, 0); // below it: an unreadable entry frame
+	fp_iframe_at(&p, f1, code, 2, f0, 0);
+	fp_iframe_at(&p, f2, code, 3, zeroed, 0);
+	fp_iframe_at(&p, f3, code, 4, f2, 0);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_chunk, chunk);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_top, f3 + 128);
+	fp_set_top(&p, ts, f3);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 4);
+	for (int i = 0; i < 4; i++)
+		expect_py(s, &th->frames[i], "f", 15 - i, 8 - 2 * i);
+	ck_assert_uint_eq(th->frames[2].frame_address, f1);
+	ck_assert_uint_eq(s->error_count, 1);
+	ck_assert_msg(strstr(s->errors[0], "2 entry frame"), "%s", s->errors[0]);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
 static Suite *frames_suite(void)
 {
 	Suite *s = suite_create("frames");
@@ -334,6 +373,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_traced_frame_lineno);
 	tcase_add_test(tc, test_thread_lists);
 	tcase_add_test(tc, test_code_type_by_name);
+	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
 	suite_add_tcase(s, tc);
 	return s;
 }

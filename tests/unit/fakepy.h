@@ -121,6 +121,20 @@ static inline void fp_set_top(struct fake_py *p, uint64_t ts, uint64_t frame)
 	}
 }
 
+// A _PyInterpreterFrame at @f running @code at code unit @unit, called from @previous.
+static inline uint64_t fp_iframe_at(struct fake_py *p, uint64_t f, uint64_t code, unsigned unit,
+				    uint64_t previous, uint8_t owner)
+{
+	struct fakemem *m = &p->m;
+	const struct pyu_layout *l = p->l;
+	fm_u64(m, f + (uint64_t)l->iframe.code, code | (l->stackref_mask ? 1 : 0));
+	fm_u64(m, f + (uint64_t)l->iframe.previous, previous);
+	fm_u64(m, f + (uint64_t)l->iframe.instr_ptr,
+	       code + (uint64_t)l->code.code_adaptive + 2 * unit);
+	fm_u8(m, f + (uint64_t)l->iframe.owner, owner);
+	return f;
+}
+
 // A frame running @code at code unit @unit, called from @previous.
 static inline uint64_t fp_frame(struct fake_py *p, uint64_t code, unsigned unit, uint64_t previous,
 			 uint8_t owner)
@@ -135,15 +149,8 @@ static inline uint64_t fp_frame(struct fake_py *p, uint64_t code, unsigned unit,
 		       l->lasti == PYU_LASTI_CODE_UNITS ? unit : 2 * unit);
 		return f;
 	}
-	uint64_t f = fm_alloc(m, (size_t)l->iframe.size);
-	fm_u64(m, f + (uint64_t)l->iframe.code, code | (l->stackref_mask ? 1 : 0));
-	fm_u64(m, f + (uint64_t)l->iframe.previous, previous);
-	fm_u64(m, f + (uint64_t)l->iframe.instr_ptr,
-	       code + (uint64_t)l->code.code_adaptive + 2 * unit);
-	fm_u8(m, f + (uint64_t)l->iframe.owner, owner);
-	return f;
+	return fp_iframe_at(p, fm_alloc(m, (size_t)l->iframe.size), code, unit, previous, owner);
 }
-
 static inline struct pyu_stacks *fp_collect(struct fake_py *p)
 {
 	struct pyu_stacks *s = calloc(1, sizeof(*s));
