@@ -654,7 +654,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		addr = next;
 	}
 	if (resumed)
-		pyu_stacks_add_error(w->s, "thread %" PRIu64 ": %" PRIu32 " entry frame(s) on the "
+		pyu_stacks_add_note(w->s, "thread %" PRIu64 ": %" PRIu32 " entry frame(s) on the "
 				     "native stack could not be read (not in the core?); the chain "
 				     "was continued from the thread's data stack", st->thread_id,
 				     resumed);

@@ -86,5 +86,8 @@ void pyu_code_cache_destroy(struct pyu_code_cache *c);
 // because the message is advisory. Cannot fail.
 void pyu_stacks_add_error(struct pyu_stacks *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+// The same for an informational note (pyu_stacks.notes).
+void pyu_stacks_add_note(struct pyu_stacks *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

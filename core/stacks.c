@@ -9,20 +9,35 @@
 
 #include "runtime.h"
 
-void pyu_stacks_add_error(struct pyu_stacks *s, const char *fmt, ...)
+static void add_string(char ***list, uint32_t *count, const char *fmt, va_list ap)
 {
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
+	char msg[1024];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	char **errors = realloc(s->errors, (s->error_count + 1) * sizeof(*errors));
-	if (!errors)
+	if (*count >= 4096)
+		return; // bounded: a damaged target must not make the snapshot grow without end
+	char **grown = realloc(*list, (*count + 1) * sizeof(*grown));
+	if (!grown)
 		return;
-	s->errors = errors;
+	*list = grown;
 	char *copy = strdup(msg);
 	if (copy)
-		s->errors[s->error_count++] = copy;
+		(*list)[(*count)++] = copy;
+}
+
+void pyu_stacks_add_error(struct pyu_stacks *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	add_string(&s->errors, &s->error_count, fmt, ap);
+	va_end(ap);
+}
+
+void pyu_stacks_add_note(struct pyu_stacks *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	add_string(&s->notes, &s->note_count, fmt, ap);
+	va_end(ap);
 }
 
 // "3.14.0", "3.15.0a1", "3.13.0rc2"; "3.7" when only major.minor is known.
@@ -65,6 +80,8 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	version_string(rt->version_hex, rt->version_exact, s->version, sizeof(s->version));
 	s->debug_build = rt->debug_build;
 	s->free_threaded = rt->free_threaded;
+	if (rt->notes[0])
+		pyu_stacks_add_note(s, "%s", rt->notes);
 	struct pyu_walk w = {t, rt, s, codes};
 	err = pyu_walk_threads(&w);
 	pyu_code_cache_destroy(codes);
@@ -99,6 +116,9 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	for (uint32_t i = 0; i < s->error_count; i++)
 		free(s->errors[i]);
 	free(s->errors);
+	for (uint32_t i = 0; i < s->note_count; i++)
+		free(s->notes[i]);
+	free(s->notes);
 	free(s);
 }
 

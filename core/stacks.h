@@ -60,6 +60,8 @@ struct pyu_stacks {
 	uint32_t thread_count;
 	char **errors;              // problems that are not tied to one frame (owned strings)
 	uint32_t error_count;
+	char **notes;               // how the interpreter was found, debug-offset mismatches,
+	uint32_t note_count;        // chains continued past missing entry frames (owned strings)
 };
 
 #endif

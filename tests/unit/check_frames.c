@@ -351,8 +351,9 @@ START_TEST(test_entry_frame_missing)
 	for (int i = 0; i < 4; i++)
 		expect_py(s, &th->frames[i], "f", 15 - i, 8 - 2 * i);
 	ck_assert_uint_eq(th->frames[2].frame_address, f1);
-	ck_assert_uint_eq(s->error_count, 1);
-	ck_assert_msg(strstr(s->errors[0], "2 entry frame"), "%s", s->errors[0]);
+	ck_assert_uint_eq(s->error_count, 0);
+	ck_assert_uint_eq(s->note_count, 1);
+	ck_assert_msg(strstr(s->notes[0], "2 entry frame"), "%s", s->notes[0]);
 	pyu_stacks_destroy(s);
 	fm_destroy(&p.m);
 }

@@ -43,6 +43,8 @@ START_TEST(test_cookie_collect)
 	ck_assert_int_eq(th->frames[0].loc.line, 13);
 	ck_assert_int_eq(th->frames[1].loc.line, 12);
 	ck_assert_str_eq(s->codes[th->frames[0].code].qualname, "Q.f");
+	ck_assert_uint_eq(s->note_count, 1);
+	ck_assert_msg(strstr(s->notes[0], "cookie"), "%s", s->notes[0]);
 	pyu_stacks_destroy(s);
 
 	struct pyu_runtime rt;

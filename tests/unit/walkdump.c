@@ -116,6 +116,11 @@ int main(int argc, char **argv)
 		fputs(i ? ", " : "", stdout);
 		json_str(s->errors[i]);
 	}
+	fputs("],\n \"notes\": [", stdout);
+	for (uint32_t i = 0; i < s->note_count; i++) {
+		fputs(i ? ", " : "", stdout);
+		json_str(s->notes[i]);
+	}
 	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	printf("],\n \"stats\": {\"frames\": %" PRIu64 ", \"backend_reads\": %" PRIu64
 	       ", \"cached_reads\": %" PRIu64 ", \"ms\": %.3f}}\n",
