@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+# walk_real - the core walker against real interpreters, without the CLI: for every interpreter
+# of the matrix, build/walkdump (pyu_stacks_collect on a stopped live process) is compared with
+# the target's own truth - every frame of every thread, field by field, plus instruction
+# offsets, kernel thread ids, the version and at most one GIL holder; a gdb core and a kernel
+# crash core for a few representative builds (the full core matrix is tests/e2e/test_core.py).
+#
+#   tests/unit/walk_real.py [-j N] [FILTER...]      (make test-walk)
+# Ends with "test-walk: N passed, N failed".
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import REPO, Target, compare, run_cases, selected  # noqa: E402
+
+WALKDUMP = os.path.join(REPO, "build", "walkdump")
+FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
+          "instruction_offset")
+# Cores are slow to make; these cover a frame-object chain (2.7), the stripped Debian build,
+# and a stripped sid build whose gdb cores lack thread stacks (data-stack continuation).
+CORE_LABELS = ("pyenv-2.7", "debian-3.11", "sid-3.14")
+
+
+def walk(*args):
+    p = subprocess.run([WALKDUMP] + [str(a) for a in args], capture_output=True, timeout=120)
+    assert p.returncode == 0, "walkdump %s: status %d: %s" % (
+        " ".join(map(str, args)), p.returncode, p.stderr.decode("utf-8", "replace")[-2000:])
+    return json.loads(p.stdout.decode("utf-8", "strict"))
+
+
+def check(truth, doc, what):
+    problems = compare(truth, doc, fields=FIELDS, limit=12)
+    if doc["python"]["version"] != truth["python"]["version"]:
+        problems.append("version %r, truth %r" % (doc["python"]["version"],
+                                                  truth["python"]["version"]))
+    if doc["python"]["debug_build"] != truth["python"]["debug_build"]:
+        problems.append("debug_build %r, truth %r" % (doc["python"]["debug_build"],
+                                                      truth["python"]["debug_build"]))
+    got = dict((t["thread_id"], t) for t in doc["threads"])
+    for tt in truth["threads"]:
+        gt = got.get(tt["thread_id"])
+        want = tt.get("native_thread_id")
+        if gt and want is not None and gt["native_thread_id"] != want:
+            problems.append("thread %s: native_thread_id %r, truth %r"
+                            % (tt["thread_id"], gt["native_thread_id"], want))
+    holders = [t for t in doc["threads"] if t["holds_gil"]]
+    if len(holders) > 1:
+        problems.append("%d threads hold the GIL" % len(holders))
+    if doc["errors"]:
+        problems.append("errors: %s" % doc["errors"][:3])
+    assert not problems, "%s: %d problem(s):\n%s" % (what, len(problems), "\n".join(problems))
+
+
+def live_case(py):
+    def run():
+        with Target(py, "scenario") as t:
+            with t.stopped():
+                doc = walk(t.pid)
+            check(t.truth, doc, "live")
+    return ("%s/live" % py.label, run)
+
+
+def gcore_case(py):
+    def run():
+        with Target(py, "scenario") as t:
+            core = t.gcore()
+            check(t.truth, walk(core, t.executable), "gcore")
+    return ("%s/gcore" % py.label, run)
+
+
+def crash_case(py):
+    def run():
+        with Target(py, "scenario", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, walk(core, t.executable), "crash core")
+    return ("%s/crash" % py.label, run)
+
+
+def main():
+    pys = selected()
+    cases = [live_case(py) for py in pys]
+    for py in pys:
+        if py.label in CORE_LABELS:
+            cases += [gcore_case(py), crash_case(py)]
+    return run_cases(cases, prefix="test-walk")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
