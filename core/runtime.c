@@ -92,7 +92,8 @@ struct found {
 	uint64_t interp_head;    // &interp_head (2.7/3.6)
 	uint64_t tstate_current; // &_PyThreadState_Current
 	uint64_t code_type;
-	uint64_t version_text;   // Py_GetVersion()'s static buffer (needs .symtab)
+	uint64_t version_text[5]; // places that may hold the "X.Y.Z" text (see find_version_text)
+	size_t version_texts;
 	uint32_t py_version;     // Py_Version
 	uint32_t name_version;   // from the file name
 	uint32_t presence_version; // from which API symbols exist
@@ -154,6 +155,37 @@ static uint32_t read_version_const(struct pyu_target *t, struct pyu_elf *elf, ui
 	return v;
 }
 
+// Where the full version text may be read: Py_GetVersion()'s static buffer (a LOCAL symbol,
+// in .symtab only) and, for stripped builds, every RIP-relative `lea` in the first bytes of the
+// exported Py_GetVersion(): it loads the address of that buffer and of the PY_VERSION literal
+// it formats ("2.7.18"). Each candidate is read and parsed later; wrong ones fail to parse.
+static void find_version_text(struct pyu_elf *elf, uint64_t bias, struct found *f)
+{
+	struct pyu_elf_symbol sym;
+	if ((has_symbol(elf, "version.0", &sym) || has_symbol(elf, "version", &sym)) &&
+	    sym.type == 1 && sym.size >= 16)
+		f->version_text[f->version_texts++] = bias + sym.value;
+	uint8_t code[128];
+	if (!has_symbol(elf, "Py_GetVersion", &sym))
+		return;
+	struct pyu_error *err = pyu_elf_read(elf, sym.value, code, sizeof(code));
+	if (err) {
+		pyu_error_destroy(err);
+		return;
+	}
+	for (size_t i = 0; i + 7 <= sizeof(code) && f->version_texts < 5; i++) {
+		// REX.W (+R) 8D /r with mod 00, rm 101: lea reg, [rip + disp32]
+		if ((code[i] != 0x48 && code[i] != 0x4c) || code[i + 1] != 0x8d ||
+		    (code[i + 2] & 0xc7) != 0x05)
+			continue;
+		int32_t disp;
+		memcpy(&disp, code + i + 3, 4);
+		f->version_text[f->version_texts++] = bias + sym.value + i + 7 +
+						      (uint64_t)(int64_t)disp;
+		i += 6;
+	}
+}
+
 static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, struct found *f,
 			 char *errs, size_t errs_len)
 {
@@ -207,9 +239,7 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 		f->code_type = bias + sym.value;
 	if (has_symbol(elf, "Py_Version", &sym))
 		f->py_version = read_version_const(t, elf, bias + sym.value, bias);
-	if ((has_symbol(elf, "version.0", &sym) || has_symbol(elf, "version", &sym)) &&
-	    sym.type == 1 && sym.size >= 16)
-		f->version_text = bias + sym.value;
+	find_version_text(elf, bias, f);
 	if (has_symbol(elf, "_Py_NegativeRefcount", NULL))
 		f->debug = true;
 	// API symbols that appeared in a given release tell 3.7 - 3.10 apart when neither
@@ -452,8 +482,8 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		if (err)
 			return pyu_error_wrap(err, "interpreter found by %s", best.how);
 		uint32_t exact = best.py_version;
-		if (!exact && best.version_text)
-			exact = version_from_text(t, best.version_text, v);
+		for (size_t i = 0; !exact && i < best.version_texts; i++)
+			exact = version_from_text(t, best.version_text[i], v);
 		rt.version_exact = exact != 0;
 		if (exact)
 			rt.version_hex = exact;

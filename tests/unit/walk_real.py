@@ -7,10 +7,13 @@
 #
 #   tests/unit/walk_real.py [-j N] [FILTER...]      (make test-walk)
 # Ends with "test-walk: N passed, N failed".
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import REPO, Target, compare, run_cases, selected  # noqa: E402
@@ -21,6 +24,9 @@ FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_col
 # Cores are slow to make; these cover a frame-object chain (2.7), the stripped Debian build,
 # and a stripped sid build whose gdb cores lack thread stacks (data-stack continuation).
 CORE_LABELS = ("pyenv-2.7", "debian-3.11", "sid-3.14")
+# pyenv builds rerun with a stripped copy of their libpython (no .symtab): 2.7/3.6 must then
+# decode PyInterpreterState_Head(), and every one finds its exact version without symbols.
+STRIPPED_LABELS = ("pyenv-2.7", "pyenv-3.6", "pyenv-3.9")
 
 
 def walk(*args):
@@ -78,12 +84,37 @@ def crash_case(py):
     return ("%s/crash" % py.label, run)
 
 
+def stripped_case(py):
+    def run():
+        libdir = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(py.path))), "lib")
+        libs = glob.glob(os.path.join(libdir, "libpython%s*.so.1.0" % py.minor))
+        assert libs, "no libpython in %s" % libdir
+        tmp = tempfile.mkdtemp(prefix="pyu-stripped-")
+        try:
+            lib = os.path.join(tmp, os.path.basename(libs[0]))
+            subprocess.run(["strip", "-o", lib, libs[0]], check=True, timeout=60)
+            with Target(py, "scenario", env={"LD_LIBRARY_PATH": tmp}) as t:
+                with open("/proc/%d/maps" % t.pid) as f:
+                    assert lib in f.read(), "the stripped library was not loaded"
+                with t.stopped():
+                    doc = walk(t.pid)
+                check(t.truth, doc, "stripped live")
+                if py.minor in ("2.7", "3.6"):
+                    assert "decoded from PyInterpreterState_Head" in " ".join(doc["notes"]), \
+                        doc["notes"]
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ("%s/stripped-live" % py.label, run)
+
+
 def main():
     pys = selected()
     cases = [live_case(py) for py in pys]
     for py in pys:
         if py.label in CORE_LABELS:
             cases += [gcore_case(py), crash_case(py)]
+        if py.label in STRIPPED_LABELS:
+            cases.append(stripped_case(py))
     return run_cases(cases, prefix="test-walk")
 
 
