@@ -246,8 +246,9 @@ class DebuggerView(object):
         """A value that changes whenever the target ran (stop id, or None if unknown)."""
         raise NotImplementedError
 
-    def open_target(self, lib):
-        """A Target for the current inferior, or raises PyunwindError("no process")."""
+    def target_openers(self, lib):
+        """Ways to open the current inferior, best first: (description, callable returning
+        a Target or raising PyunwindError)."""
         raise NotImplementedError
 
     def selected_thread(self):
@@ -293,17 +294,35 @@ class Session(object):
     def stacks(self, view):
         view.require_process()
         key = view.stop_key()
-        if self._stacks is None or key is None or key != self._key:
-            self.invalidate()
-            target = view.open_target(self.lib())
+        if self._stacks is not None and key is not None and key == self._key:
+            return self._stacks
+        self.invalidate()
+        lib = self.lib()
+        errors = []
+        # The view offers ways to read the target, best first (direct reader, then the
+        # debugger's own reads); the first that yields stacks wins, and when none does the
+        # user sees why each failed.
+        for how, opener in view.target_openers(lib):
             try:
-                self._stacks = Stacks(target)
-            except BaseException:
+                target = opener()
+            except PyunwindError as e:
+                errors.append((how, str(e)))
+                continue
+            try:
+                stacks = Stacks(target)
+            except PyunwindError as e:
                 target.close()
-                raise
-            self._target = target
-            self._key = key
-        return self._stacks
+                errors.append((how, str(e)))
+                continue
+            self._target, self._stacks, self._key = target, stacks, key
+            return stacks
+        if not errors:
+            raise PyunwindError("no way to read this target")
+        msg = errors[0][1]
+        for how, e in errors[1:]:
+            if e != errors[0][1]:
+                msg += " (%s: %s)" % (how, e)
+        raise PyunwindError(msg)
 
     def target_reads(self):
         return self._target.reads() if self._target is not None else (0, 0)

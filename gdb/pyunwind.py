@@ -45,20 +45,20 @@ class GdbView(core.DebuggerView):
             raise core.PyunwindError("no process: run or attach to a Python program, "
                                      "or open a core file")
 
-    def open_target(self, lib):
+    def target_openers(self, lib):
         inf = self.inferior
         forced = os.environ.get("PYUNWIND_READS") == "debugger"
         kind = self._connection_type()
         if not forced and kind == "native" and os.path.exists("/proc/%d/mem" % inf.pid):
-            return core.Target.open_pid(lib, inf.pid)
+            yield "reading /proc", lambda: core.Target.open_pid(lib, inf.pid)
+            return
         if not forced and kind == "core":
             path = self._core_file()
             if path and os.path.exists(path):
-                try:
-                    return core.Target.open_core(lib, path, inf.progspace.filename)
-                except core.PyunwindError:
-                    pass  # a core the core cannot open: gdb itself may still read it
-        return core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+                yield "reading the core file", \
+                    lambda: core.Target.open_core(lib, path, inf.progspace.filename)
+        yield "through gdb's memory reads", \
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
 
     def _read(self, addr, size):
         try:

@@ -68,25 +68,23 @@ class LldbView(core.DebuggerView):
             return None
         return (p.GetUniqueID(), p.GetProcessID(), p.GetStopID())
 
-    def open_target(self, lib):
-        self.require_process()
+    def target_openers(self, lib):
         p = self.process
         forced = os.environ.get("PYUNWIND_READS") == "debugger"
-        plugin = p.GetPluginName()
         pid = p.GetProcessID()
         exe = self.target.GetExecutable()
         exe_path = exe.fullpath if exe and exe.IsValid() else None
-        if not forced and plugin == "elf-core":
+        if not forced and p.GetPluginName() == "elf-core":
             cores = _mapped_core_files()
             if len(cores) == 1:
-                try:
-                    return core.Target.open_core(lib, cores[0], exe_path)
-                except core.PyunwindError:
-                    pass
+                yield "reading the core file", \
+                    lambda: core.Target.open_core(lib, cores[0], exe_path)
         elif not forced and self.target.GetPlatform().GetName() == "host" and pid > 0 \
                 and self._same_executable(pid, exe_path):
-            return core.Target.open_pid(lib, pid)
-        return core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+            yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
+            return
+        yield "through lldb's memory reads", \
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
 
     @staticmethod
     def _same_executable(pid, exe_path):

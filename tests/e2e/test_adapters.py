@@ -1,0 +1,483 @@
+#!/usr/bin/env python3
+# test_adapters - the gdb and lldb commands end to end: real `gdb -batch` and `lldb -b` on every
+# interpreter of the matrix, on a live process, a gdb core and a kernel crash core, compared with
+# what the target itself reported; golden text for a small program; every command; the error
+# cases; the debugger-read path (gdbserver, and lldb forced onto its own reads).
+#
+#   tests/e2e/test_adapters.py [-j N] [FILTER...]
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from harness import (Target, HarnessError, compare, interpreters, run_cases,  # noqa: E402
+                     gdb_batch, lldb_batch, REPO)
+
+GOLDEN = os.path.join(REPO, "tests", "e2e", "golden")
+SEP = "@@pyunwind-next-command@@"
+GDB_SEP = "echo " + SEP + "\\n"
+LLDB_SEP = "script print('%s' + '%s')" % (SEP[:8], SEP[8:])
+TRACEBACK = "Traceback (most recent call last)"
+
+
+# ---- running commands ---------------------------------------------------------------------
+
+def gdb_outputs(target_args, commands, env=None, extra=()):
+    """Runs @commands in one gdb; returns (status, [output per command], stderr)."""
+    cmds = list(extra)
+    for c in commands:
+        cmds += [GDB_SEP, c]
+    cmds.append(GDB_SEP)
+    with _env(env):
+        rc, out, err = gdb_batch(target_args, cmds)
+    parts = out.split(SEP + "\n")
+    if len(parts) < len(commands) + 2:
+        raise AssertionError("gdb did not run every command (status %d):\n%s\n%s"
+                             % (rc, out[-3000:], err[-3000:]))
+    return rc, parts[1:len(commands) + 1], err
+
+
+def lldb_outputs(target_args, commands, env=None):
+    # lldb -b stops at the first command that fails; a sourced file with -e false does not, so
+    # error cases can be followed by more commands.
+    cmds = []
+    for c in commands:
+        cmds += [LLDB_SEP, c]
+    cmds.append(LLDB_SEP)
+    fd, script = tempfile.mkstemp(prefix="pyu-lldb-", suffix=".cmds")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(cmds) + "\n")
+    try:
+        with _env(env):
+            rc, out, err = lldb_batch(target_args, ["command source -e false -s false " + script])
+    finally:
+        os.unlink(script)
+    parts = re.split(r"(?m)^" + re.escape(SEP) + r"\n", out)
+    if len(parts) < len(commands) + 2:
+        raise AssertionError("lldb did not run every command (status %d):\n%s\n%s"
+                             % (rc, out[-3000:], err[-3000:]))
+    res = []
+    for p in parts[1:len(commands) + 1]:
+        # Drop lldb's echo of the separator and of the command itself.
+        lines = [l for l in p.splitlines(True) if not l.startswith("(lldb) ")]
+        res.append("".join(lines))
+    # lldb prints command errors on stderr ("error: ..."): keep them for the checks.
+    return rc, res, err
+
+
+class _env(object):
+    def __init__(self, env):
+        self.env = env or {}
+        self.saved = {}
+
+    def __enter__(self):
+        for k, v in self.env.items():
+            self.saved[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_debugger(debugger, target_args, commands, env=None):
+    if debugger == "gdb":
+        return gdb_outputs(target_args, commands, env)
+    return lldb_outputs(target_args, commands, env)
+
+
+def parse_json(text, what):
+    start = text.find("{")
+    if start < 0:
+        raise AssertionError("%s printed no JSON:\n%s" % (what, text[-2000:]))
+    try:
+        doc, end = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError as e:
+        raise AssertionError("%s printed invalid JSON (%s):\n%s" % (what, e, text[-2000:]))
+    if text[:start].strip():
+        raise AssertionError("%s printed text before the JSON: %r" % (what, text[:start][:500]))
+    return doc
+
+
+def no_traceback(what, *texts):
+    for t in texts:
+        if TRACEBACK in t or "internal error" in t:
+            raise AssertionError("%s showed a Python traceback / internal error:\n%s"
+                                 % (what, t[-3000:]))
+
+
+def target_args(debugger, kind, t, core=None):
+    if kind == "live":
+        return ["-p", str(t.pid)]
+    if debugger == "gdb":
+        return [t.executable, core]
+    return ["-c", core, t.executable]
+
+
+# ---- the matrix: JSON against the target's truth --------------------------------------------
+
+def check_stacks(debugger, kind, t, core=None, env=None):
+    what = "%s %s" % (debugger, kind)
+    rc, (all_json, one_json, text), err = run_debugger(
+        debugger, target_args(debugger, kind, t, core),
+        ["py-bt --all --json", "py-bt --json", "py-bt"], env)
+    no_traceback(what, all_json, one_json, text, err)
+    doc = parse_json(all_json, what + " py-bt --all --json")
+    truth = t.truth
+    problems = compare(truth, doc)
+    if problems:
+        raise AssertionError("%s: py-bt --all --json differs from the target's truth:\n  %s"
+                             % (what, "\n  ".join(problems)))
+    if doc["python"]["hexversion"] != truth["python"]["hexversion"]:
+        raise AssertionError("%s: hexversion %r, truth %r"
+                             % (what, doc["python"]["hexversion"], truth["python"]["hexversion"]))
+    # Without --all: the debugger's selected thread, which is the crashing thread in a crash
+    # core and the main thread after attaching.
+    one = parse_json(one_json, what + " py-bt --json")
+    if len(one["threads"]) != 1:
+        raise AssertionError("%s: py-bt --json gave %d threads" % (what, len(one["threads"])))
+    want = truth.get("crash_thread_id") if kind == "crash" else truth["main_thread_id"]
+    got = one["threads"][0]["thread_id"]
+    if got != want:
+        raise AssertionError("%s: py-bt picked thread %s, the selected thread is %s"
+                             % (what, got, want))
+    sub = dict(truth, threads=[th for th in truth["threads"] if th["thread_id"] == want])
+    problems = compare(sub, one)
+    if problems:
+        raise AssertionError("%s: py-bt --json differs:\n  %s" % (what, "\n  ".join(problems)))
+    # The text form names the innermost frame of the selected thread with its line.
+    f0 = sub["threads"][0]["frames"][0]
+    name = f0.get("qualname") or f0["function"]
+    if 'line %d, in %s' % (f0["line"], name) not in text.splitlines()[1 if text.startswith(
+            "Thread") else 0] and 'line %d, in %s' % (f0["line"], name) not in text:
+        raise AssertionError("%s: py-bt text does not show frame #0 (%s line %d):\n%s"
+                             % (what, name, f0["line"], text[:2000]))
+
+
+def matrix_case(py, kind, debugger):
+    def run():
+        if kind == "crash":
+            with Target(py, "scenario", mode="crash") as t:
+                core = t.crash_core()
+                check_stacks(debugger, kind, t, core)
+            return
+        with Target(py, "scenario") as t:
+            if kind == "live":
+                check_stacks(debugger, kind, t)
+            else:
+                check_stacks(debugger, kind, t, t.gcore())
+    return run
+
+
+# ---- every command, on the small sample program ---------------------------------------------
+
+EXPECTED_TABLE = r"""
+import dis, json, sys
+path, name = sys.argv[1], sys.argv[2]
+src = open(path).read()
+def find(code):
+    if code.co_name == name:
+        return code
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            r = find(c)
+            if r is not None:
+                return r
+code = find(compile(src, path, "exec"))
+out = []
+if hasattr(code, "co_positions"):
+    for i, p in enumerate(code.co_positions()):
+        out.append([2 * i] + list(p))
+elif hasattr(code, "co_lines"):
+    for s, e, l in code.co_lines():
+        for off in range(s, e, 2):
+            out.append([off, l, l, None, None])
+else:
+    starts = dict(dis.findlinestarts(code))
+    line = code.co_firstlineno
+    for off in range(len(code.co_code)):
+        line = starts.get(off, line)
+        out.append([off, line, line, None, None])
+sys.stdout.write(json.dumps(out))
+"""
+
+ROW = re.compile(r"^\s*(->)?\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$")
+
+
+def parse_table(text):
+    rows = []
+    current = None
+    for line in text.splitlines():
+        m = ROW.match(line)
+        if not m:
+            continue
+        vals = []
+        for v in m.groups()[3:]:
+            vals.append(None if v in ("-", "None", "null") else int(v))
+        row = (int(m.group(2)), int(m.group(3)), vals)
+        rows.append(row)
+        if m.group(1):
+            current = row
+    return rows, current
+
+
+def check_table(py, t, table_text, frame_truth):
+    rows, current = parse_table(table_text)
+    if not rows:
+        raise AssertionError("py-line --table printed no table:\n" + table_text[:2000])
+    func = frame_truth["function"]
+    out = subprocess.run([py.path, "-c", EXPECTED_TABLE, frame_truth["file"], func],
+                         capture_output=True, timeout=60)
+    if out.returncode:
+        raise AssertionError("expected table: %s" % out.stderr.decode()[-1000:])
+    expected = json.loads(out.stdout.decode())
+    old = py.version.startswith(("2.", "3.6", "3.7", "3.8", "3.9"))
+    for off, line, end_line, col, end_col in expected:
+        hit = [r for r in rows if r[0] <= off < r[1]]
+        if not hit:
+            if line is None:
+                continue
+            raise AssertionError("table has no range for offset %d" % off)
+        got = hit[0][2]
+        want = [line, end_line, col, end_col]
+        if old:  # before 3.10 the table gives lines only
+            got, want = got[:1], want[:1]
+        if got != want:
+            raise AssertionError("py-line --table at offset %d: %r, the interpreter says %r"
+                                 % (off, got, want))
+    off = frame_truth["instruction_offset"]
+    if current is None or not current[0] <= off < current[1]:
+        raise AssertionError("py-line --table marks %r, the frame is at offset %d"
+                             % (current, off))
+
+
+def check_commands(py, debugger):
+    """py-line (+ --table), py-list, py-up/py-down at both ends, on the main thread."""
+    with Target(py, "sample") as t:
+        main = [th for th in t.truth["threads"] if th["thread_id"] == t.truth["main_thread_id"]][0]
+        frames = main["frames"]
+        n = len(frames)
+        cmds = ["py-down", "py-line", "py-line --table", "py-list", "py-up %d" % (n + 5), "py-up",
+                "py-line", "py-down", "py-line 0", "py-list 3,6"]
+        rc, outs, err = run_debugger(debugger, ["-p", str(t.pid)], cmds)
+        what = debugger + " commands"
+        no_traceback(what, err, *outs)
+        allout = "\n".join(outs) + err
+        if "cannot go down" not in allout:
+            raise AssertionError("%s: py-down at the innermost frame gave no error:\n%s"
+                                 % (what, outs[0] + err))
+        if "cannot go up" not in allout:
+            raise AssertionError("%s: py-up past the outermost frame gave no error:\n%s"
+                                 % (what, outs[5] + err))
+        f0 = frames[0]
+        if "line %d" % f0["line"] not in outs[1] or f0["file"] not in outs[1]:
+            raise AssertionError("%s: py-line does not show %s:%d:\n%s"
+                                 % (what, f0["file"], f0["line"], outs[1]))
+        check_table(py, t, outs[2], f0)
+        if not re.search(r"(?m)^\s*>\s*%d\b" % f0["line"], outs[3]):
+            raise AssertionError("%s: py-list does not mark line %d:\n%s"
+                                 % (what, f0["line"], outs[3]))
+        last = frames[-1]
+        if "#%d " % (n - 1) not in outs[4] or "line %d" % last["line"] not in outs[6]:
+            raise AssertionError("%s: py-up did not reach the outermost frame #%d:\n%s\n%s"
+                                 % (what, n - 1, outs[4], outs[6]))
+        if "#%d " % (n - 2) not in outs[7]:
+            raise AssertionError("%s: py-down from the outermost frame:\n%s" % (what, outs[7]))
+        if "line %d" % f0["line"] not in outs[8]:
+            raise AssertionError("%s: py-line 0:\n%s" % (what, outs[8]))
+        listed = [l for l in outs[9].splitlines() if re.match(r"^\s*>?\s*\d+\b", l)]
+        if len(listed) != 4:
+            raise AssertionError("%s: py-list 3,6 listed %d lines:\n%s"
+                                 % (what, len(listed), outs[9]))
+
+
+# ---- golden text ----------------------------------------------------------------------------
+
+def normalize(text, t):
+    prefix = os.path.dirname(os.path.dirname(os.path.realpath(t.python)))
+    text = text.replace(prefix, "<prefix>")
+    text = text.replace(REPO, "<repo>")
+    text = re.sub(r"0x[0-9a-f]+", "0x…", text)
+    text = re.sub(r"\btid \d+", "tid N", text)
+    return "\n".join(l.rstrip() for l in text.strip().splitlines()) + "\n"
+
+
+def check_golden(py, debugger):
+    with Target(py, "sample") as t:
+        rc, (text,), err = run_debugger(debugger, ["-p", str(t.pid)], ["py-bt --all"])
+    got = normalize(text, t)
+    path = os.path.join(GOLDEN, "sample-py-bt-%s.txt" % py.version.rsplit(".", 1)[0])
+    if os.environ.get("PYUNWIND_UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(got)
+    with open(path) as f:
+        want = f.read()
+    if got != want:
+        raise AssertionError("%s py-bt differs from %s:\n--- got\n%s--- want\n%s"
+                             % (debugger, os.path.relpath(path, REPO), got, want))
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def _survives(debugger, target_args, what, must_mention):
+    rc, (out, after), err = run_debugger(debugger, target_args, ["py-bt --all", "py-bt --all --json"])
+    no_traceback(what, out, after, err)
+    text = out + err
+    if not any(m in text for m in must_mention):
+        raise AssertionError("%s: expected a message mentioning one of %r, got:\n%s"
+                             % (what, must_mention, text[-2000:]))
+
+
+def check_not_python(debugger):
+    p = subprocess.Popen(["sleep", "600"])
+    try:
+        time.sleep(0.2)
+        _survives(debugger, ["-p", str(p.pid)], debugger + " on sleep",
+                  ["not a Python", "no Python", "No Python", "Python interpreter"])
+    finally:
+        p.kill()
+        p.wait()
+
+
+def _sleep_core(workdir):
+    """A kernel core of a non-Python program (sleep, killed with SIGSEGV)."""
+    import resource
+    p = subprocess.Popen(["sleep", "600"], cwd=workdir, preexec_fn=lambda: resource.setrlimit(
+        resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)))
+    time.sleep(0.2)
+    os.kill(p.pid, signal.SIGSEGV)
+    p.wait()
+    for name in ("core", "core.%d" % p.pid):
+        path = os.path.join(workdir, name)
+        for _ in range(50):
+            if os.path.exists(path) and os.path.getsize(path) > 0:
+                return path
+            time.sleep(0.1)
+    raise HarnessError("no kernel core of sleep appeared in %s" % workdir)
+
+
+def check_core_not_python(debugger):
+    d = tempfile.mkdtemp(prefix="pyu-sleepcore-")
+    try:
+        core = _sleep_core(d)
+        sleep = shutil.which("sleep")
+        args = [sleep, core] if debugger == "gdb" else ["-c", core, sleep]
+        _survives(debugger, args, debugger + " on a core of sleep",
+                  ["not a Python", "no Python", "No Python", "Python interpreter"])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def check_truncated_core(py, debugger):
+    # A kernel core (no section headers, so the debuggers still open it when cut short),
+    # truncated to half: the tail of memory and the files' pages are gone.
+    with Target(py, "scenario", mode="crash") as t:
+        core = t.crash_core()
+        cut = core + ".half"
+        with open(core, "rb") as src, open(cut, "wb") as dst:
+            dst.write(src.read(os.path.getsize(core) // 2))
+        exe = t.executable
+        args = [exe, cut] if debugger == "gdb" else ["-c", cut, exe]
+        rc, (out, js), err = run_debugger(debugger, args, ["py-bt --all", "py-bt --all --json"])
+        what = debugger + " on a truncated core"
+        no_traceback(what, out, js, err)
+        if rc < 0:
+            raise AssertionError("%s: the debugger died with signal %d" % (what, -rc))
+        # Either a partial stack (with the reasons it stopped) or one clear error line.
+        if "File " not in out and "error" not in (out + err).lower():
+            raise AssertionError("%s: neither frames nor an error:\n%s\n%s" % (what, out, err))
+
+
+# ---- the debugger-read path -----------------------------------------------------------------
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def check_gdbserver(py):
+    with Target(py, "scenario") as t:
+        port = _free_port()
+        srv = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port, str(t.pid)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.time() + 20
+            while time.time() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            # Connecting is enough: the adapter sees a remote connection and reads through gdb.
+            rc, outs, err = gdb_outputs(
+                [t.executable], ["py-bt --all --json"],
+                extra=["target remote 127.0.0.1:%d" % port])
+            no_traceback("gdbserver", outs[0], err)
+            problems = compare(t.truth, parse_json(outs[0], "gdb via gdbserver"))
+            if problems:
+                raise AssertionError("via gdbserver:\n  " + "\n  ".join(problems))
+        finally:
+            srv.kill()
+            srv.wait()
+
+
+def check_lldb_debugger_reads(py):
+    with Target(py, "scenario") as t:
+        check_stacks("lldb", "live", t, env={"PYUNWIND_READS": "debugger"})
+
+
+def check_gdb_core_debugger_reads(py):
+    with Target(py, "scenario") as t:
+        check_stacks("gdb", "gcore", t, t.gcore(), env={"PYUNWIND_READS": "debugger"})
+
+
+# ---- cases ----------------------------------------------------------------------------------
+
+def cases():
+    pys = interpreters()
+    out = []
+    for py in pys:
+        for kind in ("live", "gcore", "crash"):
+            for dbg in ("gdb", "lldb"):
+                out.append(("%s %s %s" % (dbg, kind, py.label), matrix_case(py, kind, dbg)))
+    for py in pys:
+        for dbg in ("gdb", "lldb"):
+            out.append(("%s commands %s" % (dbg, py.label),
+                        (lambda p, d: lambda: check_commands(p, d))(py, dbg)))
+    golden = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.14", "pyenv-2.7")]
+    for py in golden:
+        for dbg in ("gdb", "lldb"):
+            out.append(("%s golden %s" % (dbg, py.label),
+                        (lambda p, d: lambda: check_golden(p, d))(py, dbg)))
+    ref = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.15")] or pys[:1]
+    for dbg in ("gdb", "lldb"):
+        out.append(("%s error not-python" % dbg, (lambda d: lambda: check_not_python(d))(dbg)))
+        out.append(("%s error core-of-sleep" % dbg,
+                    (lambda d: lambda: check_core_not_python(d))(dbg)))
+        for py in ref:
+            out.append(("%s error truncated-core %s" % (dbg, py.label),
+                        (lambda p, d: lambda: check_truncated_core(p, d))(py, dbg)))
+    for py in ref:
+        out.append(("gdb gdbserver %s" % py.label, (lambda p: lambda: check_gdbserver(p))(py)))
+        out.append(("lldb debugger-reads %s" % py.label,
+                    (lambda p: lambda: check_lldb_debugger_reads(p))(py)))
+        out.append(("gdb core-debugger-reads %s" % py.label,
+                    (lambda p: lambda: check_gdb_core_debugger_reads(p))(py)))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(cases(), prefix="adapters"))
