@@ -97,6 +97,8 @@ static unsigned char *read_table(const struct pyu_elf *elf, uint64_t offset, uin
 {
 	if (count == 0 || count > MAX_TABLE / entsize)
 		return NULL;
+	if (offset > elf->file_size || count * entsize > elf->file_size - offset)
+		return NULL; // checked before allocating
 	unsigned char *buf = malloc((size_t)count * entsize);
 	if (buf && !read_exact(elf, offset, buf, (size_t)count * entsize)) {
 		free(buf);
@@ -126,6 +128,8 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 	if (phnum > 0) {
 		if (phentsize < PHDR_SIZE || phnum > MAX_PHNUM)
 			return format_error(elf->path, "bad program header size or count");
+		if (phoff > elf->file_size || (uint64_t)phnum * phentsize > elf->file_size - phoff)
+			return format_error(elf->path, "program headers past the end");
 		elf->phdrs = calloc(phnum, sizeof(*elf->phdrs));
 		if (!elf->phdrs)
 			return &pyu_error_nomem;
@@ -164,6 +168,8 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		return format_error(elf->path, "too many sections");
 	if (count == 0)
 		return NULL;
+	if (shoff > elf->file_size || count * shentsize > elf->file_size - shoff)
+		return format_error(elf->path, "section headers past the end");
 	elf->shdrs = calloc((size_t)count, sizeof(*elf->shdrs));
 	if (!elf->shdrs)
 		return &pyu_error_nomem;

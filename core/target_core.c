@@ -464,13 +464,16 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 		return pyu_error_create(PYU_ERR_FORMAT, "%s: bad program header size %u or "
 					"count %" PRIu64, path, phentsize, phnum);
 	size_t table_len = (size_t)phnum * phentsize;
+	// Checked before allocating: a table that cannot be in the file is not worth memory.
+	if (phoff > c->file_size || table_len > c->file_size - phoff)
+		return pyu_error_create(PYU_ERR_FORMAT, "%s: truncated core: program headers "
+					"run past the end of the file", path);
 	unsigned char *table = malloc(table_len);
 	if (!table)
 		return &pyu_error_nomem;
-	if (phoff > UINT64_MAX - table_len || core_pread(c, phoff, table, table_len) != table_len) {
+	if (core_pread(c, phoff, table, table_len) != table_len) {
 		free(table);
-		return pyu_error_create(PYU_ERR_FORMAT, "%s: truncated core: program headers "
-					"run past the end of the file", path);
+		return pyu_error_create(PYU_ERR_IO, "%s: cannot read the program headers", path);
 	}
 	c->loads = calloc((size_t)phnum, sizeof(*c->loads));
 	*notes = calloc((size_t)phnum, sizeof(**notes));
@@ -657,7 +660,12 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 			err = &pyu_error_nomem;
 	}
 	for (size_t i = 0; !err && i < note_count; i++) {
-		uint64_t size = note_segs[i].filesz;
+		// A truncated core: parse whatever part of the notes is there.
+		uint64_t off = note_segs[i].offset, size = note_segs[i].filesz;
+		if (off >= c->file_size)
+			continue;
+		if (size > c->file_size - off)
+			size = c->file_size - off;
 		if (size > MAX_NOTES_SIZE)
 			size = MAX_NOTES_SIZE;
 		if (size == 0)
@@ -667,8 +675,7 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 			err = &pyu_error_nomem;
 			break;
 		}
-		// A truncated core: parse whatever part of the notes is there.
-		uint64_t got = core_pread(c, note_segs[i].offset, bufs[i], size);
+		uint64_t got = core_pread(c, off, bufs[i], size);
 		err = parse_notes(t, bufs[i], got, &notes);
 	}
 	if (!err)

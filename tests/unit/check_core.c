@@ -526,6 +526,7 @@ START_TEST(test_core_absurd_headers)
 		{56, 0xffff, 2, PYU_ERR_FORMAT},   // PN_XNUM without section headers
 		{56, 0, 2, PYU_ERR_FORMAT},        // no segments
 		{54, 10, 2, PYU_ERR_FORMAT},       // phentsize too small
+		{54, 0xffff, 2, PYU_ERR_FORMAT},   // a table bigger than the file (found by fuzzing)
 		{32, UINT64_MAX - 8, 8, PYU_ERR_FORMAT}, // phoff wraps
 		{32, 1ull << 40, 8, PYU_ERR_FORMAT},     // phoff past the end
 		{4, 1, 1, PYU_ERR_UNSUPPORTED},    // 32-bit

@@ -403,6 +403,8 @@ START_TEST(test_elf_corrupt)
 		{56, 0xffff, 2, PYU_ERR_FORMAT},              // phnum huge
 		{32, UINT64_MAX - 10, 8, PYU_ERR_FORMAT},     // phoff
 		{58, 3, 2, PYU_ERR_FORMAT},                   // shentsize
+		{58, 0xffff, 2, PYU_ERR_FORMAT},              // section table bigger than the file
+		{54, 0xffff, 2, PYU_ERR_FORMAT},              // program table bigger than the file
 		{40, 1ull << 40, 8, PYU_ERR_FORMAT},          // shoff past the end
 		{40, UINT64_MAX - 100, 8, PYU_ERR_FORMAT},    // shoff wraps
 		{62, 200, 2, 0},                              // shstrndx out of range
