@@ -11,9 +11,11 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import REPO, Target, compare, run_cases, selected  # noqa: E402
@@ -107,9 +109,55 @@ def stripped_case(py):
     return ("%s/stripped-live" % py.label, run)
 
 
+# A thread spinning in Python and idle ones: when stopped, the spinning thread holds the GIL
+# or (caught in a hand-over) nobody does; an idle thread never does.
+GIL_PROGRAM = '''
+import os, sys, threading, time
+def spin():
+    x = 0
+    while True:
+        x += 1
+def idle():
+    time.sleep(600)
+for target in (spin, idle):
+    t = threading.Thread(target=target)
+    t.daemon = True
+    t.start()
+time.sleep(0.3)
+sys.stdout.write("ready\\n")
+sys.stdout.flush()
+time.sleep(600)
+'''
+
+
+def gil_case(py):
+    def run():
+        proc = subprocess.Popen([py.path, "-c", GIL_PROGRAM], stdout=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL)
+        try:
+            assert proc.stdout.readline().strip() == b"ready", "the GIL program did not start"
+            spun = 0
+            for _ in range(3):
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(0.05)
+                doc = walk(proc.pid)
+                os.kill(proc.pid, signal.SIGCONT)
+                holders = [t["frames"][0]["function"] if t["frames"] else None
+                           for t in doc["threads"] if t["holds_gil"]]
+                assert all(t["holds_gil"] is not None for t in doc["threads"]), doc["threads"]
+                assert holders in ([], ["spin"]), "GIL holders: %s" % holders
+                spun += holders == ["spin"]
+                time.sleep(0.05)
+            assert spun, "the spinning thread never held the GIL in 3 tries"
+        finally:
+            proc.kill()
+            proc.wait()
+    return ("%s/gil" % py.label, run)
+
+
 def main():
     pys = selected()
-    cases = [live_case(py) for py in pys]
+    cases = [live_case(py) for py in pys] + [gil_case(py) for py in pys]
     for py in pys:
         if py.label in CORE_LABELS:
             cases += [gcore_case(py), crash_case(py)]
