@@ -594,10 +594,12 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		uint64_t bits = get_u64(buf, l->iframe.code);
 		uint64_t code = bits & ~l->stackref_mask;
-		if (l->stackref_mask && (bits & l->stackref_mask) == l->stackref_mask) {
+		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
+		if (l->stackref_mask && (bits & 2)) {
 			err = push_error(th, cap, addr,
-					 "frame at 0x%" PRIx64 ": f_executable is a tagged int",
-					 addr);
+					 "frame at 0x%" PRIx64 ": f_executable 0x%" PRIx64
+					 " is a tagged %s, not a code object", addr, bits,
+					 (bits & 3) == 3 ? "int" : "non-object");
 			if (err)
 				return err;
 			addr = next;
