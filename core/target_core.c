@@ -280,7 +280,7 @@ static const char *gunzip(int in, int out, unsigned char *ibuf, unsigned char *o
 		}
 		in_member = true;
 		if (!write_all(out, obuf, CHUNK - z.avail_out)) {
-			fail = "cannot write the temporary file";
+			fail = "cannot write the temporary file (is $TMPDIR full?)";
 			break;
 		}
 		if (rc == Z_STREAM_END) {
@@ -320,7 +320,7 @@ static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *o
 			if (ZSTD_isError(last))
 				fail = "corrupt zstd data";
 			else if (!write_all(out, obuf, ob.pos))
-				fail = "cannot write the temporary file";
+				fail = "cannot write the temporary file (is $TMPDIR full?)";
 		}
 		if (fail)
 			break;
@@ -335,7 +335,7 @@ static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *o
 		else if (ob.pos == 0)
 			fail = "truncated zstd data";
 		else if (!write_all(out, obuf, ob.pos))
-			fail = "cannot write the temporary file";
+			fail = "cannot write the temporary file (is $TMPDIR full?)";
 	}
 	ZSTD_freeDCtx(d);
 	return fail;
@@ -366,7 +366,7 @@ static const char *unxz(int in, int out, unsigned char *ibuf, unsigned char *obu
 		s.avail_out = CHUNK;
 		lzma_ret rc = lzma_code(&s, action);
 		if (!write_all(out, obuf, CHUNK - s.avail_out)) {
-			fail = "cannot write the temporary file";
+			fail = "cannot write the temporary file (is $TMPDIR full?)";
 			break;
 		}
 		if (rc == LZMA_STREAM_END)
@@ -406,15 +406,20 @@ static struct pyu_error *decompress(const char *path, enum compression comp, int
 	(void)fd;
 	return NULL; // not reached: fn is NULL without any decompressor
 #else
-	FILE *tmp = tmpfile();
-	if (!tmp)
-		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file to "
-					"decompress %s: %s", path, strerror(errno));
-	int out = dup(fileno(tmp));
-	fclose(tmp); // already unlinked; @out keeps it alive
+	// An unnamed file in $TMPDIR (or /tmp): cores are large, so not in memory.
+	const char *dir = getenv("TMPDIR");
+	if (!dir || dir[0] == '\0')
+		dir = "/tmp";
+	int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) { // a file system without O_TMPFILE
+		FILE *tmp = tmpfile();
+		out = tmp ? dup(fileno(tmp)) : -1;
+		if (tmp)
+			fclose(tmp); // already unlinked; @out keeps it alive
+	}
 	if (out < 0)
-		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file: %s",
-					strerror(errno));
+		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file in %s to "
+					"decompress %s: %s", dir, path, strerror(errno));
 	unsigned char *ibuf = malloc(CHUNK), *obuf = malloc(CHUNK);
 	const char *fail = "out of memory";
 	if (ibuf && obuf) {

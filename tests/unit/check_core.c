@@ -747,7 +747,36 @@ static pid_t start_sleeper(const char *dir, char *exe, size_t exe_len)
 			break;
 		usleep(10000);
 	}
-	usleep(100000); // let the dynamic loader finish
+	// Its memory is only still once it sleeps: startup (loader, locale) can take a while on
+	// a busy machine. /proc/PID/syscall names the blocking call (nanosleep or
+	// clock_nanosleep); wchan says the same where syscall numbers differ.
+	for (int i = 0; i < 1000; i++) {
+		char path[64], buf[128] = {0};
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+		FILE *fp = fopen(path, "r");
+		long nr = -1;
+		if (fp) {
+			if (fscanf(fp, "%ld", &nr) != 1)
+				nr = -1;
+			fclose(fp);
+		}
+#if defined(__x86_64__)
+		if (nr == 35 || nr == 230)
+			break;
+#elif defined(__aarch64__)
+		if (nr == 101 || nr == 115)
+			break;
+#endif
+		snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+		fp = fopen(path, "r");
+		if (fp) {
+			bool asleep = fgets(buf, sizeof(buf), fp) && strstr(buf, "nanosleep");
+			fclose(fp);
+			if (asleep)
+				break;
+		}
+		usleep(10000);
+	}
 	return pid;
 }
 
@@ -776,17 +805,18 @@ START_TEST(test_gdb_core)
 	fixture_init(&f, NULL);
 	char exe[4096];
 	pid_t pid = start_sleeper(f.dir, exe, sizeof(exe));
-	struct pyu_target *live = NULL;
-	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
-	struct snapshot snap;
-	snapshot_take(live, &snap);
-
 	char cmd[8192];
 	snprintf(cmd, sizeof(cmd),
 		 "timeout 120 gdb -nx -batch -p %d -ex 'generate-core-file %s' >/dev/null 2>&1",
 		 (int)pid, f.core);
 	int rc = system(cmd);
 	ck_assert_msg(rc == 0, "gdb failed (%d)", rc);
+	// The live memory as gdb left it: attaching interrupts the sleep, and the kernel writes
+	// the time remaining into the process's stack; after that it sleeps untouched.
+	struct pyu_target *live = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
+	struct snapshot snap;
+	snapshot_take(live, &snap);
 
 	struct pyu_target *core = open_core_ok(f.core, NULL);
 	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
@@ -822,6 +852,25 @@ START_TEST(test_gdb_core)
 }
 END_TEST
 
+// Waits until @pid is in the stopped state ('T' in /proc/PID/stat).
+static void wait_stopped(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		char buf[512] = {0};
+		FILE *fp = fopen(path, "r");
+		ck_assert_ptr_nonnull(fp);
+		size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+		fclose(fp);
+		char *paren = n ? strrchr(buf, ')') : NULL; // the name may contain spaces
+		if (paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't'))
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("process %d did not stop", (int)pid);
+}
+
 // Whether the kernel writes cores as a plain file "core" (or "core.PID") in the crashing
 // process's directory - the only setup this test can use without privileges it lacks.
 static bool kernel_cores_usable(void)
@@ -844,11 +893,16 @@ START_TEST(test_kernel_core)
 	fixture_init(&f, NULL);
 	char exe[4096];
 	pid_t pid = start_sleeper(f.dir, exe, sizeof(exe));
+	// Stopping interrupts the sleep (the kernel writes the time remaining into the stack);
+	// a stopped process then stays still until SIGCONT lets the pending SIGABRT dump it.
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	wait_stopped(pid);
 	struct pyu_target *live = NULL;
 	ck_assert_ptr_null(pyu_target_open_pid(pid, &live));
 	struct snapshot snap;
 	snapshot_take(live, &snap);
-	kill(pid, SIGABRT);
+	ck_assert_int_eq(kill(pid, SIGABRT), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	int status = 0;
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSIGNALED(status) && WCOREDUMP(status), "no core was dumped");
