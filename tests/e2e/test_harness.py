@@ -209,6 +209,13 @@ def case_debuggers(py):
                     got = len([l for l in out.splitlines() if " Thread 0x" in l or " LWP " in l])
                     check(rc == 0 and got == n, "gdb %s: %d threads of %d, status %d:\n%s%s"
                           % (args[0], got, n, rc, out, err))
+                with t.gdbserver() as address:
+                    rc, out, err = gdb_batch([t.executable, "-ex", "target remote " + address],
+                                             ["info threads"], plugin=gdb_plugin)
+                    got = len([l for l in out.splitlines() if " Thread " in l])
+                    check(got == n, "gdbserver: %d threads of %d, status %d:\n%s%s"
+                          % (got, n, rc, out, err))
+                check(t.proc.poll() is None, "target died with gdbserver")
                 for args in (["-p", str(t.pid)], ["-c", core, t.executable]):
                     rc, out, err = lldb_batch(args, ["thread list"], plugin=lldb_plugin)
                     got = len([l for l in out.splitlines() if l.lstrip("* ").startswith("thread #")])

@@ -230,6 +230,11 @@ class Target(object):
         raise HarnessError("no kernel core file in %s (core_pattern is %r, RLIMIT_CORE was "
                            "raised)" % (self.workdir, pattern))
 
+    def gdbserver(self):
+        """Context manager: gdbserver attached to the target; yields "127.0.0.1:PORT" for
+        gdb's `target remote` (the debugger-read path, with no local pid or core to open)."""
+        return _GdbServer(self.pid, self.timeout)
+
     @property
     def executable(self):
         return os.path.realpath(self.python)
@@ -269,3 +274,43 @@ class _Stopped(object):
             os.kill(self.pid, signal.SIGCONT)
         except OSError:
             pass
+
+
+class _GdbServer(object):
+    def __init__(self, pid, timeout):
+        self.pid = pid
+        self.timeout = timeout
+        self.proc = None
+
+    def __enter__(self):
+        import socket
+        for _ in range(20):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            sock.close()
+            self.log = tempfile.TemporaryFile()
+            self.proc = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port,
+                                          str(self.pid)], stdin=subprocess.DEVNULL,
+                                         stdout=self.log, stderr=subprocess.STDOUT)
+            deadline = time.time() + self.timeout
+            while time.time() < deadline and self.proc.poll() is None:
+                self.log.seek(0)
+                if b"Listening on port" in self.log.read():
+                    return "127.0.0.1:%d" % port
+                time.sleep(0.05)
+            self.__exit__()
+        raise HarnessError("gdbserver did not start listening")
+
+    def __exit__(self, *exc):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self.proc = None
+        if getattr(self, "log", None) is not None:
+            self.log.close()
+            self.log = None
