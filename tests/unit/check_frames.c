@@ -359,6 +359,67 @@ START_TEST(test_entry_frame_missing)
 }
 END_TEST
 
+// Random damage: a realistic thread (two threads, shims, 40 frames, several code objects) whose
+// memory gets random bytes written over it, many times, for every layout. The walk must end
+// (bounded) without touching memory it does not own (run under ASan by test-asan).
+START_TEST(test_random_damage)
+{
+	uint64_t rng = 0x9e3779b97f4a7c15ull ^ (uint64_t)_i;
+	int noticed = 0; // rounds whose damage the walk reported
+	for (int round = 0; round < 40; round++) {
+		struct fake_py p;
+		fp_init(&p, versions[_i]);
+		const struct pyu_layout *l = p.l;
+		uint64_t codes[3] = {fp_code(&p, "a", 1, 16), fp_code(&p, "b", 100, 16),
+				     fp_code(&p, "c", 1000, 16)};
+		uint64_t lo = p.m.next;
+		for (int t = 0; t < 2; t++) {
+			uint64_t ts = fp_thread(&p, 100 + t, 200 + t), f = 0;
+			for (int i = 0; i < 40; i++) {
+				f = fp_frame(&p, codes[i % 3], (unsigned)(i % 16), f, 0);
+				if (l->owner_first_foreign >= 0 && i % 7 == 0)
+					f = fp_frame(&p, 0x100, 0, f, 3);
+			}
+			fp_set_top(&p, ts, f);
+		}
+		uint64_t hi = p.m.next;
+		// Damage: random bytes over frames, thread states and (less often) code objects.
+		for (int k = 0; k < 20; k++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			uint64_t span = (rng >> 60) < 3 ? hi - FM_BASE : hi - lo;
+			uint64_t at = ((rng >> 60) < 3 ? FM_BASE : lo) + (rng >> 16) % span;
+			uint8_t junk = (uint8_t)(rng >> 8);
+			if ((rng >> 59) & 1) {
+				uint64_t ptr = FM_BASE + (rng >> 20) % (hi - FM_BASE);
+				if (at + 8 <= hi)
+					fm_u64(&p.m, at & ~7ull, ptr); // a plausible pointer
+			} else {
+				fm_u8(&p.m, at, junk);
+			}
+		}
+		struct pyu_stacks *s = fp_collect(&p);
+		ck_assert_uint_le(s->thread_count, PYU_MAX_THREADS_WALKED);
+		for (uint32_t t = 0; t < s->thread_count; t++) {
+			ck_assert_uint_le(s->threads[t].frame_count, PYU_MAX_FRAMES + 1);
+			for (uint32_t k = 0; k < s->threads[t].frame_count; k++) {
+				const struct pyu_frame_info *f = &s->threads[t].frames[k];
+				if (f->kind == PYU_FRAME_PYTHON) {
+					ck_assert_int_lt(f->code, (int32_t)s->code_count);
+					ck_assert_ptr_nonnull(s->codes[f->code].name);
+				} else {
+					ck_assert_ptr_nonnull(f->reason);
+					noticed++;
+				}
+			}
+		}
+		noticed += s->error_count > 0;
+		pyu_stacks_destroy(s);
+		fm_destroy(&p.m);
+	}
+	ck_assert_int_gt(noticed, 5);
+}
+END_TEST
+
 static Suite *frames_suite(void)
 {
 	Suite *s = suite_create("frames");
@@ -375,6 +436,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_thread_lists);
 	tcase_add_test(tc, test_code_type_by_name);
 	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
+	tcase_add_loop_test(tc, test_random_damage, 0, NVERSIONS);
 	suite_add_tcase(s, tc);
 	return s;
 }
