@@ -549,6 +549,12 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	uint32_t first_frame = th->frame_count, resumed = 0;
 	bool can_resume = st->chunk && st->top && l->owner_first_foreign >= 0 &&
 			  l->code.framesize != PYU_NO_FIELD;
+	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
+		load_stack_frames(w, st, sf);
+		addr = sf->n ? sf->addrs[sf->n - 1] : 0;
+		if (addr)
+			resumed++;
+	}
 	for (uint32_t depth = 0; addr; depth++) {
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete

@@ -69,6 +69,7 @@ struct pyu_frame_start {
 	uint64_t chunk;      // 3.12+: newest data-stack chunk, to step over unreadable entry
 	uint64_t top;        // frames on the native stack (missing from some cores); 0 unknown
 	uint64_t thread_id;  // for messages
+	bool first_unknown;  // 3.11/3.12: the cframe was unreadable; start at the data stack's top
 };
 
 // Walks one thread's frame chain into @th, innermost first. Fails only for out of memory;

@@ -168,6 +168,7 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 			th->native_thread_id = derive_native_id(w, th->thread_id);
 		th->holds_gil = gil_known ? holder == tstate : -1;
 		uint64_t first = 0, base = 0;
+		bool first_unknown = false;
 		switch (l->frame_source) {
 		case PYU_FRAME_FROM_TSTATE_FRAME:
 			first = get_u64(buf, l->tstate.frame);
@@ -179,11 +180,14 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 							  cframe + (uint64_t)l->tstate.cframe_current,
 							  &first);
 				if (err) {
-					pyu_stacks_add_error(s, "thread %" PRIu64 ": cframe at 0x%"
-							     PRIx64 ": %s", th->thread_id, cframe,
-							     pyu_error_message(err));
+					// The cframe lives on the native stack, which a core
+					// may lack: start from the data stack instead.
+					pyu_stacks_add_note(s, "thread %" PRIu64 ": cframe at 0x%"
+							    PRIx64 ": %s", th->thread_id, cframe,
+							    pyu_error_message(err));
 					pyu_error_destroy(err);
 					first = 0;
+					first_unknown = true;
 				}
 			}
 			break;
@@ -194,7 +198,7 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		}
 		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
 			base = get_u64(buf, l->tstate.base_frame);
-		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id};
+		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown};
 		if (l->tstate.datastack_chunk != PYU_NO_FIELD &&
 		    l->tstate.datastack_top != PYU_NO_FIELD) {
 			start.chunk = get_u64(buf, l->tstate.datastack_chunk);

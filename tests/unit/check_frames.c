@@ -420,6 +420,36 @@ START_TEST(test_random_damage)
 }
 END_TEST
 
+// 3.11/3.12 reach the innermost frame through a cframe on the native stack: when that is
+// unreadable, the walk starts at the top of the data stack.
+START_TEST(test_cframe_missing)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030c01f0);
+	const struct pyu_layout *l = p.l;
+	uint64_t code = fp_code(&p, "f", 10, 8);
+	fm_u32(&p.m, code + (uint64_t)l->code.framesize, 16);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t chunk = fm_alloc(&p.m, 4096);
+	uint64_t f0 = chunk + 24 + 8, f1 = f0 + 128;
+	fp_iframe_at(&p, f0, code, 1, 0, 0);
+	fp_iframe_at(&p, f1, code, 2, f0, 0);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_chunk, chunk);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_top, f1 + 128);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.cframe, 0x30000000);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 2);
+	expect_py(s, &th->frames[0], "f", 13, 4);
+	expect_py(s, &th->frames[1], "f", 12, 2);
+	ck_assert_uint_eq(s->error_count, 0);
+	ck_assert_uint_eq(s->note_count, 2);
+	ck_assert_msg(strstr(s->notes[0], "cframe"), "%s", s->notes[0]);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
 static Suite *frames_suite(void)
 {
 	Suite *s = suite_create("frames");
@@ -437,6 +467,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_code_type_by_name);
 	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
 	tcase_add_loop_test(tc, test_random_damage, 0, NVERSIONS);
+	tcase_add_test(tc, test_cframe_missing);
 	suite_add_tcase(s, tc);
 	return s;
 }
