@@ -61,7 +61,7 @@ class Target(object):
     keeps the work directory (truth, cores, stderr) for a look after a failure.
     """
 
-    def __init__(self, py, program="scenario", mode="park", timeout=60, keep=False, env=None):
+    def __init__(self, py, program="scenario", mode="park", timeout=150, keep=False, env=None):
         self.python = getattr(py, "path", py)
         self.interpreter = py
         self.mode = mode

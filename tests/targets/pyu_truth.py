@@ -161,7 +161,7 @@ def _reporter(outdir, expected, mode, exclude, timeout):
         write_json(outdir, "truth.json", _document(threads, mode))
 
 
-def start_reporter(outdir, expected, mode="park", exclude=(), timeout=60.0):
+def start_reporter(outdir, expected, mode="park", exclude=(), timeout=120.0):
     """Starts the reporter; @expected threads must call arrive() (the main thread included)."""
     t = threading.Thread(target=_reporter, name="pyu-reporter",
                          args=(outdir, expected, mode, exclude, timeout))
@@ -210,8 +210,8 @@ def _line_of_offset(code, offset):
 
 
 def crash_point(outdir, reporter):
-    crash_report(outdir, reporter, sys._getframe())
-    ctypes.memset(0, 0, 1)
+    if crash_report(outdir, reporter, sys._getframe()):
+        ctypes.memset(0, 0, 1)
 
 
 def _run_crash(outdir, reporter_box):
@@ -247,8 +247,12 @@ def start(outdir, mode, scenarios):
 
 def crash_report(outdir, reporter, frame):
     """Called from the line right above the crashing call: waits for the reporter and for its
-    thread to be gone, then writes the truth with this thread as it will be at the crash."""
-    reporter.join(60)
+    thread to be gone, then writes the truth with this thread as it will be at the crash.
+    Returns False (no truth written; the reporter wrote error.json) when the others did not
+    settle."""
+    reporter.join(130)
+    if "threads" not in _report:
+        return False
     deadline = time.time() + 30
     expect = len(_report.get("threads", [])) + 1
     while _task_count() > expect and time.time() < deadline:
@@ -267,5 +271,6 @@ def crash_report(outdir, reporter, frame):
     doc = _document(threads, "crash")
     doc["crash_thread_id"] = me["thread_id"]
     write_json(outdir, "truth.json", doc)
+    return True
 
 
