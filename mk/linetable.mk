@@ -28,3 +28,12 @@ fuzz: fuzz-linetables
 
 test-fuzz: $(LT_FUZZ_BINS)
 	@tests/fuzz/run-linetables $(LT_FUZZ_SECONDS)
+
+# Decoder speed against CPython's own iteration of the same tables (not a test).
+.PHONY: bench-linetables
+$(BUILD)/bench/linetables: bench/linetables.c core/linetable.c core/linetable.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -O2 -o $@ bench/linetables.c core/linetable.c -lz
+
+bench-linetables: $(BUILD)/bench/linetables
+	@bench/linetables-run
