@@ -21,6 +21,9 @@
 #define MAX_TABLE (256u << 20) // largest symbol or string table read into memory
 
 #define PT_LOAD 1
+#define PT_NOTE 4
+#define NT_GNU_BUILD_ID 3
+#define MAX_NOTE_SEGMENT 65536 // build IDs live in small note segments
 #define SHT_SYMTAB 2
 #define SHT_STRTAB 3
 #define SHT_NOBITS 8
@@ -432,4 +435,72 @@ struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu
 	uint64_t base = p ? p->vaddr - p->offset : 0;
 	*ret = m->start - base;
 	return NULL;
+}
+
+// Looks for NT_GNU_BUILD_ID in a buffer of notes. Every length is checked against @len.
+static bool build_id_in_notes(const unsigned char *notes, size_t len, uint8_t *buf, size_t cap,
+			      size_t *id_len)
+{
+	size_t off = 0;
+	while (len - off >= 12) {
+		uint64_t namesz = get32(notes + off), descsz = get32(notes + off + 4);
+		uint32_t type = get32(notes + off + 8);
+		uint64_t name_off = off + 12;
+		uint64_t desc_off = name_off + ((namesz + 3) & ~(uint64_t)3);
+		if (desc_off > len || descsz > len - desc_off)
+			return false;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+		    memcmp(notes + name_off, "GNU", 4) == 0 && descsz > 0) {
+			size_t n = descsz < cap ? (size_t)descsz : cap;
+			memcpy(buf, notes + desc_off, n);
+			*id_len = n;
+			return true;
+		}
+		uint64_t next = desc_off + ((descsz + 3) & ~(uint64_t)3);
+		if (next > len)
+			return false;
+		off = (size_t)next;
+	}
+	return false;
+}
+
+struct pyu_error *pyu_elf_build_id(struct pyu_elf *elf, uint8_t *buf, size_t cap, size_t *len)
+{
+	for (size_t i = 0; i < elf->phnum; i++) {
+		const struct elf_phdr *p = &elf->phdrs[i];
+		if (p->type != PT_NOTE || p->filesz == 0 || p->filesz > MAX_NOTE_SEGMENT)
+			continue;
+		unsigned char *notes = read_table(elf, p->offset, p->filesz, 1);
+		if (!notes)
+			continue;
+		bool found = build_id_in_notes(notes, (size_t)p->filesz, buf, cap, len);
+		free(notes);
+		if (found)
+			return NULL;
+	}
+	return pyu_error_create(PYU_ERR_NOT_FOUND, "%s has no build ID", elf->path);
+}
+
+bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf, size_t cap,
+			    size_t *len)
+{
+	if (image_len < EHDR_SIZE || memcmp(image, "\177ELF", 4) != 0 || image[4] != 2 ||
+	    image[5] != 1)
+		return false;
+	uint64_t phoff = get64(image + 32);
+	uint16_t phentsize = get16(image + 54), phnum = get16(image + 56);
+	if (phentsize < PHDR_SIZE)
+		return false;
+	for (uint64_t i = 0; i < phnum; i++) {
+		uint64_t at = phoff + i * phentsize;
+		if (at < phoff || at > image_len || PHDR_SIZE > image_len - at)
+			return false; // the rest of the table is not in the image
+		const unsigned char *ph = image + at;
+		uint64_t offset = get64(ph + 8), filesz = get64(ph + 32);
+		if (get32(ph) != PT_NOTE || offset > image_len || filesz > image_len - offset)
+			continue;
+		if (build_id_in_notes(image + offset, (size_t)filesz, buf, cap, len))
+			return true;
+	}
+	return false;
 }

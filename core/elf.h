@@ -20,6 +20,7 @@
 #ifndef PYU_ELF_H
 #define PYU_ELF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,6 +85,19 @@ struct pyu_error *pyu_elf_read(struct pyu_elf *elf, uint64_t vaddr, void *buf, s
 // file, PYU_ERR_IO), @buf is unspecified.
 struct pyu_error *pyu_elf_read_file(struct pyu_elf *elf, uint64_t offset, void *buf,
 				    size_t len);
+
+#define PYU_BUILD_ID_MAX 64
+
+// The GNU build ID (NT_GNU_BUILD_ID note) of @elf, from its PT_NOTE segments. On success
+// copies at most @cap bytes to @buf and sets *len to the ID's length. On error
+// (PYU_ERR_NOT_FOUND: no build ID), outputs are unchanged.
+struct pyu_error *pyu_elf_build_id(struct pyu_elf *elf, uint8_t *buf, size_t cap, size_t *len);
+
+// The same from the first bytes of an ELF file as mapped in memory (@image, @image_len; e.g.
+// the page at a mapping's start with file offset 0): only notes inside the image are seen.
+// Returns false (outputs unchanged) when there is none. Cannot fail otherwise.
+bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf, size_t cap,
+			    size_t *len);
 
 // Where @elf is loaded in @t: the difference between the target's addresses and the file's
 // virtual addresses. 0 for ET_EXEC. For ET_DYN, from the lowest mapping of @path (matched

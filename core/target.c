@@ -4,6 +4,8 @@
 // backend read function and the mappings.
 #include "target_impl.h"
 
+#include "elf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -70,6 +72,11 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->exe_local_path);
 	free(t->cache);
 	close_files(t);
+	for (size_t i = 0; i < t->file_check_count; i++) {
+		free(t->file_checks[i].path);
+		free(t->file_checks[i].local_path);
+	}
+	free(t->file_checks);
 	free(t);
 }
 
@@ -502,6 +509,66 @@ const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *
 			return m;
 	}
 	return NULL;
+}
+
+// Compares the build ID in the target's first page of @m's file with the local file's.
+static bool same_build_id(struct pyu_target *t, const struct pyu_mapping *m)
+{
+	const struct pyu_mapping *first = NULL;
+	for (size_t i = 0; i < t->mapping_count && !first; i++) {
+		const struct pyu_mapping *c = &t->mappings[i];
+		if (c->offset == 0 && c->path && strcmp(c->path, m->path) == 0)
+			first = c;
+	}
+	if (!first)
+		return true;
+	unsigned char page[PYU_PAGE_SIZE];
+	uint64_t len = first->end - first->start < sizeof(page) ? first->end - first->start
+								: sizeof(page);
+	pyu_backend_read_fn read = t->image_read ? t->image_read : t->backend_read;
+	uint64_t n = read(t, first->start, page, len);
+	uint8_t want[PYU_BUILD_ID_MAX], have[PYU_BUILD_ID_MAX];
+	size_t want_len, have_len;
+	if (!pyu_elf_image_build_id(page, n > len ? len : n, want, sizeof(want), &want_len))
+		return true;
+	struct pyu_elf *elf;
+	struct pyu_error *err = pyu_elf_open(m->local_path, &elf);
+	if (err) {
+		pyu_error_destroy(err);
+		return true; // not an ELF file here: nothing to compare
+	}
+	err = pyu_elf_build_id(elf, have, sizeof(have), &have_len);
+	pyu_elf_close(elf);
+	if (err) {
+		pyu_error_destroy(err);
+		return true;
+	}
+	return want_len == have_len && memcmp(want, have, want_len) == 0;
+}
+
+bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m)
+{
+	if (!m || !m->path || !m->local_path)
+		return true;
+	for (size_t i = 0; i < t->file_check_count; i++) {
+		const struct pyu_file_check *c = &t->file_checks[i];
+		if (strcmp(c->path, m->path) == 0 && strcmp(c->local_path, m->local_path) == 0)
+			return c->matches;
+	}
+	bool matches = same_build_id(t, m);
+	struct pyu_file_check *checks =
+		realloc(t->file_checks, (t->file_check_count + 1) * sizeof(*checks));
+	if (!checks)
+		return matches;
+	t->file_checks = checks;
+	char *p = dup_str(m->path), *l = dup_str(m->local_path);
+	if (!p || !l) {
+		free(p);
+		free(l);
+		return matches;
+	}
+	checks[t->file_check_count++] = (struct pyu_file_check){p, l, matches};
+	return matches;
 }
 
 // ---- threads -------------------------------------------------------------------------------

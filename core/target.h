@@ -59,6 +59,13 @@ char *pyu_target_local_path(const struct pyu_target *t, const char *path);
 const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
 							const char *path);
 
+// Whether @m's local file is the file the target maps, as far as can be told: false only
+// when the target's copy of the file's first page and the local file both carry a GNU build
+// ID and the two differ (a core from another machine, a library rebuilt since). Judged once
+// per local file. Cores never read pages from a file that does not match. Cannot fail: when
+// it cannot tell (no build IDs, out of memory) the answer is true.
+bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

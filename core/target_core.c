@@ -133,7 +133,7 @@ static uint64_t read_from_file(struct pyu_target *t, uint64_t addr, unsigned cha
 			       uint64_t len)
 {
 	const struct pyu_mapping *m = pyu_target_find_mapping(t, addr);
-	if (!m || !m->local_path)
+	if (!m || !m->local_path || !pyu_target_file_matches(t, m))
 		return 0;
 	if (len > m->end - addr)
 		len = m->end - addr;
@@ -186,6 +186,22 @@ static uint64_t core_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 			break;
 	}
 	return done;
+}
+
+// Reads only the core's own data (no mapped files).
+static uint64_t core_image_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
+{
+	const struct core_backend *c = t->backend_data;
+	uint64_t next;
+	const struct core_load *l = find_load(c, addr, &next);
+	if (!l || addr - l->vaddr >= l->filesz)
+		return 0;
+	uint64_t delta = addr - l->vaddr;
+	if (len > l->filesz - delta)
+		len = l->filesz - delta;
+	if (l->offset + delta < l->offset)
+		return 0;
+	return core_pread(c, l->offset + delta, buf, len);
 }
 
 static void core_destroy(struct pyu_target *t)
@@ -736,6 +752,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const c
 		free(c);
 		return err;
 	}
+	t->image_read = core_image_read;
 	err = load_core(t, c, core_path, executable);
 	if (err) {
 		pyu_target_destroy(t);

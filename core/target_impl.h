@@ -34,9 +34,18 @@ struct pyu_open_file {
 	uint64_t size;
 };
 
+// Whether a local file is the one the target maps (see pyu_target_file_matches).
+struct pyu_file_check {
+	char *path, *local_path;
+	bool matches;
+};
+
 struct pyu_target {
 	// The backend: reads up to len bytes at addr, returns how many (a contiguous prefix).
 	pyu_backend_read_fn backend_read;
+	// Reads only what the target itself holds, never a mapped file (a core's own data);
+	// NULL when that is backend_read. Used to compare a file's headers with the target's.
+	pyu_backend_read_fn image_read;
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;
@@ -53,6 +62,9 @@ struct pyu_target {
 
 	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
 	uint64_t backend_reads, cached_reads;
+
+	struct pyu_file_check *file_checks;
+	size_t file_check_count;
 
 	struct pyu_open_file files[PYU_FILE_CACHE];
 	unsigned next_file; // round-robin victim for the file cache

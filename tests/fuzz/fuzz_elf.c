@@ -52,6 +52,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pyu_error_destroy(err);
 	}
 	pyu_error_destroy(pyu_elf_read(elf, pyu_elf_first_load_vaddr(elf), buf, sizeof(buf)));
+	uint8_t id[PYU_BUILD_ID_MAX];
+	size_t id_len;
+	pyu_error_destroy(pyu_elf_build_id(elf, id, sizeof(id), &id_len));
+	(void)pyu_elf_image_build_id(data, size, id, sizeof(id), &id_len);
 	pyu_elf_close(elf);
 	return 0;
 }

@@ -571,6 +571,85 @@ START_TEST(test_core_absurd_headers)
 }
 END_TEST
 
+// ---- build IDs ----------------------------------------------------------------------------
+
+// A three-page ELF file whose first page carries a GNU build ID of 20 bytes of @id_byte and
+// whose other pages hold the backing-file pattern.
+static void build_id_file(struct fx_buf *b, unsigned char id_byte)
+{
+	fx_ehdr(b, 3, 64, 1, 0, 0, 0);
+	fx_phdr(b, 4, 4, 0x100, 0x100, 12 + 4 + 20, 12 + 4 + 20);
+	fx_zero(b, 0x100 - b->len);
+	fx_u32(b, 4);
+	fx_u32(b, 20);
+	fx_u32(b, 3); // NT_GNU_BUILD_ID
+	fx_put(b, "GNU", 4);
+	for (int i = 0; i < 20; i++)
+		fx_put(b, &id_byte, 1);
+	fx_zero(b, 0x1000 - b->len);
+	for (size_t i = 0x1000; i < 0x3000; i++) {
+		unsigned char c = lib_byte(i);
+		fx_put(b, &c, 1);
+	}
+}
+
+START_TEST(test_core_build_id)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct fx_buf file = {0}, image = {0}, other = {0};
+	build_id_file(&file, 0xaa);
+	fx_write_file(f.lib, file.data, file.len);
+	for (int mismatch = 0; mismatch < 2; mismatch++) {
+		// The core holds the first page (as the kernel writes it) with the build ID of the
+		// file the process had; the rest must come from the file - if it is that file.
+		fx_free(&image);
+		build_id_file(&image, mismatch ? 0xbb : 0xaa);
+		struct fx_seg seg = {0xb00000, 0x3000, 0x1000, PF_R | PF_X, image.data};
+		struct fx_file_entry fe = {0xb00000, 0xb03000, 0, f.lib};
+		struct fx_buf nt = {0};
+		fx_nt_file(&nt, &fe, 1);
+		struct fx_note note = {"CORE", 0x46494c45, nt.data, nt.len};
+		fx_free(&f.bytes);
+		fx_core(&f.bytes, &seg, 1, &note, 1, NULL);
+		fx_write_file(f.core, f.bytes.data, f.bytes.len);
+		fx_free(&nt);
+		struct pyu_target *t = open_core_ok(f.core, NULL);
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, 0xb00000);
+		ck_assert_ptr_nonnull(m);
+		unsigned char buf[16];
+		ck_assert_ptr_null(pyu_target_read(t, 0xb00100, buf, 4)); // from the core
+		if (!mismatch) {
+			ck_assert(pyu_target_file_matches(t, m));
+			assert_lib(t, 0xb01000, 16, 0x1000);
+		} else {
+			assert_fault_at(pyu_target_read(t, 0xb01000, buf, 16), 0xb01000);
+			ck_assert(!pyu_target_file_matches(t, m));
+			// A path map to the right copy of the file fixes it.
+			char *dir = join(f.dir, "right");
+			ck_assert_int_eq(mkdir(dir, 0700), 0);
+			char *copy = join(dir, "libfake.so");
+			fx_free(&other);
+			build_id_file(&other, 0xbb);
+			fx_write_file(copy, other.data, other.len);
+			ck_assert_ptr_null(pyu_target_add_path_map(t, f.lib, copy));
+			m = pyu_target_find_mapping(t, 0xb00000);
+			ck_assert(pyu_target_file_matches(t, m));
+			assert_lib(t, 0xb01000, 16, 0x1000);
+			unlink(copy);
+			rmdir(dir);
+			free(copy);
+			free(dir);
+		}
+		pyu_target_destroy(t);
+	}
+	fx_free(&file);
+	fx_free(&image);
+	fx_free(&other);
+	fixture_fini(&f);
+}
+END_TEST
+
 // ---- compressed cores ----------------------------------------------------------------------
 
 #if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
@@ -939,6 +1018,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_core_absurd_notes);
 	tcase_add_test(tc, test_core_absurd_headers);
 	tcase_add_test(tc, test_core_compressed);
+	tcase_add_test(tc, test_core_build_id);
 	suite_add_tcase(s, tc);
 	TCase *real = tcase_create("gdb");
 	tcase_set_timeout(real, 300);

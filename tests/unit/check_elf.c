@@ -210,6 +210,10 @@ START_TEST(test_elf_sections_and_symbols)
 	ck_assert_uint_eq(sym.type, 2);
 	ck_assert_uint_eq(sym.bind, 0);
 	ck_assert_uint_eq(sym.size, 0x20);
+	uint8_t id[PYU_BUILD_ID_MAX];
+	size_t id_len = 99;
+	expect_code(pyu_elf_build_id(elf, id, sizeof(id), &id_len), PYU_ERR_NOT_FOUND);
+	ck_assert_uint_eq(id_len, 99);
 	sym.value = 777;
 	expect_code(pyu_elf_find_symbol(elf, "malloc", &sym), PYU_ERR_NOT_FOUND); // undefined
 	expect_code(pyu_elf_find_symbol(elf, "_PyRunt", &sym), PYU_ERR_NOT_FOUND);
@@ -513,6 +517,23 @@ START_TEST(test_elf_real_self)
 	ck_assert_ptr_null(pyu_target_read(t, bias + sym.value, mem, sizeof(mem)));
 	ck_assert_ptr_null(pyu_elf_read(elf, sym.value, file, sizeof(file)));
 	ck_assert_mem_eq(mem, file, sizeof(mem));
+	// The build ID in the file equals the one in its first page in memory.
+	uint8_t id_file[PYU_BUILD_ID_MAX], id_mem[PYU_BUILD_ID_MAX];
+	size_t id_file_len = 0, id_mem_len = 0;
+	ck_assert_ptr_null(pyu_elf_build_id(elf, id_file, sizeof(id_file), &id_file_len));
+	ck_assert_uint_ge(id_file_len, 8);
+	unsigned char page[4096];
+	ck_assert_ptr_null(pyu_target_read(t, libc->start, page, sizeof(page)));
+	ck_assert(pyu_elf_image_build_id(page, sizeof(page), id_mem, sizeof(id_mem), &id_mem_len));
+	ck_assert_uint_eq(id_mem_len, id_file_len);
+	ck_assert_mem_eq(id_mem, id_file, id_file_len);
+	ck_assert(pyu_target_file_matches(t, libc));
+	// Images cut short or damaged give no ID rather than a wrong one.
+	ck_assert(!pyu_elf_image_build_id(page, 40, id_mem, sizeof(id_mem), &id_mem_len));
+	for (size_t cut = 0; cut < 4096; cut += 7)
+		(void)pyu_elf_image_build_id(page, cut, id_mem, sizeof(id_mem), &id_mem_len);
+	page[0] = 0;
+	ck_assert(!pyu_elf_image_build_id(page, sizeof(page), id_mem, sizeof(id_mem), &id_mem_len));
 	struct pyu_elf_section sec;
 	ck_assert_ptr_null(pyu_elf_find_section(elf, ".text", &sec));
 	ck_assert_uint_le(sec.addr, sym.value);
