@@ -535,6 +535,32 @@ static uint64_t frame_below(const struct stack_frames *sf, const struct pyu_thre
 	return lowest > 0 ? sf->addrs[lowest - 1] : 0;
 }
 
+// Free-threaded 3.14+: a frame may run a thread's own copy of the bytecode, entry @index of
+// code->co_tlbc ({Py_ssize_t size; char *entries[size]}); entry 0 is co_code_adaptive.
+// On error, *start is unchanged.
+static struct pyu_error *tlbc_start(struct pyu_walk *w, uint64_t code, int32_t index,
+				    uint64_t *start)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	if (index == 0)
+		return NULL;
+	uint64_t array, size, entry;
+	struct pyu_error *err = pyu_target_read_u64(w->t, code + (uint64_t)l->code.tlbc, &array);
+	if (!err)
+		err = pyu_target_read_u64(w->t, array, &size);
+	if (!err && (index < 0 || (uint64_t)index >= size || size > 4096))
+		err = pyu_error_create(PYU_ERR_CORRUPT,
+				       "bytecode copy %" PRId32 " of %" PRIu64 " does not exist",
+				       index, size);
+	if (!err)
+		err = pyu_target_read_u64(w->t, array + 8 + 8 * (uint64_t)index, &entry);
+	if (err)
+		return pyu_error_wrap(err, "finding the bytecode copy of the code object at 0x%"
+				      PRIx64, code);
+	*start = entry;
+	return NULL;
+}
+
 // A _PyInterpreterFrame chain (3.11+).
 static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 const struct pyu_frame_start *st,
@@ -622,6 +648,16 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
 		uint64_t start = code + (uint64_t)l->code.code_adaptive;
+		if (l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD) {
+			err = tlbc_start(w, code, get_i32(buf, l->iframe.tlbc_index), &start);
+			if (err) {
+				err = push_error_from(th, cap, addr, err);
+				if (err)
+					return err;
+				addr = next;
+				continue;
+			}
+		}
 		uint64_t ip = get_u64(buf, l->iframe.instr_ptr);
 		int64_t q = (int64_t)(ip - start);
 		// CPython hides frames still in their prologue (before RESUME).

@@ -54,6 +54,7 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"iframe.frame_obj", l->iframe.frame_obj, l->iframe.size, 8},
 		{"iframe.instr_ptr", l->iframe.instr_ptr, l->iframe.size, 8},
 		{"iframe.owner", l->iframe.owner, l->iframe.size, 1},
+		{"iframe.tlbc_index", l->iframe.tlbc_index, l->iframe.size, 4},
 		{"code.ob_size", l->code.ob_size, l->code.size, 8},
 		{"code.firstlineno", l->code.firstlineno, l->code.size, 4},
 		{"code.filename", l->code.filename, l->code.size, 8},
@@ -63,6 +64,7 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"code.code", l->code.code, l->code.size, 8},
 		{"code.firsttraceable", l->code.firsttraceable, l->code.size, 4},
 		{"code.framesize", l->code.framesize, l->code.size, 4},
+		{"code.tlbc", l->code.tlbc, l->code.size, 8},
 		// co_code_adaptive is the start of the inline bytecode: at most the header size.
 		{"code.code_adaptive", l->code.code_adaptive, l->code.size + 1, 0},
 		{"unicode.length", l->unicode.length, max, 8},
@@ -116,7 +118,7 @@ void pyu_layout_apply_trace_refs(struct pyu_layout *l)
 		&l->frame.f_lasti, &l->frame.f_lineno, &l->code.size, &l->code.ob_size,
 		&l->code.firstlineno, &l->code.filename, &l->code.name, &l->code.qualname,
 		&l->code.linetable, &l->code.code, &l->code.code_adaptive, &l->code.firsttraceable,
-		&l->code.framesize,
+		&l->code.framesize, &l->code.tlbc,
 		&l->ob_type, &l->ob_size, &l->type_tp_name, &l->type_tp_flags, &l->bytes_sval,
 		&l->tuple_item, &l->unicode.length, &l->unicode.state, &l->unicode.ascii_size,
 		&l->unicode.compact_size, &l->unicode.data,
@@ -439,8 +441,36 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	take(&c, &l.unicode.length, "unicode_object.length", uni - 7);
 	take(&c, &l.unicode.ascii_size, "unicode_object.asciiobject_size", uni + 1);
 	take(&c, &l.unicode.compact_size, "unicode_object.compactunicodeobject_size", uni + 1);
+	if (ft == 1) {
+		// Thread-local bytecode copies; the fields read 0 in default builds.
+		take(&c, &l.iframe.tlbc_index, "interpreter_frame.tlbc_index", iframe - 3);
+		take(&c, &l.code.tlbc, "code_object.co_tlbc", code - 7);
+		// 3.14t+ make `interned` a whole byte: kind, compact and ascii move up 6 bits.
+		if ((version >> 16) >= 0x030e)
+			l.unicode.state_shift = 6;
+		// 3.14t tags deferred references with bit 0 only; 3.15t uses the default mask.
+		if ((version >> 16) == 0x030e)
+			l.stackref_mask = 1;
+	}
 	if (c.err)
 		return c.err;
+	// Object fields the block does not publish move with the object header (free-threaded
+	// builds: 32 bytes instead of 16).
+	int32_t shift = l.ob_type - base->ob_type;
+	if (shift) {
+		int32_t *fields[] = {&l.code.firsttraceable, &l.code.framesize, &l.frame.size,
+				     &l.frame.f_back, &l.frame.f_trace, &l.frame.f_lineno};
+		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+			if (*fields[i] != PYU_NO_FIELD)
+				*fields[i] += shift;
+		note(&c, "%s: object header %" PRId64 " bytes larger than the static table's (%"
+		     PRId64 " B); static object offsets shifted; ", "pyobject.ob_type",
+		     (int64_t)shift, (int64_t)base->ob_type + 8);
+	}
+	// PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8 (published from 3.15 on).
+	uint64_t compact;
+	if (!dbg_get(&b, "unicode_object.compactunicodeobject_size", &compact))
+		l.unicode.compact_size = l.unicode.ascii_size + 16;
 	l.unicode.data = l.unicode.compact_size;
 	if (tstate > max || l.tstate.size > (int32_t)tbound)
 		l.tstate.size = (int32_t)tbound;

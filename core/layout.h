@@ -132,6 +132,7 @@ struct pyu_layout {
 		int32_t frame_obj;
 		int32_t instr_ptr; // prev_instr / instr_ptr
 		int32_t owner;     // char
+		int32_t tlbc_index; // int32: which bytecode copy instr_ptr points into (3.14t+)
 	} iframe;
 
 	// PyCodeObject.
@@ -147,6 +148,7 @@ struct pyu_layout {
 		int32_t code_adaptive;  // inline bytecode (3.11+)
 		int32_t firsttraceable; // int, code-unit index (3.11+)
 		int32_t framesize;      // int co_framesize, in 8-byte slots (3.11+)
+		int32_t tlbc;           // _PyCodeArray *co_tlbc: per-thread bytecode copies (3.14t+)
 	} code;
 
 	// Objects.
@@ -162,6 +164,8 @@ struct pyu_layout {
 		int32_t ascii_size;   // sizeof(PyASCIIObject): compact ASCII data
 		int32_t compact_size; // sizeof(PyCompactUnicodeObject): compact data
 		int32_t data;         // legacy strings: data pointer (2.7: Py_UNICODE *str)
+		int32_t state_shift;  // bits below `interned`'s end: 0, or 6 when interned is a
+		                      // whole byte (free-threaded 3.14+)
 	} unicode;
 };
 

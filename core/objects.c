@@ -178,6 +178,7 @@ static struct pyu_error *read_pep393(struct pyu_target *t, const struct pyu_layo
 	int64_t len = (int64_t)get_u64(hdr, l->unicode.length);
 	uint32_t state;
 	memcpy(&state, hdr + l->unicode.state, 4);
+	state >>= l->unicode.state_shift;
 	// Only the low byte of the state word is defined (3.14+ leave garbage above it).
 	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
 	if (len < 0 || (uint64_t)len > max_chars)

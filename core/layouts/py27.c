@@ -61,6 +61,7 @@ const struct pyu_layout pyu_layout_py27 = {
 		.owner = -1,
 		.previous = -1,
 		.size = -1,
+		.tlbc_index = -1,
 	},
 	.code = {
 		.code = 32,
@@ -74,6 +75,7 @@ const struct pyu_layout pyu_layout_py27 = {
 		.ob_size = -1,
 		.qualname = -1,
 		.size = 128,
+		.tlbc = -1,
 	},
 	.unicode = {
 		.ascii_size = -1,
@@ -81,6 +83,7 @@ const struct pyu_layout pyu_layout_py27 = {
 		.data = 24,
 		.length = 16,
 		.state = -1,
+		.state_shift = 0,
 	},
 	.bytes_sval = 36,
 	.ob_size = 16,

@@ -61,6 +61,7 @@ const struct pyu_layout pyu_layout_py311 = {
 		.owner = 69,
 		.previous = 48,
 		.size = 80,
+		.tlbc_index = -1,
 	},
 	.code = {
 		.code = -1,
@@ -74,6 +75,7 @@ const struct pyu_layout pyu_layout_py311 = {
 		.ob_size = 16,
 		.qualname = 128,
 		.size = 192,
+		.tlbc = -1,
 	},
 	.unicode = {
 		.ascii_size = 48,
@@ -81,6 +83,7 @@ const struct pyu_layout pyu_layout_py311 = {
 		.data = 72,
 		.length = 16,
 		.state = 32,
+		.state_shift = 0,
 	},
 	.bytes_sval = 32,
 	.ob_size = 16,

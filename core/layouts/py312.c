@@ -61,6 +61,7 @@ const struct pyu_layout pyu_layout_py312 = {
 		.owner = 70,
 		.previous = 8,
 		.size = 80,
+		.tlbc_index = -1,
 	},
 	.code = {
 		.code = -1,
@@ -74,6 +75,7 @@ const struct pyu_layout pyu_layout_py312 = {
 		.ob_size = 16,
 		.qualname = 128,
 		.size = 200,
+		.tlbc = -1,
 	},
 	.unicode = {
 		.ascii_size = 40,
@@ -81,6 +83,7 @@ const struct pyu_layout pyu_layout_py312 = {
 		.data = 56,
 		.length = 16,
 		.state = 32,
+		.state_shift = 0,
 	},
 	.bytes_sval = 32,
 	.ob_size = 16,

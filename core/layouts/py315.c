@@ -60,6 +60,7 @@ const struct pyu_layout pyu_layout_py315 = {
 		.frame_obj = 48,
 		.instr_ptr = 56,
 		.owner = 74,
+		.tlbc_index = -1,
 		.previous = 8,
 		.size = 88,
 	},
@@ -75,6 +76,7 @@ const struct pyu_layout pyu_layout_py315 = {
 		.ob_size = 16,
 		.qualname = 128,
 		.size = 216,
+		.tlbc = -1,
 	},
 	.unicode = {
 		.ascii_size = 40,
@@ -82,6 +84,7 @@ const struct pyu_layout pyu_layout_py315 = {
 		.data = 56,
 		.length = 16,
 		.state = 32,
+		.state_shift = 0,
 	},
 	.bytes_sval = 32,
 	.ob_size = 16,

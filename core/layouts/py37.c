@@ -61,6 +61,7 @@ const struct pyu_layout pyu_layout_py37 = {
 		.owner = -1,
 		.previous = -1,
 		.size = -1,
+		.tlbc_index = -1,
 	},
 	.code = {
 		.code = 40,
@@ -74,6 +75,7 @@ const struct pyu_layout pyu_layout_py37 = {
 		.ob_size = -1,
 		.qualname = -1,
 		.size = 144,
+		.tlbc = -1,
 	},
 	.unicode = {
 		.ascii_size = 48,
@@ -81,6 +83,7 @@ const struct pyu_layout pyu_layout_py37 = {
 		.data = 72,
 		.length = 16,
 		.state = 32,
+		.state_shift = 0,
 	},
 	.bytes_sval = 32,
 	.ob_size = 16,

@@ -450,6 +450,41 @@ START_TEST(test_cframe_missing)
 }
 END_TEST
 
+// Free-threaded 3.14+: a frame running a thread's copy of the bytecode is located through
+// co_tlbc->entries[tlbc_index]; an index past the array is an error frame.
+START_TEST(test_thread_local_bytecode)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030e0af0);
+	p.rt.layout.iframe.tlbc_index = 76; // unused by the fake frames
+	p.rt.layout.code.tlbc = 200;
+	const struct pyu_layout *l = p.l;
+	uint64_t code = fp_code(&p, "f", 10, 8);
+	uint64_t copy = fm_alloc(&p.m, 16);
+	uint64_t array = fm_alloc(&p.m, 24);
+	fm_u64(&p.m, array, 2);
+	fm_u64(&p.m, array + 8, code + (uint64_t)l->code.code_adaptive);
+	fm_u64(&p.m, array + 16, copy);
+	fm_u64(&p.m, code + 200, array);
+	uint64_t ts = fp_thread(&p, 1, 1);
+	uint64_t f1 = fp_frame(&p, code, 3, 0, 0);           // copy 0: the code object's own
+	uint64_t f2 = fp_frame(&p, code, 0, f1, 0);
+	fm_u32(&p.m, f2 + 76, 1);
+	fm_u64(&p.m, f2 + (uint64_t)l->iframe.instr_ptr, copy + 2 * 5); // unit 5 of copy 1
+	uint64_t f3 = fp_frame(&p, code, 0, f2, 0);
+	fm_u32(&p.m, f3 + 76, 7);                             // no such copy
+	fp_set_top(&p, ts, f3);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 3);
+	expect_err(&th->frames[0], "copy 7 of 2");
+	expect_py(s, &th->frames[1], "f", 16, 10);
+	expect_py(s, &th->frames[2], "f", 14, 6);
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
 static Suite *frames_suite(void)
 {
 	Suite *s = suite_create("frames");
@@ -468,6 +503,7 @@ static Suite *frames_suite(void)
 	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
 	tcase_add_loop_test(tc, test_random_damage, 0, NVERSIONS);
 	tcase_add_test(tc, test_cframe_missing);
+	tcase_add_test(tc, test_thread_local_bytecode);
 	suite_add_tcase(s, tc);
 	return s;
 }

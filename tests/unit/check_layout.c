@@ -147,6 +147,44 @@ START_TEST(test_debug_offsets_errors)
 }
 END_TEST
 
+// A free-threaded 3.14 block (values as its header implies, not measured on a live process):
+// the object header is 32 bytes, frames and code objects carry bytecode-copy fields.
+START_TEST(test_debug_offsets_free_threaded)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = make_block(buf, dbg_314, sizeof(dbg_314) / 8);
+	set_word(buf, 2, 1);    // free_threaded
+	set_word(buf, 38, 72);  // interpreter_frame.tlbc_index
+	set_word(buf, 39, 232); // code_object.size
+	set_word(buf, 48, 224); // code_object.co_code_adaptive
+	set_word(buf, 49, 216); // code_object.co_tlbc
+	set_word(buf, 51, 24);  // pyobject.ob_type
+	set_word(buf, 50, 32);  // pyobject.size
+	struct pyu_layout l;
+	bool ft = false;
+	char notes[512];
+	struct pyu_error *err = pyu_layout_from_debug_offsets(buf, len, &l, &ft, notes,
+							      sizeof(notes));
+	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
+	ck_assert(ft);
+	ck_assert_int_eq(l.ob_type, 24);
+	ck_assert_int_eq(l.iframe.tlbc_index, 72);
+	ck_assert_int_eq(l.code.tlbc, 216);
+	ck_assert_int_eq(l.code.code_adaptive, 224);
+	ck_assert_int_eq(l.code.firsttraceable, pyu_layout_py314.code.firsttraceable + 16);
+	ck_assert_int_eq(l.unicode.state_shift, 6);
+	ck_assert_int_eq(l.stackref_mask, 1);
+	ck_assert_msg(strstr(notes, "object header"), "%s", notes);
+	// The default build of the same release has neither.
+	len = make_block(buf, dbg_314, sizeof(dbg_314) / 8);
+	ck_assert_ptr_null(pyu_layout_from_debug_offsets(buf, len, &l, &ft, NULL, 0));
+	ck_assert(!ft);
+	ck_assert_int_eq(l.iframe.tlbc_index, PYU_NO_FIELD);
+	ck_assert_int_eq(l.unicode.state_shift, 0);
+	ck_assert_int_eq(l.unicode.compact_size, 56);
+}
+END_TEST
+
 static Suite *layout_suite(void)
 {
 	Suite *s = suite_create("layout");
@@ -155,6 +193,7 @@ static Suite *layout_suite(void)
 	tcase_add_test(tc, test_debug_offsets_match_static);
 	tcase_add_test(tc, test_debug_offsets_prefer_target);
 	tcase_add_test(tc, test_debug_offsets_errors);
+	tcase_add_test(tc, test_debug_offsets_free_threaded);
 	suite_add_tcase(s, tc);
 	return s;
 }
