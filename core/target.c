@@ -130,9 +130,14 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 // Reads the readable prefix of [addr, addr+len) (which must not wrap); returns its length.
 static size_t read_prefix(struct pyu_target *t, uint64_t addr, unsigned char *buf, size_t len)
 {
-	if (len >= PYU_DIRECT_READ_MIN)
-		return (size_t)backend_read(t, addr, buf, len);
 	size_t done = 0;
+	if (len >= PYU_DIRECT_READ_MIN) {
+		done = (size_t)backend_read(t, addr, buf, len);
+		if (done == len)
+			return done;
+		// Short: a debugger may fail a whole read for one bad page. Page by page from
+		// there finds where readable memory really ends.
+	}
 	while (done < len) {
 		uint64_t a = addr + done;
 		size_t in_page = PYU_PAGE_SIZE - (size_t)(a % PYU_PAGE_SIZE);

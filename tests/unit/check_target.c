@@ -207,6 +207,40 @@ START_TEST(test_cache_many_pages)
 }
 END_TEST
 
+// Like gdb's read_memory: the whole request or nothing.
+static uint64_t all_or_nothing_read(void *arg, uint64_t addr, void *buf, uint64_t len)
+{
+	(void)arg;
+	if (addr < BIG_BASE || addr - BIG_BASE > sizeof(big) || len > sizeof(big) - (addr - BIG_BASE))
+		return 0;
+	memcpy(buf, big + (addr - BIG_BASE), len);
+	return len;
+}
+
+START_TEST(test_all_or_nothing_callback)
+{
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = fx_pattern(i * 5);
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_callback(all_or_nothing_read, NULL, &t));
+	size_t n = 200 * 1024;
+	unsigned char *buf = malloc(n);
+	ck_assert_ptr_nonnull(buf);
+	// A large read past the end: the error names the first byte past the buffer, and the
+	// last readable bytes of a big read still read one by one.
+	uint64_t start = BIG_BASE + sizeof(big) - 100 * 1024 + 3;
+	assert_fault_at(pyu_target_read(t, start, buf, n), BIG_BASE + sizeof(big));
+	ck_assert_ptr_null(pyu_target_read(t, start, buf, 100 * 1024 - 3));
+	ck_assert_mem_eq(buf, big + sizeof(big) - 100 * 1024 + 3, 100 * 1024 - 3);
+	// Small reads at the very end, through the cache.
+	ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + sizeof(big) - 8, buf, 8));
+	assert_fault_at(pyu_target_read(t, BIG_BASE + sizeof(big) - 8, buf, 9),
+			BIG_BASE + sizeof(big));
+	free(buf);
+	pyu_target_destroy(t);
+}
+END_TEST
+
 START_TEST(test_read_cstr)
 {
 	static struct image img;
@@ -553,6 +587,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_callback_failing);
 	tcase_add_test(tc, test_cache_counters);
 	tcase_add_test(tc, test_cache_many_pages);
+	tcase_add_test(tc, test_all_or_nothing_callback);
 	tcase_add_test(tc, test_read_cstr);
 	tcase_add_test(tc, test_mappings_sorted);
 	tcase_add_test(tc, test_path_maps);
