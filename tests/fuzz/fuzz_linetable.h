@@ -4,11 +4,14 @@
 // when one breaks: statuses are only OK/END/CORRUPT; ranges are non-empty, contiguous from 0
 // and fewer than pyu_linetable_max_ranges(); pyu_linetable_decode() never runs out of that
 // room; pyu_linetable_lookup() and the decoded form agree with the iterator at both ends of
-// every range, before the start and past the end (status included).
+// every range, before the start and past the end (status included), and the decoded form at
+// every offset.
 #include <stdlib.h>
 #include <string.h>
 
 #include "linetable.h"
+
+#define EVERY_OFFSET_LIMIT 65536
 
 #define REQUIRE(cond)                                                                        \
 	do {                                                                                 \
@@ -86,6 +89,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < n; i++) {
 		agree(&lt, &d, (int64_t)ranges[i].start, &ranges[i].loc);
 		agree(&lt, &d, (int64_t)ranges[i].end - 1, &ranges[i].loc);
+	}
+	// Every offset through the decoded form (binary search) against the iterator's ranges;
+	// a stride past EVERY_OFFSET_LIMIT keeps the run rate up.
+	uint64_t stride = end / EVERY_OFFSET_LIMIT + 1;
+	for (uint64_t off = 0, i = 0; off < end; off += stride) {
+		while (ranges[i].end <= off)
+			i++;
+		struct pyu_location got;
+		REQUIRE(pyu_linetable_decoded_lookup(&d, (int64_t)off, &got) == PYU_LT_OK);
+		REQUIRE(same(&got, &ranges[i].loc));
 	}
 	// Past the last range: corrupt if the table broke, else the format's past-end rule.
 	agree(&lt, &d, (int64_t)end, NULL);

@@ -33,7 +33,7 @@ struct run {
 	uint64_t neg_deltas, no_line; // <= 3.10 negative line steps; 3.10 -128 entries
 	uint64_t empty, addr255;      // zero-length 3.10 entries / <= 3.9 pure line steps; 255 steps
 	uint64_t max_code_len;
-	int64_t max_line_jump;
+	int64_t max_line_jump, max_line_drop;
 	int fmt;
 };
 
@@ -231,9 +231,11 @@ static bool code_record(gzFile f, struct run *r, struct buf *table, struct buf *
 		}
 		check(r, &lt, &d, name, offset, &want, i % stride == 0 || i + 1 == n);
 		if (i > 0 && want.line != PYU_NO_LINE && prev_line != PYU_NO_LINE) {
-			int64_t jump = llabs((int64_t)want.line - prev_line);
+			int64_t jump = (int64_t)want.line - prev_line;
 			if (jump > r->max_line_jump)
 				r->max_line_jump = jump;
+			if (-jump > r->max_line_drop)
+				r->max_line_drop = -jump;
 		}
 		if (want.line != PYU_NO_LINE)
 			prev_line = want.line;
@@ -322,8 +324,8 @@ int main(int argc, char **argv)
 			for (int k = 0; k < 16; k++)
 				printf(" %d:%" PRIu64, k, r.kinds[k]);
 		}
-		printf("; longest code %" PRIu64 " bytes, largest line jump %" PRId64 ")\n",
-		       r.max_code_len, r.max_line_jump);
+		printf("; longest code %" PRIu64 " bytes, largest line step between instructions +%"
+		       PRId64 " / -%" PRId64 ")\n", r.max_code_len, r.max_line_jump, r.max_line_drop);
 		// A dump without the standard library would make a hollow pass.
 		if (ok && r.mismatches == 0 && r.files_ok >= 100 && r.codes >= 10000)
 			passed++;
