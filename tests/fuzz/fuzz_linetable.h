@@ -11,7 +11,7 @@
 
 #include "linetable.h"
 
-#define EVERY_OFFSET_LIMIT 65536
+#define EVERY_OFFSET_LIMIT 4096
 
 #define REQUIRE(cond)                                                                        \
 	do {                                                                                 \
