@@ -7,7 +7,12 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -565,6 +570,72 @@ START_TEST(test_live_self_threads)
 }
 END_TEST
 
+static bool process_vm_readv_works(pid_t pid);
+
+// In a child: forbid process_vm_readv (as container seccomp profiles do, with EPERM), then
+// read a grandchild's memory, which must fall back to /proc/PID/mem. Returns an exit code:
+// 0 success, 10+ which step failed.
+static int read_without_process_vm_readv(void)
+{
+	pid_t sleeper = fork();
+	if (sleeper < 0)
+		return 10;
+	if (sleeper == 0) {
+		for (;;)
+			pause();
+	}
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+	int rc = 0;
+	struct pyu_target *t = NULL;
+	uint64_t v = 0;
+	unsigned char b;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		rc = 11;
+	else if (process_vm_readv_works(sleeper))
+		rc = 12; // the filter did not take
+	else if (pyu_target_open_pid(sleeper, &t))
+		rc = 13;
+	else if (pyu_target_read_u64(t, (uint64_t)(uintptr_t)&live_marker, &v) ||
+		 v != 0x1122334455667788u)
+		rc = 14;
+	else if (!pyu_target_read_u8(t, 8, &b)) // unmapped memory still faults
+		rc = 15;
+	pyu_target_destroy(t);
+	kill(sleeper, SIGKILL);
+	waitpid(sleeper, NULL, 0);
+	return rc;
+}
+
+static bool process_vm_readv_works(pid_t pid)
+{
+	uint64_t v;
+	struct iovec local = {&v, sizeof(v)};
+	struct iovec remote = {(void *)&live_marker, sizeof(v)};
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == sizeof(v);
+}
+
+START_TEST(test_live_mem_fallback)
+{
+	live_marker = 0x1122334455667788u;
+	pid_t reader = fork();
+	ck_assert_int_ge(reader, 0);
+	if (reader == 0)
+		_exit(read_without_process_vm_readv());
+	live_marker = 0;
+	int status = 0;
+	ck_assert_int_eq(waitpid(reader, &status, 0), reader);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "reader failed with status 0x%x", status);
+}
+END_TEST
+
 START_TEST(test_live_no_such_process)
 {
 	struct pyu_target *t = (struct pyu_target *)&t; // must stay untouched
@@ -597,6 +668,7 @@ static Suite *target_suite(void)
 	tcase_set_timeout(live, 60);
 	tcase_add_test(live, test_live_child);
 	tcase_add_test(live, test_live_self_threads);
+	tcase_add_test(live, test_live_mem_fallback);
 	tcase_add_test(live, test_live_no_such_process);
 	suite_add_tcase(s, live);
 	return s;
