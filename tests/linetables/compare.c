@@ -246,8 +246,8 @@ static bool code_record(gzFile f, struct run *r, struct buf *table, struct buf *
 		struct pyu_location want = line_only(neg);
 		check(r, &lt, &d, name, -1, &want, true);
 	}
-	if (flags & 2) {
-		struct pyu_location want = line_only(past);
+	if (flags & 2) { // PyCode_Addr2Line's -1 is "no line" from 3.10 on
+		struct pyu_location want = line_only(fmt >= 2 && past == -1 ? PYU_NO_LINE : past);
 		check(r, &lt, &d, name, code_len, &want, true);
 	}
 	if (fmt >= 2) { // after everything the table covers: no line

@@ -17,7 +17,8 @@
 #
 # Dump (gzip, little-endian): b"PYULT1\n", u16 n + version string, then records:
 #   tag u8 1, code: u8 format, i32 firstlineno, u32 code_len, u32 table_len, table bytes,
-#       u16 n + name, u8 flags (1: neg valid, 2: past_end valid), i32 neg, i32 past_end,
+#       u16 n + name, u8 flags (1: neg valid, 2: past_end valid), i32 neg, i32 past_end
+#       (PyCode_Addr2Line at -1 and at code_len; -1 = no line on 3.10+),
 #       u32 count, then count entries: format < 3: (i32 offset, i32 line); format 3:
 #       (i32 line, end_line, column, end_column) for code unit 0, 1, ...; None = INT32_MIN;
 #   tag u8 2, stats: u32 stdlib files compiled, u32 stdlib files skipped, u32 corpus sources;
@@ -126,7 +127,8 @@ class Dump(object):
         if ADDR2LINE is not None:
             flags |= 1
             neg = ADDR2LINE(code, -1)
-            if FORMAT <= 1:
+            # Past the end: Py_DEBUG builds of 3.10+ assert on it, release builds answer.
+            if FORMAT <= 1 or not hasattr(sys, "gettotalrefcount"):
                 flags |= 2
                 past = ADDR2LINE(code, len(code.co_code))
         name = name.encode("utf-8", "replace")[:65535]
