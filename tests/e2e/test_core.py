@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+# test_core - the core alone, end to end: for every interpreter of the matrix, the CLI's JSON
+# for a live process, a gdb core and a kernel crash core of the rich scenario, compared field by
+# field with what the target reported about itself; plus the CLI's text, line and list output
+# and its error cases (not Python, truncated and garbage cores, bad arguments).
+#
+#   tests/e2e/test_core.py [-j N] [FILTER...]     (make test-core)
+#
+# FILTER picks cases by substring ("sid-3.14/", "/crash", "errors"); PYUNWIND_PYTHONS narrows
+# the matrix (see tests/harness/matrix.py). Ends with "test-core: N passed, N failed".
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
+          "instruction_offset")
+EXIT_NOT_PYTHON = 3
+
+
+def cli(*args, timeout=120):
+    """Runs the CLI; returns (status, stdout, stderr). A death by signal fails the test."""
+    try:
+        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("pyunwind %s: no answer within %ds" % (" ".join(map(str, args)),
+                                                                     timeout))
+    out = p.stdout.decode("utf-8", "strict")  # the CLI must always print valid UTF-8
+    err = p.stderr.decode("utf-8", "replace")
+    if p.returncode < 0:
+        raise AssertionError("pyunwind %s died of signal %d:\n%s"
+                             % (" ".join(map(str, args)), -p.returncode, err[-2000:]))
+    return p.returncode, out, err
+
+
+def bt_json(target, *extra, executable=None):
+    rc, out, err = cli("bt", "--json", *(extra + (target,) + ((executable,) if executable else ())))
+    assert rc == 0, "pyunwind bt --json %s: status %d: %s" % (target, rc, err.strip())
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        raise AssertionError("not JSON (%s):\n%s" % (e, out[:2000]))
+
+
+def check_document(truth, doc, what):
+    """The JSON against the truth: python block, then every frame of every thread."""
+    problems = []
+    py = doc.get("python", {})
+    tp = truth["python"]
+    if doc.get("pyunwind") != 1:
+        problems.append("pyunwind key is %r" % doc.get("pyunwind"))
+    for key in ("version", "hexversion", "debug_build"):
+        if py.get(key) != tp[key]:
+            problems.append("python.%s is %r, truth %r" % (key, py.get(key), tp[key]))
+    got_threads = dict((t["thread_id"], t) for t in doc.get("threads", []))
+    for tt in truth["threads"]:
+        gt = got_threads.get(tt["thread_id"])
+        if gt and tt.get("native_thread_id") is not None and \
+                gt.get("native_thread_id") is not None and \
+                gt["native_thread_id"] != tt["native_thread_id"]:
+            problems.append("thread %s: native_thread_id %r, truth %r"
+                            % (tt["thread_id"], gt["native_thread_id"], tt["native_thread_id"]))
+    problems += compare(truth, doc, fields=FIELDS, limit=12)
+    if doc.get("errors"):
+        problems.append("errors: %s" % doc["errors"][:3])
+    if problems:
+        raise AssertionError("%s: %d mismatch(es), first ones:\n%s"
+                             % (what, len(problems), "\n".join(problems[:12])))
+
+
+def check_text(truth, target):
+    """The default text output: one header per thread and one File line per frame."""
+    rc, out, err = cli("bt", target)
+    assert rc == 0, "pyunwind bt %s: status %d: %s" % (target, rc, err.strip())
+    headers = len(re.findall(r"^Thread 0x[0-9a-f]+", out, re.M))
+    frames = len(re.findall(r'^#\d+ +File "', out, re.M))
+    want = sum(len(t["frames"]) for t in truth["threads"])
+    assert headers == len(truth["threads"]) and frames == want, \
+        "text: %d thread headers and %d frames, truth has %d and %d:\n%s" \
+        % (headers, frames, len(truth["threads"]), want, out[:1500])
+    assert out.startswith("Python %s" % truth["python"]["version"]), out[:200]
+
+
+def task_states(pid):
+    states = []
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            pass
+    return states
+
+
+def live_case(py):
+    def run():
+        with Target(py, "scenario") as t:
+            doc = bt_json(t.pid, "--stats")
+            check_document(t.truth, doc, "live")
+            states = task_states(t.pid)
+            assert not any(s in "tT" for s in states), \
+                "the process was left stopped: %s" % states
+            check_text(t.truth, t.pid)
+            # line and list on the deepest thread, by kernel tid.
+            rec = t.thread("recursion")
+            if rec.get("native_thread_id"):
+                rc, out, err = cli("line", "--table", "--thread", rec["native_thread_id"],
+                                   t.pid)
+                assert rc == 0, "line --table: %s" % err
+                top = rec["frames"][0]
+                assert "line %s," % top["line"] in out and "\n  ->" in out, out[:1500]
+                rc, out, err = cli("list", "--thread", rec["native_thread_id"], "--frame",
+                                   1, t.pid)
+                assert rc == 0, "list: %s" % err
+                assert re.search(r"^ *>%d    " % rec["frames"][1]["line"], out, re.M), out
+            rc, out, err = cli("bt", "--limit", 3, "--thread", rec["thread_id"], t.pid)
+            assert rc == 0 and "more frames not shown: limit 3" in out, out + err
+    return run
+
+
+def gcore_case(py):
+    def run():
+        with Target(py, "scenario") as t:
+            core = t.gcore()
+            check_document(t.truth, bt_json(core), "gcore")
+            check_text(t.truth, core)
+    return run
+
+
+def crash_case(py):
+    def run():
+        with Target(py, "scenario", mode="crash") as t:
+            core = t.crash_core()
+            check_document(t.truth, bt_json(core, executable=t.executable), "kernel core")
+            # line without --thread shows the crashing thread.
+            crasher = [th for th in t.truth["threads"] if th.get("crashing")][0]
+            rc, out, err = cli("line", core)
+            assert rc == 0, "line: %s" % err
+            assert "in %s\n" % (crasher["frames"][0]["qualname"] or
+                                crasher["frames"][0]["function"]) in out, out[:1000]
+    return run
+
+
+# ---- error cases ----------------------------------------------------------------------------
+
+def expect_clean_error(args, want_status=None, want=None):
+    rc, out, err = cli(*args)
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert rc != 0, "pyunwind %s succeeded:\n%s" % (args, out[:500])
+    if want_status is not None:
+        assert rc == want_status, "pyunwind %s: status %d, want %d: %s" % (args, rc,
+                                                                         want_status, err)
+    assert lines and lines[0].startswith("pyunwind: "), "no message: %r" % err
+    if want:
+        assert re.search(want, lines[0]), "message %r lacks %r" % (lines[0], want)
+    return lines[0]
+
+
+def errors_not_python():
+    p = subprocess.Popen(["sleep", "60"])
+    work = tempfile.mkdtemp(prefix="pyu-core-test-")
+    try:
+        time.sleep(0.1)
+        expect_clean_error(["bt", p.pid], EXIT_NOT_PYTHON, "[Pp]ython")
+        core = os.path.join(work, "sleep.core")
+        subprocess.run(["gdb", "-nx", "-batch", "-p", str(p.pid), "-ex",
+                        "generate-core-file " + core], capture_output=True, timeout=120)
+        assert os.path.getsize(core) > 0, "gdb made no core of sleep"
+        expect_clean_error(["bt", core], EXIT_NOT_PYTHON, "[Pp]ython")
+        assert all(s not in "tT" for s in task_states(p.pid)), "sleep left stopped"
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def errors_garbage():
+    work = tempfile.mkdtemp(prefix="pyu-core-test-")
+    try:
+        def write(name, data):
+            path = os.path.join(work, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            return path
+        expect_clean_error(["bt", os.path.join(work, "missing")])
+        expect_clean_error(["bt", work])
+        expect_clean_error(["bt", write("empty", b"")])
+        expect_clean_error(["bt", write("text", b"hello world\n" * 100)])
+        expect_clean_error(["bt", write("random", os.urandom(65536))])
+        expect_clean_error(["bt", write("elfhead", b"\x7fELF\x02\x01\x01" + b"\0" * 57)])
+        expect_clean_error(["bt", "/bin/true"])  # an ELF, but no core
+        expect_clean_error(["bt", "99999999"])   # digits, but no such process: a file
+        expect_clean_error(["bt", "--path-map", "nothing", "1"], 2)
+        expect_clean_error(["bt", "--limit", "x", "1"], 2)
+        expect_clean_error(["frobnicate", "1"], 2)
+        expect_clean_error([], 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def errors_truncated(py):
+    def run():
+        with Target(py, "scenario") as t:
+            core = t.gcore()
+            size = os.path.getsize(core)
+            with open(core, "rb") as f:
+                data = f.read()
+            outcomes = []
+            for frac in (0.02, 0.25, 0.5, 0.75, 0.98):
+                cut = core + ".cut"
+                with open(cut, "wb") as f:
+                    f.write(data[:int(size * frac)])
+                rc, out, err = cli("bt", "--json", cut)
+                if rc == 0:
+                    doc = json.loads(out)  # partial output must still be a valid document
+                    assert isinstance(doc.get("threads"), list)
+                    outcomes.append("%.2f: %d threads" % (frac, len(doc["threads"])))
+                else:
+                    lines = [l for l in err.splitlines() if l.strip()]
+                    assert len(lines) == 1 and lines[0].startswith("pyunwind: "), \
+                        "cut at %.2f: status %d, stderr %r" % (frac, rc, err[:500])
+                    outcomes.append("%.2f: error" % frac)
+            # Garbage in the second half: flip bytes every 4099 bytes; still no crash, hang
+            # or invalid UTF-8 (cli() checks all three).
+            mangled = bytearray(data)
+            for i in range(len(mangled) // 2, len(mangled), 4099):
+                mangled[i] ^= 0x5a
+            with open(cut, "wb") as f:
+                f.write(bytes(mangled))
+            cli("bt", cut)
+            cli("bt", "--json", cut)
+            print("    truncated %s: %s" % (py.label, ", ".join(outcomes)))
+    return run
+
+
+def main():
+    if not os.access(CLI, os.X_OK):
+        print("build/pyunwind is missing: run make first")
+        print("test-core: 0 passed, 1 failed")
+        return 1
+    cases = []
+    pys = selected()
+    for py in pys:
+        cases.append(("%s/live" % py.label, live_case(py)))
+        cases.append(("%s/gcore" % py.label, gcore_case(py)))
+        cases.append(("%s/crash" % py.label, crash_case(py)))
+    cases.append(("errors/not-python", errors_not_python))
+    cases.append(("errors/garbage", errors_garbage))
+    if pys:
+        cases.append(("errors/truncated-%s" % pys[-1].label, errors_truncated(pys[-1])))
+        cases.append(("errors/truncated-%s" % pys[0].label, errors_truncated(pys[0])))
+    return run_cases(cases, jobs=2, prefix="test-core")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
