@@ -557,6 +557,21 @@ START_TEST(test_core_absurd_headers)
 			pyu_target_destroy(t);
 		}
 	}
+	// More than 65534 segments: e_phnum is PN_XNUM and section header 0 holds the count.
+	fx_free(&f.bytes);
+	fx_put(&f.bytes, orig.data, orig.len);
+	size_t shoff = f.bytes.len;
+	fx_zero(&f.bytes, 64);
+	fx_set(&f.bytes, shoff + 44, 5, 4); // sh_info = 5 program headers
+	fx_set(&f.bytes, 40, shoff, 8);
+	fx_set(&f.bytes, 60, 1, 2);
+	fx_set(&f.bytes, 56, 0xffff, 2);
+	fx_write_file(f.core, f.bytes.data, f.bytes.len);
+	t = open_core_ok(f.core, NULL);
+	assert_pattern(t, 0x400ff8, 16);
+	assert_lib(t, 0x600000, 16, 0x1000);
+	ck_assert_uint_eq(pyu_target_thread_count(t), 2);
+	pyu_target_destroy(t);
 	// Changing the first PT_LOAD's offset past the end makes it unreadable, not wrong.
 	fx_free(&f.bytes);
 	fx_put(&f.bytes, orig.data, orig.len);
