@@ -9,7 +9,15 @@
 //  - pyu_linetable_decode() once per code object into caller-supplied storage (size it with
 //    pyu_linetable_max_ranges()), then pyu_linetable_decoded_lookup() per offset (binary
 //    search, O(log ranges)). Both give identical answers for every offset, corrupt tables
-//    included. Use the decoded form when one code object is asked many times (deep recursion).
+//    included. Use the decoded form when one code object is asked many times (deep recursion):
+//
+//	size_t cap = pyu_linetable_max_ranges(&lt);         // table length + 1
+//	struct pyu_line_range *r = malloc(cap * sizeof(*r)); // the caller owns the storage
+//	struct pyu_linetable_decoded d;
+//	if (r && pyu_linetable_decode(&lt, r, cap, &d) != PYU_LT_NOSPACE)
+//		... pyu_linetable_decoded_lookup(&d, offset, &loc) for every frame of the code ...
+//
+//    The decoded form holds no pointer into lt.buf, so the table copy may be freed after.
 #ifndef PYU_LINETABLE_H
 #define PYU_LINETABLE_H
 
