@@ -53,6 +53,7 @@ struct pyu_elf {
 	int fd;
 	uint64_t file_size;
 	uint16_t type;
+	uint64_t entry;
 	struct elf_phdr *phdrs;
 	size_t phnum;
 	struct elf_shdr *shdrs;
@@ -124,6 +125,7 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s: only 64-bit little-endian ELF "
 					"files are supported", elf->path);
 	elf->type = get16(eh + 16);
+	elf->entry = get64(eh + 24);
 	uint64_t phoff = get64(eh + 32), shoff = get64(eh + 40);
 	uint16_t phentsize = get16(eh + 54), phnum = get16(eh + 56);
 	uint16_t shentsize = get16(eh + 58), shnum = get16(eh + 60), shstrndx = get16(eh + 62);
@@ -257,6 +259,27 @@ const char *pyu_elf_path(const struct pyu_elf *elf)
 uint16_t pyu_elf_type(const struct pyu_elf *elf)
 {
 	return elf->type;
+}
+
+uint64_t pyu_elf_entry(const struct pyu_elf *elf)
+{
+	return elf->entry;
+}
+
+bool pyu_elf_load_segment(const struct pyu_elf *elf, size_t i, struct pyu_elf_segment *ret)
+{
+	for (size_t k = 0; k < elf->phnum; k++) {
+		const struct elf_phdr *p = &elf->phdrs[k];
+		if (p->type != PT_LOAD || i-- > 0)
+			continue;
+		ret->vaddr = p->vaddr;
+		ret->memsz = p->memsz;
+		ret->offset = p->offset;
+		ret->filesz = p->filesz;
+		ret->flags = p->flags;
+		return true;
+	}
+	return false;
 }
 
 static const struct elf_phdr *first_load(const struct pyu_elf *elf)

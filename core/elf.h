@@ -65,6 +65,17 @@ uint16_t pyu_elf_type(const struct pyu_elf *elf);
 // p_vaddr of the first PT_LOAD program header (0 if none). Cannot fail.
 uint64_t pyu_elf_first_load_vaddr(const struct pyu_elf *elf);
 
+// e_entry: the entry point's virtual address in the file. Cannot fail.
+uint64_t pyu_elf_entry(const struct pyu_elf *elf);
+
+// The @i-th PT_LOAD program header (in file order). Returns false when there is none.
+struct pyu_elf_segment {
+	uint64_t vaddr, memsz;   // where it is loaded (before the load bias), and its size
+	uint64_t offset, filesz; // where its bytes are in the file
+	uint32_t flags;          // PF_X 1, PF_W 2, PF_R 4
+};
+bool pyu_elf_load_segment(const struct pyu_elf *elf, size_t i, struct pyu_elf_segment *ret);
+
 // Looks up a defined symbol named @name, in .dynsym first, then .symtab. Symbol tables are
 // read into memory on first use. On error (PYU_ERR_NOT_FOUND when no such symbol or the file
 // is stripped of both tables; PYU_ERR_FORMAT for a malformed table), *ret is unchanged.

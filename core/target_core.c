@@ -6,6 +6,8 @@
 // error, never a crash.
 #include "target_impl.h"
 
+#include "elf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -667,6 +669,67 @@ static const char *core_executable(const struct core_notes *n)
 	return NULL;
 }
 
+// A core without NT_FILE (old kernels, some core writers) names no files. With the
+// executable given, its segments can still be placed: the load bias is AT_ENTRY - e_entry.
+// Mappings the core already has at those addresses get the executable's name; failures only
+// mean the executable stays unnamed.
+static struct pyu_error *place_executable(struct pyu_target *t, const struct core_notes *n,
+					  const char *executable)
+{
+	struct pyu_elf *elf;
+	struct pyu_error *err = pyu_elf_open(executable, &elf);
+	if (err) {
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	uint64_t bias = 0;
+	if (pyu_elf_type(elf) == PYU_ELF_ET_DYN) {
+		if (!n->entry || n->entry < pyu_elf_entry(elf)) {
+			pyu_elf_close(elf);
+			return NULL;
+		}
+		bias = n->entry - pyu_elf_entry(elf);
+	}
+	struct pyu_elf_segment seg;
+	for (size_t i = 0; !err && pyu_elf_load_segment(elf, i, &seg); i++) {
+		uint64_t start = (seg.vaddr & ~(uint64_t)(PYU_PAGE_SIZE - 1)) + bias;
+		uint64_t end = seg.vaddr + seg.memsz + bias;
+		uint64_t offset = seg.offset & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		if (end < start || end - start > (1ull << 40) || seg.filesz == 0)
+			continue;
+		// Only the file-backed part: .bss beyond it is anonymous memory.
+		uint64_t file_end = seg.vaddr + seg.filesz + bias;
+		if (file_end < end)
+			end = file_end;
+		end = (end + PYU_PAGE_SIZE - 1) & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
+		if (m && m->start == start && !m->path) {
+			char *path = strdup(executable), *local = strdup(executable);
+			if (!path || !local) {
+				free(path);
+				free(local);
+				err = &pyu_error_nomem;
+				break;
+			}
+			m->path = path;
+			m->local_path = local;
+			m->offset = offset;
+			if (m->end > end) { // the rest is the anonymous .bss, not the file
+				uint64_t rest_end = m->end;
+				bool r = m->readable, w = m->writable, x = m->executable;
+				m->end = end;
+				err = pyu_target_add_mapping_perms(t, end, rest_end, 0, r, w, x, NULL);
+			}
+		} else if (!m && !pyu_target_find_mapping(t, end - 1)) {
+			err = pyu_target_add_mapping_perms(t, start, end, offset, (seg.flags & 4) != 0,
+							   (seg.flags & 2) != 0, (seg.flags & 1) != 0,
+							   executable);
+		}
+	}
+	pyu_elf_close(elf);
+	return err;
+}
+
 static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 				   const char *path, const char *executable)
 {
@@ -701,6 +764,8 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 	}
 	if (!err)
 		err = add_mappings(t, c, &notes);
+	if (!err && executable && notes.file_count == 0)
+		err = place_executable(t, &notes, executable);
 	if (!err && executable) {
 		const char *exe = core_executable(&notes);
 		// Without a name for it in the core, the executable can only name itself.

@@ -665,6 +665,63 @@ START_TEST(test_core_build_id)
 }
 END_TEST
 
+START_TEST(test_core_without_nt_file)
+{
+	// An executable (PIE, entry at 0x1100) whose code pages a core without NT_FILE left out.
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct fx_buf exe = {0};
+	fx_ehdr(&exe, 3, 64, 2, 0, 0, 0);
+	fx_set(&exe, 24, 0x1100, 8); // e_entry
+	fx_phdr(&exe, 1, 5, 0, 0, 0x3000, 0x3000);
+	fx_phdr(&exe, 1, 6, 0x3000, 0x3000, 0x800, 0x2000); // data, then .bss
+	fx_zero(&exe, 0x1000 - exe.len);
+	for (size_t i = 0x1000; i < 0x3800; i++) {
+		unsigned char c = lib_byte(i);
+		fx_put(&exe, &c, 1);
+	}
+	fx_write_file(f.lib, exe.data, exe.len);
+	const uint64_t base = 0x555555554000u;
+	struct fx_seg segs[] = {
+		{base, 0x3000, 0x1000, PF_R | PF_X, exe.data}, // the first page only
+		{base + 0x3000, 0x2000, 0x2000, PF_R | PF_W, NULL}, // data and .bss, one segment
+	};
+	struct fx_buf auxv = {0};
+	fx_u64(&auxv, 9), fx_u64(&auxv, base + 0x1100), fx_u64(&auxv, 0), fx_u64(&auxv, 0);
+	struct fx_note note = {"CORE", 6, auxv.data, auxv.len};
+	fx_free(&f.bytes);
+	fx_core(&f.bytes, segs, 2, &note, 1, NULL);
+	fx_write_file(f.core, f.bytes.data, f.bytes.len);
+
+	struct pyu_target *t = open_core_ok(f.core, NULL);
+	unsigned char buf[16];
+	assert_fault_at(pyu_target_read(t, base + 0x1000, buf, 16), base + 0x1000);
+	ck_assert_ptr_null(pyu_target_find_mapping(t, base)->path);
+	pyu_target_destroy(t);
+
+	t = open_core_ok(f.core, f.lib);
+	assert_lib(t, base + 0x1000, 16, 0x1000);
+	assert_lib(t, base + 0x2ff0, 16, 0x2ff0);
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, base);
+	ck_assert_str_eq(m->path, f.lib);
+	ck_assert_uint_eq(m->offset, 0);
+	ck_assert_uint_eq(m->end, base + 0x3000);
+	m = pyu_target_find_mapping(t, base + 0x3000);
+	ck_assert_str_eq(m->path, f.lib);
+	ck_assert_uint_eq(m->offset, 0x3000);
+	ck_assert_uint_eq(m->end, base + 0x4000); // the file's part of the data segment
+	m = pyu_target_find_mapping(t, base + 0x4000); // the .bss part stays anonymous
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_null(m->path);
+	ck_assert(m->writable);
+	assert_pattern(t, base + 0x3ff8, 16); // from the core, across the split
+	pyu_target_destroy(t);
+	fx_free(&exe);
+	fx_free(&auxv);
+	fixture_fini(&f);
+}
+END_TEST
+
 // ---- compressed cores ----------------------------------------------------------------------
 
 #if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
@@ -1034,6 +1091,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_core_absurd_headers);
 	tcase_add_test(tc, test_core_compressed);
 	tcase_add_test(tc, test_core_build_id);
+	tcase_add_test(tc, test_core_without_nt_file);
 	suite_add_tcase(s, tc);
 	TCase *real = tcase_create("gdb");
 	tcase_set_timeout(real, 300);
