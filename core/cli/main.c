@@ -81,6 +81,7 @@ static bool parse_u64(const char *s, uint64_t *ret)
 	return true;
 }
 
+// Returns 0 to go on, 2 after a usage error, -1 after printing the help.
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -95,7 +96,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 		uint64_t v;
-		if (!strcmp(a, "--all")) {
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage, stdout);
+			return -1;
+		} else if (!strcmp(a, "--all")) {
 			o->has_thread = false;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
@@ -351,7 +355,7 @@ int main(int argc, char **argv)
 	struct options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)
-		return rc;
+		return rc < 0 ? 0 : rc; // -1: help was asked for and printed
 	long t0 = now_ms();
 	int32_t pid = 0;
 	bool live = is_pid(o.target, &pid);
