@@ -660,18 +660,18 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		uint64_t ip = get_u64(buf, l->iframe.instr_ptr);
 		int64_t q = (int64_t)(ip - start);
-		// CPython hides frames still in their prologue (before RESUME).
-		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)w->codes->extra[index].firsttraceable) {
-			addr = next;
-			continue;
-		}
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
 					 "frame at 0x%" PRIx64 ": instruction pointer 0x%" PRIx64
 					 " outside its code object at 0x%" PRIx64, addr, ip, code);
 			if (err)
 				return err;
+			addr = next;
+			continue;
+		}
+		// CPython hides frames still in their prologue (before RESUME).
+		if (l->skip_incomplete && owner != l->owner_generator &&
+		    q < 2 * (int64_t)w->codes->extra[index].firsttraceable) {
 			addr = next;
 			continue;
 		}
