@@ -71,6 +71,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->exe_target_path);
 	free(t->exe_local_path);
 	free(t->cache);
+	free(t->notice);
 	close_files(t);
 	for (size_t i = 0; i < t->file_check_count; i++) {
 		free(t->file_checks[i].path);
@@ -224,6 +225,11 @@ struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size
 	s[n] = '\0';
 	*ret = s;
 	return NULL;
+}
+
+const char *pyu_target_notice(const struct pyu_target *t)
+{
+	return t->notice;
 }
 
 PYU_PUBLIC uint64_t pyu_target_backend_reads(const struct pyu_target *t)

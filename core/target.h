@@ -66,6 +66,10 @@ const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *
 // it cannot tell (no build IDs, out of memory) the answer is true.
 bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m);
 
+// Something the user should know about the target as a whole, to add to errors (e.g. "the
+// core file is truncated: ..."), or NULL. Owned by @t. Cannot fail.
+const char *pyu_target_notice(const struct pyu_target *t);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

@@ -56,6 +56,7 @@ struct core_load {
 struct core_backend {
 	int fd;
 	uint64_t file_size;
+	uint64_t expected_size; // where the last segment's data ends, by the headers
 	struct core_load *loads; // sorted by vaddr
 	size_t load_count;
 };
@@ -514,6 +515,9 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 			.memsz = get64(ph + 40),
 		};
 		uint32_t type = get32(ph);
+		if ((type == PT_NOTE || type == PT_LOAD) && l.filesz > 0 &&
+		    l.offset + l.filesz > l.offset && l.offset + l.filesz > c->expected_size)
+			c->expected_size = l.offset + l.filesz;
 		if (type == PT_NOTE) {
 			(*notes)[(*note_count)++] = l;
 		} else if (type == PT_LOAD && l.memsz > 0 && l.vaddr + l.memsz > l.vaddr) {
@@ -764,6 +768,14 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 	}
 	if (!err)
 		err = add_mappings(t, c, &notes);
+	if (!err && c->expected_size > c->file_size) {
+		char *msg = NULL;
+		if (asprintf(&msg, "the core file is truncated: %" PRIu64 " of %" PRIu64
+			     " bytes present%s; memory whose data would lie past the end is "
+			     "unreadable", c->file_size, c->expected_size,
+			     notes.file_count ? "" : ", and the notes naming its files are lost") >= 0)
+			t->notice = msg;
+	}
 	if (!err && executable && notes.file_count == 0)
 		err = place_executable(t, &notes, executable);
 	if (!err && executable) {

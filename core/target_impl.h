@@ -60,6 +60,8 @@ struct pyu_target {
 	// explicit executable argument); both NULL when not given.
 	char *exe_target_path, *exe_local_path;
 
+	char *notice; // see pyu_target_notice(); owned, may be NULL
+
 	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
 	uint64_t backend_reads, cached_reads;
 

@@ -178,6 +178,7 @@ START_TEST(test_core_reads)
 	fixture_init(&f, NULL);
 	struct pyu_target *t = open_core_ok(f.core, NULL);
 	unsigned char buf[64];
+	ck_assert_ptr_null(pyu_target_notice(t)); // a whole core
 
 	assert_pattern(t, 0x400000, 16);
 	assert_pattern(t, 0x400ff8, 16); // across a page boundary
@@ -346,6 +347,9 @@ START_TEST(test_core_truncated)
 		}
 		ck_assert_msg(!err, "cut %zu: %s", cut, pyu_error_message(err));
 		opened++;
+		// Every cut loses data the headers promise, and the target says so.
+		ck_assert_ptr_nonnull(pyu_target_notice(t));
+		ck_assert_ptr_nonnull(strstr(pyu_target_notice(t), "truncated"));
 		ck_assert_uint_le(pyu_target_thread_count(t), 2);
 		// Segment 0x400000 starts at core offset 0x1000 (page aligned after the notes).
 		for (uint64_t a = 0x400000; a < 0x403000; a += 0x7f8) {
@@ -970,6 +974,7 @@ START_TEST(test_gdb_core)
 	snapshot_take(live, &snap);
 
 	struct pyu_target *core = open_core_ok(f.core, NULL);
+	ck_assert_ptr_null(pyu_target_notice(core));
 	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
 	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
 	check_exe_mapping(live, core, exe);
@@ -1062,6 +1067,7 @@ START_TEST(test_kernel_core)
 	snprintf(alt, sizeof(alt), "%s.%d", core_path, (int)pid); // kernel.core_uses_pid
 	struct pyu_target *core = open_core_ok(access(core_path, F_OK) == 0 ? core_path : alt,
 					      NULL);
+	ck_assert_ptr_null(pyu_target_notice(core));
 	ck_assert_uint_eq(pyu_target_thread_count(core), 1);
 	ck_assert_int_eq(pyu_target_thread(core, 0), pid);
 	check_exe_mapping(live, core, exe);
