@@ -770,7 +770,30 @@ START_TEST(test_core_compressed)
 		free(gz);
 		check_compressed(&f, packed, n, true);
 		check_compressed(&f, packed, n / 2, false); // truncated
+		// Zero padding after the member (as some tools leave) ends the data.
+		ck_assert_uint_lt(n + 512, sizeof(packed));
+		memset(packed + n, 0, 512);
+		check_compressed(&f, packed, n + 512, true);
 		formats++;
+	}
+	{
+		// Two members, as pigz or `cat a.gz b.gz` make.
+		char *gz = join(f.dir, "core2.gz");
+		size_t half = f.bytes.len / 2;
+		gzFile z = gzopen(gz, "wb");
+		ck_assert_int_eq(gzwrite(z, f.bytes.data, (unsigned)half), (int)half);
+		ck_assert_int_eq(gzclose(z), Z_OK);
+		z = gzopen(gz, "ab");
+		ck_assert_int_eq(gzwrite(z, f.bytes.data + half, (unsigned)(f.bytes.len - half)),
+				 (int)(f.bytes.len - half));
+		ck_assert_int_eq(gzclose(z), Z_OK);
+		FILE *fp = fopen(gz, "rb");
+		static unsigned char packed2[1 << 20];
+		size_t n = fread(packed2, 1, sizeof(packed2), fp);
+		fclose(fp);
+		unlink(gz);
+		free(gz);
+		check_compressed(&f, packed2, n, true);
 	}
 #endif
 #ifdef PYU_HAVE_ZSTD
@@ -781,6 +804,16 @@ START_TEST(test_core_compressed)
 		ck_assert(!ZSTD_isError(n));
 		check_compressed(&f, packed, n, true);
 		check_compressed(&f, packed, n / 2, false);
+		free(packed);
+		// Two frames back to back.
+		size_t half = f.bytes.len / 2;
+		packed = malloc(2 * cap);
+		size_t n1 = ZSTD_compress(packed, cap, f.bytes.data, half, 3);
+		ck_assert(!ZSTD_isError(n1));
+		size_t n2 = ZSTD_compress((char *)packed + n1, cap, f.bytes.data + half,
+					  f.bytes.len - half, 3);
+		ck_assert(!ZSTD_isError(n2));
+		check_compressed(&f, packed, n1 + n2, true);
 		free(packed);
 		formats++;
 	}
@@ -794,6 +827,17 @@ START_TEST(test_core_compressed)
 				 LZMA_OK);
 		check_compressed(&f, packed, n, true);
 		check_compressed(&f, packed, n / 2, false);
+		// Two streams back to back, as `xz` writes for concatenated input.
+		size_t half = f.bytes.len / 2, n2 = n;
+		packed = realloc(packed, 2 * cap);
+		n = 0;
+		ck_assert_int_eq(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC32, NULL, f.bytes.data,
+							 half, packed, &n, cap), LZMA_OK);
+		n2 = n;
+		ck_assert_int_eq(lzma_easy_buffer_encode(1, LZMA_CHECK_CRC32, NULL,
+							 f.bytes.data + half, f.bytes.len - half,
+							 packed, &n2, 2 * cap), LZMA_OK);
+		check_compressed(&f, packed, n2, true);
 		free(packed);
 		formats++;
 	}
