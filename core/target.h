@@ -29,14 +29,18 @@ struct pyu_mapping {
 typedef uint64_t (*pyu_backend_read_fn)(struct pyu_target *t, uint64_t addr, void *buf,
 					 uint64_t len);
 
-// Reads exactly @len bytes at @addr. On error (PYU_ERR_FAULT naming the address), @buf contents
-// are unspecified.
+// Reads exactly @len bytes at @addr. Reads go through a direct-mapped cache of 4 KiB pages
+// (256 per target); reads of 64 KiB or more go to the backend directly. Each page touched
+// counts once, as a backend read (pyu_target_backend_reads) or a cached one. On error
+// (PYU_ERR_FAULT naming the first unreadable address), @buf contents are unspecified.
 struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf, size_t len);
 // Typed little-endian reads. On error, *ret is unchanged.
 struct pyu_error *pyu_target_read_u64(struct pyu_target *t, uint64_t addr, uint64_t *ret);
 struct pyu_error *pyu_target_read_u32(struct pyu_target *t, uint64_t addr, uint32_t *ret);
 struct pyu_error *pyu_target_read_u8(struct pyu_target *t, uint64_t addr, uint8_t *ret);
-// Reads bytes up to @max or a NUL, whichever first; *ret is NUL-terminated, malloc'd.
+// Reads bytes up to @max or a NUL, whichever first; *ret is NUL-terminated, malloc'd. A
+// string that ends right before unreadable memory still reads. On error (PYU_ERR_FAULT when
+// memory ends before a NUL or @max), *ret is unchanged.
 struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size_t max,
 				       char **ret);
 
