@@ -438,6 +438,18 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		if (m && m->path)
 			best.name_version = version_from_name(m->path, &best.debug, &best.ft);
 	}
+	// PyInterpreterState_Head() reads _PyRuntime.interpreters.head from 3.7 on: with the
+	// version known, the decoded address gives _PyRuntime itself.
+	if (!best.runtime && best.interp_head) {
+		uint32_t v = best.py_version ? best.py_version
+			   : best.name_version ? best.name_version : best.presence_version;
+		const struct pyu_layout *l = pyu_layout_for_version(v);
+		if (l && l->runtime.interpreters_head != PYU_NO_FIELD) {
+			best.runtime = best.interp_head - (uint64_t)l->runtime.interpreters_head;
+			appendf(best.how, sizeof(best.how), " (_PyRuntime at 0x%" PRIx64 ")",
+				best.runtime);
+		}
+	}
 	appendf(rt.notes, sizeof(rt.notes), "found by %s; ", best.how);
 	if (best_m)
 		snprintf(rt.image, sizeof(rt.image), "%s", best_m->path);

@@ -155,6 +155,85 @@ def gil_case(py):
     return ("%s/gil" % py.label, run)
 
 
+# Each way of finding the interpreter, on a real stripped 3.14: copies of the executable with
+# the names the earlier routes look for renamed, so that only the next route can succeed.
+ROUTES = (
+    ("symbol _PyRuntime", []),
+    ("section .PyRuntime", [b"\x00_PyRuntime\x00"]),
+    ("decoded from PyInterpreterState_Head", [b"\x00_PyRuntime\x00", b".PyRuntime\x00"]),
+    ("_Py_DebugOffsets cookie", [b"\x00_PyRuntime\x00", b".PyRuntime\x00",
+                                 b"\x00PyInterpreterState_Head\x00"]),
+)
+
+
+ROUTES_PROGRAM = '''
+import json, sys, threading, time
+def report():
+    out = []
+    for ident, f in sys._current_frames().items():
+        if ident == threading.current_thread().ident:
+            continue  # still moving: only the parked thread is compared
+        frames = []
+        while f is not None:
+            frames.append((f.f_code.co_name, f.f_lineno))
+            f = f.f_back
+        out.append(frames)
+    return out
+def inner(ev):
+    ev.wait()
+def outer(ev):
+    inner(ev)
+ev = threading.Event()
+t = threading.Thread(target=outer, args=(ev,))
+t.start()
+time.sleep(0.2)
+stack = report()
+sys.stdout.write(json.dumps(stack) + "\\n")
+sys.stdout.flush()
+ev.wait()
+'''
+
+
+def routes_case(py):
+    def run():
+        exe = os.path.realpath(py.path)
+        with open(exe, "rb") as f:
+            image = f.read()
+        tmp = tempfile.mkdtemp(prefix="pyu-routes-")
+        try:
+            for how, hide in ROUTES:
+                data = image
+                for name in hide:
+                    assert data.count(name) == 1, "%r is not in %s exactly once" % (name, exe)
+                    data = data.replace(name, name[:-2] + b"X" + name[-1:])
+                copy = os.path.join(tmp, "python-%d" % len(hide))
+                with open(copy, "wb") as f:
+                    f.write(data)
+                os.chmod(copy, 0o755)
+                # A copy finds its standard library through PYTHONHOME. Extension modules
+                # need the hidden names, so the program uses only built-in modules.
+                home = os.path.dirname(os.path.dirname(exe))
+                env = dict(os.environ, PYTHONHOME=home)
+                proc = subprocess.Popen([copy, "-c", ROUTES_PROGRAM], stdout=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, env=env)
+                try:
+                    want = json.loads(proc.stdout.readline().decode())
+                    os.kill(proc.pid, signal.SIGSTOP)
+                    doc = walk(proc.pid)
+                finally:
+                    proc.kill()
+                    proc.wait()
+                got = [[(f["function"], f["line"]) for f in t["frames"]]
+                       for t in doc["threads"]]
+                want = [[tuple(f) for f in frames] for frames in want]
+                assert want and all(w in got for w in want), \
+                    "%s: %s, target says %s" % (how, got, want)
+                assert how in " ".join(doc["notes"]), "%s: notes %s" % (how, doc["notes"])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return ("%s/routes" % py.label, run)
+
+
 def main():
     pys = selected()
     cases = [live_case(py) for py in pys] + [gil_case(py) for py in pys]
@@ -163,6 +242,8 @@ def main():
             cases += [gcore_case(py), crash_case(py)]
         if py.label in STRIPPED_LABELS:
             cases.append(stripped_case(py))
+        if py.label == "sid-3.14":
+            cases.append(routes_case(py))
     return run_cases(cases, prefix="test-walk")
 
 
