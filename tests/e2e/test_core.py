@@ -151,6 +151,73 @@ def crash_case(py):
     return run
 
 
+# ---- text against CPython's own tracebacks -----------------------------------------------------
+
+TEXT_TARGET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "text_target.py")
+
+
+def parse_bt_text(out):
+    """{thread_id: [(file, line, [source and caret lines with the 8-space indent cut to 4])]}"""
+    threads, frames = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^Thread 0x([0-9a-f]+)", line)
+        if m:
+            frames = threads.setdefault(int(m.group(1), 16), [])
+            continue
+        m = re.match(r'^#\d+ +File "(.*)", line (\S+), in ', line)
+        if m and frames is not None:
+            frames.append((m.group(1), m.group(2), []))
+        elif line.startswith("        ") and frames:
+            frames[-1][2].append(line[4:])
+    return threads
+
+
+def text_case(py):
+    """py-bt's source lines and carets equal what the target's traceback module prints for the
+    same frames. CPython 3.13+ tracebacks show every line of a multi-line range and mark calls
+    with ~ anchors, which py-bt does not (it follows the 3.11/3.12 layout), so those versions
+    are compared on their source lines only; so are lines with double-width characters on
+    early 3.11 releases, whose carets count characters rather than terminal columns."""
+    def run():
+        with Target(py, TEXT_TARGET) as t:
+            with open(os.path.join(t.workdir, "tracebacks.json"), encoding="utf-8") as f:
+                rendered = json.load(f)
+            wide_aware = rendered.pop("wide_aware")
+            rc, out, err = cli("bt", t.pid)
+            assert rc == 0, "bt: %s" % err
+            ours = parse_bt_text(out)
+            carets = py.minor in ("3.11", "3.12")
+            problems, compared = [], 0
+            for ident, blocks in sorted(rendered.items()):
+                frames = ours.get(int(ident))
+                if frames is None:
+                    problems.append("thread %s missing from:\n%s" % (ident, out[:800]))
+                    continue
+                for i, block in enumerate(blocks):
+                    lines = block.rstrip("\n").split("\n")
+                    head = re.match(r'^  File "(.*)", line (\S+), in ', lines[0])
+                    want = [l for l in lines[1:] if carets or not re.match(r"^ *[~^]+ *$", l)]
+                    if py.minor not in ("3.11", "3.12") and want:
+                        want = want[:1]  # 3.13+: the first line of a multi-line range
+                    if i + 1 >= len(frames):
+                        problems.append("thread %s: no frame #%d" % (ident, i + 1))
+                        break
+                    file, line, got = frames[i + 1]
+                    wide = any(ord(c) >= 0x1100 for c in "".join(want))
+                    if not carets or (wide and not wide_aware):
+                        got = [l for l in got if not re.match(r"^ *[~^]+ *$", l)]
+                        want = [l for l in want if not re.match(r"^ *[~^]+ *$", l)]
+                    compared += 1
+                    if (file, line) != (head.group(1), head.group(2)) or got != want:
+                        problems.append("thread %s frame #%d:\n  ours:    %r\n  CPython: %r"
+                                        % (ident, i + 1, (file, line, got),
+                                           (head.group(1), head.group(2), want)))
+            assert compared > 20, "only %d frames compared" % compared
+            assert not problems, "%d frame(s) differ:\n%s" % (len(problems),
+                                                                "\n".join(problems[:6]))
+    return run
+
+
 # ---- error cases ----------------------------------------------------------------------------
 
 def expect_clean_error(args, want_status=None, want=None):
@@ -254,6 +321,9 @@ def main():
         cases.append(("%s/live" % py.label, live_case(py)))
         cases.append(("%s/gcore" % py.label, gcore_case(py)))
         cases.append(("%s/crash" % py.label, crash_case(py)))
+    for py in pys:
+        if py.minor != "2.7":
+            cases.append(("%s/text" % py.label, text_case(py)))
     cases.append(("errors/not-python", errors_not_python))
     cases.append(("errors/garbage", errors_garbage))
     if pys:
