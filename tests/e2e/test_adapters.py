@@ -301,6 +301,33 @@ def check_commands(py, debugger):
                                  % (what, len(listed), outs[9]))
 
 
+def check_thread_switch(py, debugger):
+    """py-bt follows the debugger's selected thread; py-up's selection is per thread."""
+    with Target(py, "sample") as t:
+        if debugger == "gdb":
+            cmds = ["thread 2", "python print(gdb.selected_thread().ptid[1])", "py-bt --json",
+                    "py-up", "thread 1", "py-line", "thread 2", "py-line"]
+        else:
+            cmds = ["thread select 2", "script print(lldb.thread.GetThreadID())", "py-bt --json",
+                    "py-up", "thread select 1", "py-line", "thread select 2", "py-line"]
+        rc, outs, err = run_debugger(debugger, ["-p", str(t.pid)], cmds)
+        what = debugger + " thread switch"
+        no_traceback(what, err, *outs)
+        tid = int(outs[1].strip().splitlines()[-1])
+        doc = parse_json(outs[2], what)
+        got = doc["threads"][0]
+        if got["native_thread_id"] != tid:
+            raise AssertionError("%s: py-bt showed tid %s, the selected thread is %s"
+                                 % (what, got["native_thread_id"], tid))
+        truth = [th for th in t.truth["threads"] if th["thread_id"] == got["thread_id"]]
+        problems = compare(dict(t.truth, threads=truth), doc)
+        if problems:
+            raise AssertionError("%s:\n  %s" % (what, "\n  ".join(problems)))
+        if not outs[5].lstrip().startswith("#0 ") or not outs[7].lstrip().startswith("#1 "):
+            raise AssertionError("%s: the selected Python frame is not kept per thread:\n%s\n%s"
+                                 % (what, outs[5], outs[7]))
+
+
 # ---- golden text ----------------------------------------------------------------------------
 
 def normalize(text, t):
@@ -457,6 +484,10 @@ def cases():
         for dbg in ("gdb", "lldb"):
             out.append(("%s commands %s" % (dbg, py.label),
                         (lambda p, d: lambda: check_commands(p, d))(py, dbg)))
+    for py in [p for p in pys if p.label in ("pyenv-2.7", "pyenv-3.10", "sid-3.15")]:
+        for dbg in ("gdb", "lldb"):
+            out.append(("%s thread-switch %s" % (dbg, py.label),
+                        (lambda p, d: lambda: check_thread_switch(p, d))(py, dbg)))
     golden = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.14", "pyenv-2.7")]
     for py in golden:
         for dbg in ("gdb", "lldb"):
