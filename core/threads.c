@@ -48,6 +48,8 @@ static uint64_t gil_holder(struct pyu_walk *w, uint64_t interp, bool *known)
 	uint64_t holder = 0;
 	struct pyu_error *err = NULL;
 	*known = false;
+	if (rt->free_threaded)
+		return 0; // the GIL is normally disabled: many threads may run at once
 	switch (l->gil) {
 	case PYU_GIL_CURRENT_SYMBOL:
 	case PYU_GIL_RUNTIME_CURRENT:
