@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -526,4 +527,85 @@ bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf
 			return true;
 	}
 	return false;
+}
+
+// Opens @path as the debug file of @elf if it is one (same build ID when @want_len > 0).
+static bool try_debug_file(const char *path, const uint8_t *want, size_t want_len,
+			   struct pyu_elf **ret)
+{
+	struct pyu_elf *dbg;
+	struct pyu_error *err = pyu_elf_open(path, &dbg);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	if (want_len > 0) {
+		uint8_t have[PYU_BUILD_ID_MAX];
+		size_t have_len = 0;
+		err = pyu_elf_build_id(dbg, have, sizeof(have), &have_len);
+		bool same = !err && have_len == want_len && memcmp(have, want, want_len) == 0;
+		pyu_error_destroy(err);
+		if (!same) {
+			pyu_elf_close(dbg);
+			return false;
+		}
+	}
+	*ret = dbg;
+	return true;
+}
+
+struct pyu_error *pyu_elf_open_debug(struct pyu_elf *elf, const char *root,
+				     struct pyu_elf **ret)
+{
+	if (!root)
+		root = "/usr/lib/debug";
+	uint8_t id[PYU_BUILD_ID_MAX];
+	size_t id_len = 0;
+	struct pyu_error *err = pyu_elf_build_id(elf, id, sizeof(id), &id_len);
+	pyu_error_destroy(err);
+	if (err)
+		id_len = 0;
+	size_t room = strlen(root) + strlen(elf->path) + 2 * PYU_BUILD_ID_MAX + 300;
+	char *path = malloc(room);
+	if (!path)
+		return &pyu_error_nomem;
+	bool found = false;
+	if (id_len >= 2) {
+		int n = snprintf(path, room, "%s/.build-id/%02x/", root, id[0]);
+		for (size_t i = 1; i < id_len && n > 0 && (size_t)n + 3 < room; i++)
+			n += snprintf(path + n, room - (size_t)n, "%02x", id[i]);
+		if (n > 0 && (size_t)n + 7 < room) {
+			memcpy(path + n, ".debug", 7);
+			found = try_debug_file(path, id, id_len, ret);
+		}
+	}
+	struct pyu_elf_section sec;
+	err = found ? NULL : pyu_elf_find_section(elf, ".gnu_debuglink", &sec);
+	if (!found && !err && sec.size > 1 && sec.size <= 256) {
+		char link[257];
+		if (!pyu_elf_read_file(elf, sec.offset, link, (size_t)sec.size) &&
+		    memchr(link, '\0', (size_t)sec.size) && !strchr(link, '/') && link[0]) {
+			const char *slash = strrchr(elf->path, '/');
+			int dir_len = slash ? (int)(slash - elf->path) : 0;
+			const char *dir = slash ? elf->path : ".";
+			if (!slash)
+				dir_len = 1;
+			for (int k = 0; k < 3 && !found; k++) {
+				if (k == 0)
+					snprintf(path, room, "%.*s/%s", dir_len, dir, link);
+				else if (k == 1)
+					snprintf(path, room, "%.*s/.debug/%s", dir_len, dir, link);
+				else
+					snprintf(path, room, "%s%.*s/%s", root, dir_len, dir, link);
+				// Not the file itself (a debuglink may name its own file name).
+				if (strcmp(path, elf->path) != 0)
+					found = try_debug_file(path, id, id_len, ret);
+			}
+		}
+	}
+	pyu_error_destroy(err);
+	free(path);
+	if (found)
+		return NULL;
+	return pyu_error_create(PYU_ERR_NOT_FOUND, "no separate debug file for %s", elf->path);
 }

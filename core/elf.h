@@ -110,6 +110,15 @@ struct pyu_error *pyu_elf_build_id(struct pyu_elf *elf, uint8_t *buf, size_t cap
 bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf, size_t cap,
 			    size_t *len);
 
+// Opens the separate debug file of @elf (a stripped binary's .symtab lives there): first
+// <root>/.build-id/<first byte in hex>/<other bytes in hex>.debug for its build ID, then the
+// name in its .gnu_debuglink section, looked for next to @elf, in a .debug directory next to
+// it, and under <root> + @elf's directory. A candidate must carry @elf's build ID when @elf
+// has one. @root NULL means "/usr/lib/debug". Symbols found there use @elf's load bias. On
+// error (PYU_ERR_NOT_FOUND when there is none), *ret is unchanged.
+struct pyu_error *pyu_elf_open_debug(struct pyu_elf *elf, const char *root,
+				     struct pyu_elf **ret);
+
 // Where @elf is loaded in @t: the difference between the target's addresses and the file's
 // virtual addresses. 0 for ET_EXEC. For ET_DYN, from the lowest mapping of @path (matched
 // against both the target's and the local name) with file offset 0:

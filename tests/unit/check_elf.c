@@ -4,6 +4,7 @@
 // test binary and libc as this process maps them.
 #include <inttypes.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkmain.h"
@@ -64,7 +65,9 @@ static uint32_t add_str(struct fx_buf *b, const char *s)
 	return at;
 }
 
-static struct elf_layout build_elf(struct fx_buf *b, uint16_t type, uint64_t base)
+// @id_byte: 0 for no build ID, else a 20-byte GNU build ID of that byte (in a PT_NOTE).
+static struct elf_layout build_elf(struct fx_buf *b, uint16_t type, uint64_t base,
+				   unsigned char id_byte)
 {
 	struct elf_layout lay = {0};
 	fx_zero(b, 0x2100); // the loaded part of the file
@@ -104,16 +107,25 @@ static struct elf_layout build_elf(struct fx_buf *b, uint16_t type, uint64_t bas
 	size_t strtab_off = b->len;
 	fx_put(b, strtab.data, strtab.len);
 
+	size_t debuglink_off = b->len;
+	fx_put(b, "synthetic.debug\0\0\0\0\0", 20); // name, padding to 4, then the CRC
 	struct fx_buf shstr = {0};
 	add_str(&shstr, "");
-	uint32_t names[10];
+	uint32_t names[11];
 	const char *sec_names[] = {"", ".dynsym", ".dynstr", ".text", ".PyRuntime", ".data",
-				   ".bss", ".symtab", ".strtab", ".shstrtab"};
-	for (int i = 1; i < 10; i++)
+				   ".bss", ".symtab", ".strtab", ".shstrtab", ".gnu_debuglink"};
+	for (int i = 1; i < 11; i++)
 		names[i] = add_str(&shstr, sec_names[i]);
 	size_t shstr_off = b->len;
 	fx_put(b, shstr.data, shstr.len);
 	fx_align(b, 8);
+	if (id_byte) { // the note inside the first segment, after the dynamic tables
+		fx_set(b, 0x600, 4, 4);
+		fx_set(b, 0x604, 20, 4);
+		fx_set(b, 0x608, 3, 4);
+		memcpy(b->data + 0x60c, "GNU", 4);
+		memset(b->data + 0x610, id_byte, 20);
+	}
 
 	lay.shoff = b->len;
 	put_shdr(b, 0, 0, 0, 0, 0, 0, 0, 0);
@@ -126,12 +138,15 @@ static struct elf_layout build_elf(struct fx_buf *b, uint16_t type, uint64_t bas
 	put_shdr(b, names[7], SHT_SYMTAB, 0, 0, lay.symtab_off, symtab.len, 8, 24);
 	put_shdr(b, names[8], SHT_STRTAB, 0, 0, strtab_off, strtab.len, 0, 0);
 	put_shdr(b, names[9], SHT_STRTAB, 0, 0, shstr_off, shstr.len, 0, 0);
+	put_shdr(b, names[10], SHT_PROGBITS, 0, 0, debuglink_off, 20, 0, 0);
 	lay.size = b->len;
 
 	struct fx_buf head = {0};
-	fx_ehdr(&head, type, 64, 2, lay.shoff, 10, 9);
+	fx_ehdr(&head, type, 64, id_byte ? 3 : 2, lay.shoff, 11, 9);
 	fx_phdr(&head, 1, 5, 0, base, 0x2000, 0x2000);
 	fx_phdr(&head, 1, 6, 0x2000, base + 0x3000, 0x100, 0x300);
+	if (id_byte)
+		fx_phdr(&head, 4, 4, 0x600, base + 0x600, 36, 36);
 	memcpy(b->data, head.data, head.len);
 	fx_free(&head), fx_free(&dynstr), fx_free(&dynsym), fx_free(&strtab), fx_free(&symtab);
 	fx_free(&shstr);
@@ -148,7 +163,7 @@ static void elf_file_init(struct elf_file *f, uint16_t type, uint64_t base)
 {
 	memset(f, 0, sizeof(*f));
 	f->path = fx_tmp_path();
-	f->lay = build_elf(&f->bytes, type, base);
+	f->lay = build_elf(&f->bytes, type, base, 0);
 	fx_write_file(f->path, f->bytes.data, f->bytes.len);
 }
 
@@ -543,6 +558,96 @@ START_TEST(test_elf_real_self)
 }
 END_TEST
 
+// Writes the synthetic ELF (build ID @id_byte) to @path; with @strip, without .symtab.
+static void write_elf(const char *path, unsigned char id_byte, bool strip)
+{
+	struct fx_buf b = {0};
+	struct elf_layout lay = build_elf(&b, PYU_ELF_ET_DYN, 0, id_byte);
+	if (strip)
+		fx_set(&b, lay.shoff + 7 * 64 + 4, 0, 4); // .symtab becomes SHT_NULL
+	fx_write_file(path, b.data, b.len);
+	fx_free(&b);
+}
+
+static char *path_in(const char *dir, const char *rel)
+{
+	size_t n = strlen(dir) + strlen(rel) + 2;
+	char *p = malloc(n);
+	ck_assert_ptr_nonnull(p);
+	snprintf(p, n, "%s/%s", dir, rel);
+	return p;
+}
+
+START_TEST(test_elf_debug_file)
+{
+	char *dir = fx_tmp_path();
+	unlink(dir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	char *root = path_in(dir, "debugroot");
+	char *id_dir = path_in(dir, "debugroot/.build-id");
+	char *id_sub = path_in(dir, "debugroot/.build-id/11");
+	char *id_file = path_in(dir, "debugroot/.build-id/11/"
+				     "11111111111111111111111111111111111111.debug");
+	char *main_so = path_in(dir, "libmain.so");
+	char *dot_debug = path_in(dir, ".debug");
+	char *link_file = path_in(dir, ".debug/synthetic.debug");
+	ck_assert_int_eq(mkdir(root, 0700), 0);
+	ck_assert_int_eq(mkdir(id_dir, 0700), 0);
+	ck_assert_int_eq(mkdir(id_sub, 0700), 0);
+
+	// By build ID: the stripped file lacks local_fn, its debug file has it.
+	write_elf(main_so, 0x11, true);
+	write_elf(id_file, 0x11, false);
+	struct pyu_elf *elf = open_ok(main_so), *dbg = NULL;
+	uint8_t id[PYU_BUILD_ID_MAX];
+	size_t id_len = 0;
+	ck_assert_ptr_null(pyu_elf_build_id(elf, id, sizeof(id), &id_len));
+	ck_assert_uint_eq(id_len, 20);
+	ck_assert_uint_eq(id[19], 0x11);
+	struct pyu_elf_symbol sym;
+	expect_code(pyu_elf_find_symbol(elf, "local_fn", &sym), PYU_ERR_NOT_FOUND);
+	ck_assert_ptr_null(pyu_elf_open_debug(elf, root, &dbg));
+	ck_assert_str_eq(pyu_elf_path(dbg), id_file);
+	ck_assert_ptr_null(pyu_elf_find_symbol(dbg, "local_fn", &sym));
+	ck_assert_uint_eq(sym.value, 0x1000);
+	pyu_elf_close(dbg);
+	dbg = (struct pyu_elf *)&dbg;
+	// A debug file with another build ID at that path is not taken; nor is a debuglink
+	// target with the wrong ID.
+	write_elf(id_file, 0x22, false);
+	ck_assert_int_eq(mkdir(dot_debug, 0700), 0);
+	write_elf(link_file, 0x33, false);
+	expect_code(pyu_elf_open_debug(elf, root, &dbg), PYU_ERR_NOT_FOUND);
+	ck_assert_ptr_eq(dbg, (struct pyu_elf *)&dbg);
+	pyu_elf_close(elf);
+
+	// By .gnu_debuglink, for a file without a build ID: found in the .debug directory.
+	write_elf(main_so, 0, true);
+	write_elf(link_file, 0, false);
+	elf = open_ok(main_so);
+	expect_code(pyu_elf_build_id(elf, id, sizeof(id), &id_len), PYU_ERR_NOT_FOUND);
+	ck_assert_ptr_null(pyu_elf_open_debug(elf, root, &dbg));
+	ck_assert_str_eq(pyu_elf_path(dbg), link_file);
+	ck_assert_ptr_null(pyu_elf_find_symbol(dbg, "local_fn", &sym));
+	pyu_elf_close(dbg);
+	pyu_elf_close(elf);
+	unlink(link_file);
+	expect_code(pyu_elf_open_debug((elf = open_ok(main_so)), root, &dbg), PYU_ERR_NOT_FOUND);
+	pyu_elf_close(elf);
+
+	unlink(main_so);
+	unlink(id_file);
+	rmdir(dot_debug);
+	rmdir(id_sub);
+	rmdir(id_dir);
+	rmdir(root);
+	rmdir(dir);
+	free(root), free(id_dir), free(id_sub), free(id_file), free(main_so), free(dot_debug);
+	free(link_file);
+	free(dir);
+}
+END_TEST
+
 START_TEST(test_elf_open_errors)
 {
 	struct pyu_elf *elf = (struct pyu_elf *)&elf;
@@ -569,6 +674,7 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, test_elf_truncated);
 	tcase_add_test(tc, test_elf_corrupt);
 	tcase_add_test(tc, test_elf_real_self);
+	tcase_add_test(tc, test_elf_debug_file);
 	tcase_add_test(tc, test_elf_open_errors);
 	suite_add_tcase(s, tc);
 	return s;
