@@ -128,12 +128,30 @@ def live_case(py):
     return run
 
 
+def check_path_map(core, workdir):
+    """--path-map applies to source files: a marked copy of the targets' sources elsewhere is
+    what the source lines come from."""
+    targets = os.path.join(REPO, "tests", "targets")
+    copy = os.path.join(workdir, "mapped-targets")
+    os.makedirs(copy)
+    for name in os.listdir(targets):
+        if name.endswith(".py"):
+            with open(os.path.join(targets, name), encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            with open(os.path.join(copy, name), "w", encoding="utf-8") as f:
+                f.write("\n".join(l + "  # via-path-map" if l.strip() else l for l in lines))
+    rc, out, err = cli("bt", "--path-map", targets + "=" + copy, core)
+    assert rc == 0, "bt --path-map: %s" % err
+    assert "HOLD.acquire()  # via-path-map" in out, "path map not applied:\n" + out[:1500]
+
+
 def gcore_case(py):
     def run():
         with Target(py, "scenario") as t:
             core = t.gcore()
             check_document(t.truth, bt_json(core), "gcore")
             check_text(t.truth, core)
+            check_path_map(core, t.workdir)
     return run
 
 
