@@ -1,8 +1,9 @@
 // frames.c - one thread's frame chain: PyFrameObjects linked by f_back (<= 3.10) or
-// _PyInterpreterFrames linked by previous (3.11+), innermost first, with each frame's code
-// object (read once per snapshot, cached by address) and location. Bounded by a depth limit,
-// protected against cycles (Brent's algorithm: no memory per frame), and every read checked: a
-// frame that cannot be read ends the chain with an error frame saying why.
+// _PyInterpreterFrames linked by previous (3.11+), innermost first, each with its code object
+// (codes.c) and location. Bounded by a depth limit, protected against cycles (Brent's
+// algorithm: no memory per frame), and every read checked: a frame that cannot be read
+// becomes an error frame saying why. Also steps over entry frames a core lacks, using the
+// thread's data stack.
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,107 +12,6 @@
 
 #include "objects.h"
 #include "runtime.h"
-
-// Tables up to this size are decoded once per code object for O(log n) lookups; larger ones
-// are looked up directly (decoding would allocate ranges proportional to the table).
-#define DECODE_MAX_TABLE (256u << 10)
-
-struct code_extra {
-	int32_t firsttraceable;           // code-unit index; 0 when the version has none
-	bool decoded, decode_failed;
-	struct pyu_line_range *ranges;
-	struct pyu_linetable_decoded dec;
-};
-
-struct pyu_code_cache {
-	uint64_t *keys;     // code object addresses; 0 = empty slot
-	int32_t *values;    // index into pyu_stacks.codes
-	size_t slots;       // power of two
-	size_t used;
-	struct code_extra *extra; // parallel to pyu_stacks.codes
-	size_t extra_cap;
-	uint64_t code_type; // PyCode_Type once known (symbol or a checked tp_name)
-};
-
-struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret)
-{
-	struct pyu_code_cache *c = calloc(1, sizeof(*c));
-	if (!c)
-		return &pyu_error_nomem;
-	c->code_type = code_type;
-	c->slots = 256;
-	c->keys = calloc(c->slots, sizeof(*c->keys));
-	c->values = calloc(c->slots, sizeof(*c->values));
-	if (!c->keys || !c->values) {
-		pyu_code_cache_destroy(c);
-		return &pyu_error_nomem;
-	}
-	*ret = c;
-	return NULL;
-}
-
-void pyu_code_cache_destroy(struct pyu_code_cache *c)
-{
-	if (!c)
-		return;
-	for (size_t i = 0; i < c->extra_cap; i++)
-		free(c->extra[i].ranges);
-	free(c->extra);
-	free(c->keys);
-	free(c->values);
-	free(c);
-}
-
-static size_t slot_of(const struct pyu_code_cache *c, uint64_t addr)
-{
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
-	size_t i = (size_t)(h >> 32) & (c->slots - 1);
-	while (c->keys[i] && c->keys[i] != addr)
-		i = (i + 1) & (c->slots - 1);
-	return i;
-}
-
-static struct pyu_error *cache_put(struct pyu_code_cache *c, uint64_t addr, int32_t index)
-{
-	if ((c->used + 1) * 2 > c->slots) {
-		size_t n = c->slots * 2;
-		uint64_t *keys = calloc(n, sizeof(*keys));
-		int32_t *values = calloc(n, sizeof(*values));
-		if (!keys || !values) {
-			free(keys);
-			free(values);
-			return &pyu_error_nomem;
-		}
-		uint64_t *ok = c->keys;
-		int32_t *ov = c->values;
-		size_t os = c->slots;
-		c->keys = keys;
-		c->values = values;
-		c->slots = n;
-		for (size_t i = 0; i < os; i++) {
-			if (ok[i]) {
-				size_t s = slot_of(c, ok[i]);
-				c->keys[s] = ok[i];
-				c->values[s] = ov[i];
-			}
-		}
-		free(ok);
-		free(ov);
-	}
-	size_t s = slot_of(c, addr);
-	c->keys[s] = addr;
-	c->values[s] = index;
-	c->used++;
-	return NULL;
-}
-
-static void free_code_info(struct pyu_code_info *ci)
-{
-	free(ci->name);
-	free(ci->qualname);
-	free(ci->filename);
-	free(ci->table);
-}
 
 static uint64_t get_u64(const uint8_t *buf, int32_t off)
 {
@@ -125,172 +25,6 @@ static int32_t get_i32(const uint8_t *buf, int32_t off)
 	int32_t v;
 	memcpy(&v, buf + off, 4);
 	return v;
-}
-
-// Is @type the code type? Known from a symbol, or checked once by its tp_name.
-static struct pyu_error *check_code_type(struct pyu_walk *w, uint64_t addr, uint64_t type)
-{
-	struct pyu_code_cache *c = w->codes;
-	if (c->code_type)
-		return type == c->code_type
-			? NULL
-			: pyu_error_create(PYU_ERR_CORRUPT,
-					   "object at 0x%" PRIx64 " is not a code object (type 0x%"
-					   PRIx64 ")", addr, type);
-	uint64_t name_ptr;
-	char *name = NULL;
-	struct pyu_error *err = pyu_target_read_u64(
-		w->t, type + (uint64_t)w->rt->layout.type_tp_name, &name_ptr);
-	if (!err)
-		err = pyu_target_read_cstr(w->t, name_ptr, 16, &name);
-	if (err)
-		return pyu_error_wrap(err, "checking the type of the code object at 0x%" PRIx64,
-				      addr);
-	bool is_code = strcmp(name, "code") == 0;
-	free(name);
-	if (!is_code)
-		return pyu_error_create(PYU_ERR_CORRUPT,
-					"object at 0x%" PRIx64 " is not a code object", addr);
-	c->code_type = type;
-	return NULL;
-}
-
-// Reads the code object at @addr into a new pyu_code_info. On error, nothing is added.
-static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu_code_info *ci,
-				   int32_t *firsttraceable)
-{
-	const struct pyu_layout *l = &w->rt->layout;
-	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
-	struct pyu_error *err = pyu_target_read(w->t, addr, buf, (size_t)l->code.size);
-	if (err)
-		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, addr);
-	err = check_code_type(w, addr, get_u64(buf, l->ob_type));
-	if (err)
-		return err;
-	memset(ci, 0, sizeof(*ci));
-	ci->address = addr;
-	ci->firstlineno = get_i32(buf, l->code.firstlineno);
-	ci->format = l->linetable;
-	if (ci->firstlineno < 0)
-		return pyu_error_create(PYU_ERR_CORRUPT,
-					"code object at 0x%" PRIx64 ": co_firstlineno %" PRId32,
-					addr, ci->firstlineno);
-	if (l->code.ob_size != PYU_NO_FIELD) {
-		int64_t units = (int64_t)get_u64(buf, l->code.ob_size);
-		if (units <= 0 || units > PYU_CODE_UNITS_MAX)
-			return pyu_error_create(PYU_ERR_CORRUPT,
-						"code object at 0x%" PRIx64 ": %" PRId64
-						" code units", addr, units);
-		ci->code_len = 2 * (uint64_t)units;
-	} else {
-		uint64_t code = get_u64(buf, l->code.code);
-		uint64_t size;
-		err = pyu_target_read_u64(w->t, code + (uint64_t)l->ob_size, &size);
-		if (err)
-			return pyu_error_wrap(err, "reading co_code of the code object at 0x%" PRIx64,
-					      addr);
-		if ((int64_t)size < 0 || size > 2ull * PYU_CODE_UNITS_MAX)
-			return pyu_error_create(PYU_ERR_CORRUPT,
-						"code object at 0x%" PRIx64 ": co_code of %" PRId64
-						" bytes", addr, (int64_t)size);
-		ci->code_len = size;
-	}
-	*firsttraceable = l->code.firsttraceable != PYU_NO_FIELD
-		? get_i32(buf, l->code.firsttraceable) : 0;
-	err = pyu_read_str(w->t, l, get_u64(buf, l->code.name), PYU_NAME_MAX, &ci->name);
-	if (!err)
-		err = pyu_read_str(w->t, l, get_u64(buf, l->code.filename), PYU_NAME_MAX,
-				   &ci->filename);
-	if (!err && l->has_qualname && l->code.qualname != PYU_NO_FIELD)
-		err = pyu_read_str(w->t, l, get_u64(buf, l->code.qualname), PYU_NAME_MAX,
-				   &ci->qualname);
-	if (!err)
-		err = pyu_read_bytes(w->t, l, get_u64(buf, l->code.linetable), PYU_TABLE_MAX,
-				     &ci->table, &ci->table_len);
-	if (err) {
-		free_code_info(ci);
-		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, addr);
-	}
-	return NULL;
-}
-
-// Index of the code object at @addr in w->s->codes, reading it on first use.
-static struct pyu_error *code_index(struct pyu_walk *w, uint64_t addr, int32_t *ret)
-{
-	struct pyu_code_cache *c = w->codes;
-	if (addr == 0 || (addr & 7))
-		return pyu_error_create(PYU_ERR_CORRUPT, "bad code object pointer 0x%" PRIx64,
-					addr);
-	size_t s = slot_of(c, addr);
-	if (c->keys[s] == addr) {
-		*ret = c->values[s];
-		return NULL;
-	}
-	struct pyu_stacks *st = w->s;
-	if (st->code_count >= PYU_MAX_CODES)
-		return pyu_error_create(PYU_ERR_CORRUPT, "more than %u code objects",
-					PYU_MAX_CODES);
-	struct pyu_code_info ci;
-	int32_t ft;
-	struct pyu_error *err = read_code(w, addr, &ci, &ft);
-	if (err)
-		return err;
-	if (st->code_count == c->extra_cap) {
-		size_t n = c->extra_cap ? c->extra_cap * 2 : 64;
-		struct pyu_code_info *codes = realloc(st->codes, n * sizeof(*codes));
-		if (codes)
-			st->codes = codes;
-		struct code_extra *extra = codes ? realloc(c->extra, n * sizeof(*extra)) : NULL;
-		if (!extra) {
-			free_code_info(&ci);
-			return &pyu_error_nomem;
-		}
-		memset(extra + c->extra_cap, 0, (n - c->extra_cap) * sizeof(*extra));
-		c->extra = extra;
-		c->extra_cap = n;
-	}
-	int32_t index = (int32_t)st->code_count;
-	err = cache_put(c, addr, index);
-	if (err) {
-		free_code_info(&ci);
-		return err;
-	}
-	st->codes[index] = ci;
-	c->extra[index].firsttraceable = ft;
-	st->code_count++;
-	*ret = index;
-	return NULL;
-}
-
-// Location of byte offset @offset in code @index, as CPython reports it.
-static struct pyu_location locate(struct pyu_walk *w, int32_t index, int64_t offset)
-{
-	struct pyu_code_info *ci = &w->s->codes[index];
-	struct code_extra *x = &w->codes->extra[index];
-	struct pyu_linetable lt = {ci->table, ci->table_len, ci->firstlineno, ci->format,
-				   ci->code_len};
-	struct pyu_location loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
-	if (!x->decoded && !x->decode_failed) {
-		x->decode_failed = true;
-		if (ci->table_len <= DECODE_MAX_TABLE) {
-			size_t cap = pyu_linetable_max_ranges(&lt);
-			x->ranges = malloc(cap * sizeof(*x->ranges));
-			if (x->ranges) {
-				enum pyu_lt_status st = pyu_linetable_decode(&lt, x->ranges, cap,
-									     &x->dec);
-				if (st == PYU_LT_OK || st == PYU_LT_CORRUPT) {
-					x->decoded = true;
-					x->decode_failed = false;
-				}
-			}
-		}
-	}
-	enum pyu_lt_status st = x->decoded ? pyu_linetable_decoded_lookup(&x->dec, offset, &loc)
-					   : pyu_linetable_lookup(&lt, offset, &loc);
-	if (st != PYU_LT_OK)
-		loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN,
-					    PYU_NO_COLUMN};
-	return loc;
 }
 
 // A line stored in the frame overrides the table (tracing, a debugger's jump). The table's
@@ -395,7 +129,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 		int32_t lasti = get_i32(buf, l->frame.f_lasti);
 		uint64_t next = get_u64(buf, l->frame.f_back);
 		int32_t index;
-		err = code_index(w, code, &index);
+		err = pyu_code_get(w, code, &index);
 		if (err) {
 			err = push_error_from(th, cap, addr, err);
 			if (err)
@@ -420,7 +154,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 			addr = next;
 			continue;
 		}
-		f.loc = locate(w, index, q);
+		f.loc = pyu_code_locate(w, index, q);
 		int32_t lineno = get_i32(buf, l->frame.f_lineno);
 		if (l->lineno_rule == PYU_LINENO_IF_TRACED && get_u64(buf, l->frame.f_trace) != 0)
 			override_line(&f.loc, lineno);
@@ -638,7 +372,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		int32_t index;
-		err = code_index(w, code, &index);
+		err = pyu_code_get(w, code, &index);
 		if (err) {
 			err = push_error_from(th, cap, addr, err);
 			if (err)
@@ -671,7 +405,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		// CPython hides frames still in their prologue (before RESUME).
 		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)w->codes->extra[index].firsttraceable) {
+		    q < 2 * (int64_t)pyu_code_firsttraceable(w, index)) {
 			addr = next;
 			continue;
 		}
@@ -680,7 +414,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.code = index;
 		f.frame_address = addr;
 		f.instruction_offset = q < 0 ? -1 : q;
-		f.loc = locate(w, index, q < 0 ? -1 : q);
+		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? get_u64(buf, l->iframe.frame_obj) : 0;
 		if (frame_obj && l->frame.f_lineno != PYU_NO_FIELD) {

@@ -78,7 +78,16 @@ struct pyu_frame_start {
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_thread_info *th);
 
-// The code cache (frames.c). @code_type: &PyCode_Type when known, else 0 (then the type is
+// Index in w->s->codes of the code object at @addr, read and validated on first use. On error
+// (not a code object, unreadable, absurd sizes), *ret is unchanged and nothing is cached.
+struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret);
+// The location of bytecode byte @offset of code @index, as CPython reports it (a negative
+// offset gives co_firstlineno; a corrupt table gives no line). Cannot fail.
+struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t offset);
+// _co_firsttraceable of code @index (a code-unit index; 0 before 3.11). Cannot fail.
+int32_t pyu_code_firsttraceable(const struct pyu_walk *w, int32_t index);
+
+// The code cache (codes.c). @code_type: &PyCode_Type when known, else 0 (then the type is
 // checked once by its tp_name).
 struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret);
 void pyu_code_cache_destroy(struct pyu_code_cache *c);
