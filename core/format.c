@@ -67,17 +67,65 @@ static size_t display_width(const char *s, size_t n, size_t chars)
 	return width;
 }
 
+// Whether the file still looks like the source @c was compiled from: the line at
+// co_firstlineno of a named function or class defines that name (or is a decorator, or holds
+// the lambda). Files edited after the program started otherwise show the wrong lines. True
+// when it cannot tell (module code, comprehensions, non-ASCII names, unreadable files).
+static bool is_ident_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || (unsigned char)ch >= 0x80;
+}
+
+static bool has_word(const char *s, size_t n, const char *word)
+{
+	size_t w = strlen(word);
+	for (size_t i = 0; w && i + w <= n; i++)
+		if (!memcmp(s + i, word, w) && (i == 0 || !is_ident_char(s[i - 1])) &&
+		    (i + w == n || !is_ident_char(s[i + w])))
+			return true;
+	return false;
+}
+
+static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code_info *c)
+{
+	const char *name = c->name, *text;
+	size_t n;
+	if (!name || !c->filename)
+		return true;
+	bool lambda = !strcmp(name, "<lambda>");
+	if (name[0] == '<' && !lambda)
+		return true;
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			return true;
+	if (!pyu_source_line(cache, c->filename, c->firstlineno, &text, &n))
+		return pyu_source_line_count(cache, c->filename) < 0; // readable but too short
+	while (n && is_space(*text))
+		text++, n--;
+	if (n && text[0] == '@')
+		return true;
+	if (lambda)
+		return has_word(text, n, "lambda");
+	return has_word(text, n, name) && (has_word(text, n, "def") || has_word(text, n, "class"));
+}
+
 // Appends the source line (stripped like traceback does) and, when the location has columns,
 // the caret line under it. CPython 3.11's rule: columns are UTF-8 byte offsets into the raw
 // line; a range that goes on past this line runs to its end; no carets when they would cover
 // the whole stripped line. Appends nothing when the line is not available.
 static void source_with_carets(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
-			       const char *file, const struct pyu_location *loc)
+			       const struct pyu_code_info *c, const struct pyu_location *loc)
 {
-	const char *raw;
+	const char *raw, *file = c->filename;
 	size_t n;
-	if (loc->line == PYU_NO_LINE || !pyu_source_line(cache, file, loc->line, &raw, &n))
+	if (!file || loc->line == PYU_NO_LINE || pyu_source_line_count(cache, file) < 0)
 		return;
+	if (!source_matches(cache, c) || !pyu_source_line(cache, file, loc->line, &raw, &n)) {
+		pyu_strbuf_puts(sb, SOURCE_INDENT "(source not shown: the file has changed since this "
+					"code was compiled)\n");
+		return;
+	}
 	size_t lead = 0, end = n;
 	while (lead < n && is_space(raw[lead]))
 		lead++;
@@ -177,8 +225,8 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		return;
 	}
 	text_location(sb, c, f);
-	if ((flags & PYU_FMT_SOURCE) && c->filename)
-		source_with_carets(sb, cache, c->filename, &f->loc);
+	if (flags & PYU_FMT_SOURCE)
+		source_with_carets(sb, cache, c, &f->loc);
 }
 
 static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
@@ -434,8 +482,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_
 	}
 	text_location(&sb, c, f);
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
-	if (c->filename)
-		source_with_carets(&sb, cache, c->filename, &f->loc);
+	source_with_carets(&sb, cache, c, &f->loc);
 	pyu_source_cache_destroy(cache);
 	const struct pyu_location *l = &f->loc;
 	pyu_strbuf_puts(&sb, "    line ");
@@ -499,6 +546,9 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 		width = 4;
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (!source_matches(cache, c))
+		pyu_strbuf_puts(&sb, "(the file has changed since this code was compiled: its lines "
+				     "may not be the ones running)\n");
 	for (int64_t i = first; i <= last; i++) {
 		const char *text;
 		size_t n;

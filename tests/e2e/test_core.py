@@ -89,6 +89,7 @@ def check_text(truth, target):
         "text: %d thread headers and %d frames, truth has %d and %d:\n%s" \
         % (headers, frames, len(truth["threads"]), want, out[:1500])
     assert out.startswith("Python %s" % truth["python"]["version"]), out[:200]
+    assert "(source not shown" not in out, "unchanged sources called changed:\n" + out[:3000]
 
 
 def task_states(pid):

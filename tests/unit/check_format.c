@@ -443,7 +443,7 @@ START_TEST(test_list)
 {
 	char text[4096] = "";
 	for (int i = 1; i <= 20; i++)
-		sprintf(text + strlen(text), "line%d\n", i);
+		sprintf(text + strlen(text), i == 3 ? "def f():\n" : "line%d\n", i);
 	char *path = make_file("l.py", text, strlen(text));
 	struct pyu_code_info codes[] = {code(0x1, "f", NULL, path, 3),
 					code(0x2, "g", NULL, "/nonexistent.py", 3)};
@@ -460,7 +460,7 @@ START_TEST(test_list)
 			      "  15    line15\n  16    line16\n  17    line17\n");
 	free(out);
 	ck_assert_ptr_null(pyu_format_list(&s, 0, 1, 0, 0, &out));
-	expect_str(out, "   1    line1\n  >2    line2\n   3    line3\n   4    line4\n"
+	expect_str(out, "   1    line1\n  >2    line2\n   3    def f():\n   4    line4\n"
 			      "   5    line5\n   6    line6\n   7    line7\n");
 	free(out);
 	ck_assert_ptr_null(pyu_format_list(&s, 0, 2, 18, 30, &out)); // no line: firstlineno
@@ -478,6 +478,62 @@ START_TEST(test_list)
 	ck_assert_str_eq(pyu_error_message(err),
 			 "source file \"/nonexistent.py\" is not readable here");
 	pyu_error_destroy(err);
+	remove_file(path);
+}
+END_TEST
+
+START_TEST(test_changed_source)
+{
+	char *path = MAKE_FILE("c.py", "import os\n"
+				       "x = 1\n"
+				       "@decorated\n"
+				       "def deco(): pass\n"
+				       "class K:\n"
+				       "    f = lambda: go()\n"
+				       "    def method(self):\n"
+				       "        return 1\n");
+	struct pyu_code_info codes[] = {
+		code(0x1, "g", NULL, path, 2),        // line 2 defines no g: the file changed
+		code(0x2, "deco", NULL, path, 3),     // a decorator line
+		code(0x3, "K", NULL, path, 5),        // a class body
+		code(0x4, "<lambda>", NULL, path, 6), // a lambda
+		code(0x5, "method", NULL, path, 7),
+		code(0x6, "method", NULL, path, 70),  // the file got shorter
+	};
+	struct pyu_frame_info frames[] = {
+		pyframe(0, loc(2, 2, NOC, NOC), 0, 0x10), pyframe(1, loc(4, 4, NOC, NOC), 0, 0x20),
+		pyframe(2, loc(6, 6, NOC, NOC), 0, 0x30), pyframe(3, loc(6, 6, NOC, NOC), 0, 0x40),
+		pyframe(4, loc(8, 8, NOC, NOC), 0, 0x50), pyframe(5, loc(9, 9, NOC, NOC), 0, 0x60),
+		pyframe(4, loc(80, 80, NOC, NOC), 0, 0x70)};
+	struct pyu_thread_info threads[] = {thread(1, 2, 1, NULL, frames, 7)};
+	struct pyu_stacks s = snapshot("3.10.13", 0x030a0df0, codes, 6, threads, 1);
+	char *out = bt(&s, 0, PYU_FMT_SOURCE, 0);
+	expect_str(out, subst("Thread 0x1 (tid 2), holds the GIL:\n"
+			      "#0  File \"@\", line 2, in g\n"
+			      "        (source not shown: the file has changed since this code was "
+			      "compiled)\n"
+			      "#1  File \"@\", line 4, in deco\n"
+			      "        def deco(): pass\n"
+			      "#2  File \"@\", line 6, in K\n"
+			      "        f = lambda: go()\n"
+			      "#3  File \"@\", line 6, in <lambda>\n"
+			      "        f = lambda: go()\n"
+			      "#4  File \"@\", line 8, in method\n"
+			      "        return 1\n"
+			      "#5  File \"@\", line 9, in method\n"
+			      "        (source not shown: the file has changed since this code was "
+			      "compiled)\n"
+			      "#6  File \"@\", line 80, in method\n"
+			      "        (source not shown: the file has changed since this code was "
+			      "compiled)\n",
+			      path));
+	free(out);
+	ck_assert_ptr_null(pyu_format_list(&s, 0, 0, 1, 2, &out));
+	expect_str(out, "(the file has changed since this code was compiled: its lines may not be "
+			"the ones running)\n"
+			"   1    import os\n"
+			"  >2    x = 1\n");
+	free(out);
 	remove_file(path);
 }
 END_TEST
@@ -575,6 +631,7 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, test_line_and_table);
 	tcase_add_test(tc, test_line_error_frame);
 	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_changed_source);
 	tcase_add_test(tc, test_source_reader);
 	tcase_add_test(tc, test_strbuf_and_utf8);
 	suite_add_tcase(s, tc);
