@@ -237,6 +237,70 @@ def text_case(py):
     return run
 
 
+# ---- a busy process --------------------------------------------------------------------------
+
+BUSY_PROGRAM = r"""
+import os, sys, threading, time
+sys.path.insert(0, %r)
+import pyu_truth
+
+
+def spin():
+    x = 0
+    while True:
+        x += 1
+
+
+def spin_outer():
+    spin()
+
+
+t = threading.Thread(target=spin_outer, name="spinner")
+t.daemon = True
+t.start()
+outdir = sys.argv[1]
+pyu_truth.write_json(outdir, "truth.json", {"threads": [{"thread_id": threading.current_thread().ident},
+                                                        {"thread_id": t.ident}]})
+while True:
+    time.sleep(1)
+"""
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def busy_case(py):
+    """A thread spinning in Python: the CLI holds the process still while it reads (every read
+    sees one consistent stack) and lets it run on afterwards."""
+    def run():
+        work = tempfile.mkdtemp(prefix="pyu-busy-")
+        program = os.path.join(work, "busy.py")
+        with open(program, "w") as f:
+            f.write(BUSY_PROGRAM % os.path.join(REPO, "tests", "targets"))
+        try:
+            with Target(py, program) as t:
+                spinner = t.truth["threads"][1]["thread_id"]
+                for _ in range(5):
+                    doc = bt_json(t.pid)
+                    threads = dict((th["thread_id"], th) for th in doc["threads"])
+                    frames = threads[spinner]["frames"]
+                    names = [f.get("function") for f in frames[:2]]
+                    assert names == ["spin", "spin_outer"], "spinner stack: %s" % frames[:3]
+                    assert not [f for th in doc["threads"] for f in th["frames"]
+                                if f["kind"] != "python"], "error frames: %s" % doc
+                    assert sum(1 for th in doc["threads"] if th["holds_gil"]) <= 1
+                    assert not any(s in "tT" for s in task_states(t.pid)), "left stopped"
+                before = cpu_ticks(t.pid)
+                time.sleep(0.3)
+                assert cpu_ticks(t.pid) > before, "the process no longer runs"
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return run
+
+
 # ---- error cases ----------------------------------------------------------------------------
 
 def expect_clean_error(args, want_status=None, want=None):
@@ -343,6 +407,9 @@ def main():
     for py in pys:
         if py.minor != "2.7":
             cases.append(("%s/text" % py.label, text_case(py)))
+    for py in pys:
+        if py.label in ("pyenv-2.7", "pyenv-3.10", "pyenv-3.12", "sid-3.14", "sid-3.15d"):
+            cases.append(("%s/busy" % py.label, busy_case(py)))
     cases.append(("errors/not-python", errors_not_python))
     cases.append(("errors/garbage", errors_garbage))
     if pys:
