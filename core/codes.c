@@ -28,6 +28,7 @@ struct pyu_code_cache {
 	struct code_extra *extra; // parallel to pyu_stacks.codes
 	size_t extra_cap;
 	uint64_t code_type; // PyCode_Type once known (symbol or a checked tp_name)
+	uint64_t copied;    // bytes of names and tables held by the snapshot, against a budget
 };
 
 struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret)
@@ -231,6 +232,16 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 	struct pyu_error *err = read_code(w, addr, &ci, &ft);
 	if (err)
 		return err;
+	// Each object is capped, but a damaged target could still offer many large ones.
+	uint64_t size = ci.table_len + strlen(ci.name) + strlen(ci.filename) +
+			(ci.qualname ? strlen(ci.qualname) : 0);
+	if (c->copied + size > PYU_COPIED_MAX) {
+		free_code_info(&ci);
+		return pyu_error_create(PYU_ERR_CORRUPT,
+					"code object at 0x%" PRIx64 ": more than %u MiB of names and "
+					"line tables in one snapshot", addr, PYU_COPIED_MAX >> 20);
+	}
+	c->copied += size;
 	if (st->code_count == c->extra_cap) {
 		size_t n = c->extra_cap ? c->extra_cap * 2 : 64;
 		struct pyu_code_info *codes = realloc(st->codes, n * sizeof(*codes));

@@ -1,6 +1,6 @@
 // runtime.h - finding the CPython interpreter in a target: where the interpreter list starts,
 // which version and build it is, and the layout the walker uses for it. Also the walker's
-// entry points (threads.c, frames.c), which share the context defined here.
+// entry points (threads.c, frames.c, codes.c), which share the context defined here.
 #ifndef PYU_RUNTIME_H
 #define PYU_RUNTIME_H
 
@@ -45,6 +45,7 @@ struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t versi
 #define PYU_NAME_MAX 4096          // code points of a function or file name
 #define PYU_TABLE_MAX (4u << 20)   // bytes of a line table
 #define PYU_CODE_UNITS_MAX (16u << 20)
+#define PYU_COPIED_MAX (256u << 20) // bytes of names and line tables per snapshot
 
 struct pyu_code_cache;
 
