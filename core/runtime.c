@@ -428,9 +428,12 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	uint64_t cookie_at = 0;
 	if (!best_m) {
 		cookie_at = scan_for_cookie(t, errs, sizeof(errs));
-		if (!cookie_at)
+		if (!cookie_at) {
+			const char *notice = pyu_target_notice(t);
 			return pyu_error_create(PYU_ERR_NOT_PYTHON,
-						"no CPython interpreter found: %s", errs);
+						"no CPython interpreter found: %s%s", errs,
+						notice ? notice : "");
+		}
 		best.runtime = cookie_at;
 		snprintf(best.how, sizeof(best.how), "_Py_DebugOffsets cookie at 0x%" PRIx64,
 			 cookie_at);

@@ -82,6 +82,9 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	s->free_threaded = rt->free_threaded;
 	if (rt->notes[0])
 		pyu_stacks_add_note(s, "%s", rt->notes);
+	const char *notice = pyu_target_notice(t);
+	if (notice)
+		pyu_stacks_add_note(s, "%s", notice);
 	struct pyu_walk w = {t, rt, s, codes};
 	err = pyu_walk_threads(&w);
 	pyu_code_cache_destroy(codes);
