@@ -29,6 +29,9 @@ CORE_LABELS = ("pyenv-2.7", "debian-3.11", "sid-3.14")
 # pyenv builds rerun with a stripped copy of their libpython (no .symtab): 2.7/3.6 must then
 # decode PyInterpreterState_Head(), and every one finds its exact version without symbols.
 STRIPPED_LABELS = ("pyenv-2.7", "pyenv-3.6", "pyenv-3.9")
+# Through a read callback whose mappings name no files (a remote debugger's view): the ELF
+# images are read from memory, the executable's (sid, Debian) or libpython's (pyenv).
+ANONYMOUS_LABELS = ("pyenv-2.7", "pyenv-3.12", "debian-3.11", "sid-3.14", "sid-3.15d")
 
 
 def walk(*args):
@@ -84,6 +87,17 @@ def crash_case(py):
             core = t.crash_core()
             check(t.truth, walk(core, t.executable), "crash core")
     return ("%s/crash" % py.label, run)
+
+
+def anonymous_case(py):
+    def run():
+        with Target(py, "scenario") as t:
+            with t.stopped():
+                doc = walk("--anonymous", t.pid)
+            check(t.truth, doc, "anonymous callback")
+            assert "in memory" in " ".join(doc["notes"]) or \
+                "ELF image" in " ".join(doc["notes"]), doc["notes"]
+    return ("%s/anonymous" % py.label, run)
 
 
 def stripped_case(py):
@@ -244,6 +258,8 @@ def main():
             cases.append(stripped_case(py))
         if py.label == "sid-3.14":
             cases.append(routes_case(py))
+        if py.label in ANONYMOUS_LABELS:
+            cases.append(anonymous_case(py))
     return run_cases(cases, prefix="test-walk")
 
 

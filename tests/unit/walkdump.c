@@ -2,8 +2,12 @@
 // snapshot and prints it as JSON in the schema (the fields the core fills), plus
 // backend-read counts. Used by tests/unit/walk_real (the real-interpreter walk check) and by hand.
 //   walkdump PID | CORE [EXECUTABLE]
+//   walkdump --anonymous PID   the process through a read callback whose mappings name no
+//                              files, as a remote debugger target may (in-memory ELF route)
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,8 +40,39 @@ static void json_int(int32_t v, int32_t none)
 		printf("%" PRId32, v);
 }
 
+static uint64_t mem_read(void *arg, uint64_t addr, void *buf, uint64_t len)
+{
+	ssize_t n = pread(*(int *)arg, buf, len, (off_t)addr);
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+// A callback target over /proc/PID/mem with the process's mappings but no file names.
+static struct pyu_error *open_anonymous(int32_t pid, int *fd, struct pyu_target **ret)
+{
+	struct pyu_target *real, *t;
+	struct pyu_error *err = pyu_target_open_pid(pid, &real);
+	if (err)
+		return err;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	*fd = open(path, O_RDONLY);
+	err = *fd < 0 ? pyu_error_create(PYU_ERR_IO, "cannot open %s", path)
+		      : pyu_target_open_callback(mem_read, fd, &t);
+	for (size_t i = 0; !err && i < pyu_target_mapping_count(real); i++) {
+		const struct pyu_mapping *m = pyu_target_mapping(real, i);
+		err = pyu_target_add_mapping(t, m->start, m->end, m->offset, m->writable, NULL);
+	}
+	for (size_t i = 0; !err && i < pyu_target_thread_count(real); i++)
+		err = pyu_target_add_thread(t, pyu_target_thread(real, i));
+	pyu_target_destroy(real);
+	if (!err)
+		*ret = t;
+	return err;
+}
+
 int main(int argc, char **argv)
 {
+	int fd = -1;
 	if (argc < 2) {
 		fprintf(stderr, "usage: walkdump PID | CORE [EXECUTABLE]\n");
 		return 2;
@@ -46,7 +81,9 @@ int main(int argc, char **argv)
 	struct pyu_error *err;
 	char *end;
 	long pid = strtol(argv[1], &end, 10);
-	if (*end == '\0')
+	if (!strcmp(argv[1], "--anonymous") && argc > 2)
+		err = open_anonymous((int32_t)atol(argv[2]), &fd, &t);
+	else if (*end == '\0')
 		err = pyu_target_open_pid((int32_t)pid, &t);
 	else
 		err = pyu_target_open_core(argv[1], argc > 2 ? argv[2] : NULL, &t);
@@ -127,5 +164,7 @@ int main(int argc, char **argv)
 	       frames, pyu_target_backend_reads(t), pyu_target_cached_reads(t), ms);
 	pyu_stacks_destroy(s);
 	pyu_target_destroy(t);
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }
