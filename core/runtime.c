@@ -309,8 +309,8 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 
 #define MAX_IMAGES_PROBED 4096
 #define MAX_DYNAMIC 1024
-#define MAX_DYNSYMS (1u << 20)
-#define MAX_DYNSTR (64u << 20)
+#define MAX_DYNSYMS (1u << 18)
+#define MAX_DYNSTR (4u << 20)
 
 struct image {
 	struct symsrc src;

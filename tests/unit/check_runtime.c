@@ -108,6 +108,83 @@ START_TEST(test_unknown_versions)
 }
 END_TEST
 
+// A minimal shared object in target memory exporting _PyRuntime, found when no mapping names a
+// file; with its hash table as DT_HASH (@gnu false) or DT_GNU_HASH. @damage breaks one field of
+// the image, which must then be ignored (the cookie still finds the runtime).
+static void image_case(bool gnu, int damage)
+{
+	struct fake_py p;
+	fp_init(&p, 0x030e0af0);
+	uint8_t block[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = make_block(block, dbg_314, sizeof(dbg_314) / 8);
+	uint64_t runtime = fm_alloc(&p.m, 4096);
+	fm_put(&p.m, runtime, block, len);
+	fm_u64(&p.m, runtime + 808, p.interp);
+	uint64_t code = fp_code(&p, "f", 10, 4);
+	fp_set_top(&p, fp_thread(&p, 7, 8), fp_frame(&p, code, 1, 0, 0));
+
+	uint64_t img = (fm_alloc(&p.m, 0x6000) + 0xfff) & ~0xfffull;
+	struct fakemem *m = &p.m;
+	uint8_t eh[64] = "\177ELF\2\1\1";
+	uint16_t type = 3, phentsize = 56, phnum = damage == 1 ? 999 : 2;
+	uint64_t phoff = 64;
+	memcpy(eh + 16, &type, 2);
+	memcpy(eh + 32, &phoff, 8);
+	memcpy(eh + 54, &phentsize, 2);
+	memcpy(eh + 56, &phnum, 2);
+	fm_put(m, img, eh, sizeof(eh));
+	fm_u32(m, img + 64, 1);                 // PT_LOAD, vaddr 0
+	fm_u64(m, img + 64 + 40, 0x4000);
+	fm_u32(m, img + 120, 2);                // PT_DYNAMIC
+	fm_u64(m, img + 120 + 16, 0x200);
+	fm_u64(m, img + 120 + 40, 16 * 5);
+	uint64_t dyn[] = {5, img + 0x400, 6, img + 0x300, 10, damage == 2 ? 1ull << 40 : 16,
+			  gnu ? 0x6ffffef5 : 4, img + 0x600, 0, 0};
+	fm_put(m, img + 0x200, dyn, sizeof(dyn));
+	uint8_t sym[24] = {0};
+	uint32_t name = 1;
+	uint16_t shndx = 1;
+	uint64_t value = runtime - img;
+	memcpy(sym, &name, 4);
+	sym[4] = 0x11;
+	memcpy(sym + 6, &shndx, 2);
+	memcpy(sym + 8, &value, 8);
+	fm_put(m, img + 0x300 + 24, sym, sizeof(sym));
+	fm_put(m, img + 0x400, "\0_PyRuntime\0", 13);
+	if (gnu) {
+		uint32_t h[] = {1, 1, 1, 6, 0, 0, 1, 0x1234 | 1}; // 1 bucket, bloom, chain
+		fm_put(m, img + 0x600, h, sizeof(h));
+	} else {
+		uint32_t h[] = {1, 2, 1, 0, 0};
+		fm_put(m, img + 0x600, h, sizeof(h));
+	}
+	// The same memory, seen through mappings that name no files; the image starts one.
+	pyu_target_destroy(m->t);
+	ck_assert_ptr_null(pyu_target_open_callback(fm_read, m, &m->t));
+	ck_assert_ptr_null(pyu_target_add_mapping(m->t, FM_BASE, img, 0, 1, NULL));
+	ck_assert_ptr_null(pyu_target_add_mapping(m->t, img, FM_BASE + FM_SIZE, 0, 1, NULL));
+
+	struct pyu_stacks *s = NULL;
+	struct pyu_error *err = pyu_stacks_collect(m->t, &s);
+	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
+	ck_assert_str_eq(s->version, "3.14.10");
+	ck_assert_uint_eq(s->thread_count, 1);
+	ck_assert_uint_eq(s->threads[0].frame_count, 1);
+	ck_assert_msg(strstr(s->notes[0], damage ? "cookie" : "symbol _PyRuntime in the ELF image"),
+		      "%s", s->notes[0]);
+	pyu_stacks_destroy(s);
+	fm_destroy(m);
+}
+
+START_TEST(test_image_in_memory)
+{
+	image_case(false, 0);
+	image_case(true, 0);
+	image_case(true, 1);
+	image_case(false, 2);
+}
+END_TEST
+
 static Suite *runtime_suite(void)
 {
 	Suite *s = suite_create("runtime");
@@ -116,6 +193,7 @@ static Suite *runtime_suite(void)
 	tcase_add_loop_test(tc, test_cookie_collect, 0, 3);
 	tcase_add_test(tc, test_nothing_found);
 	tcase_add_test(tc, test_unknown_versions);
+	tcase_add_test(tc, test_image_in_memory);
 	suite_add_tcase(s, tc);
 	return s;
 }
