@@ -103,6 +103,96 @@ def task_states(pid):
     return states
 
 
+# Run by the target's own interpreter: the line information CPython itself gives for the code
+# objects named (name, firstlineno) in one file, compiled from the same source. 2.7 and 3.x.
+CODE_TRUTH = r"""
+import dis, json, sys
+path = sys.argv[1]
+code = compile(open(path, "rb").read(), path, "exec")
+codes, todo = [], [code]
+while todo:
+    c = todo.pop()
+    codes.append(c)
+    todo.extend(k for k in c.co_consts if hasattr(k, "co_code"))
+result = []
+for want in sys.argv[2:]:
+    name, first = want.rsplit(":", 1)
+    found = [c for c in codes if c.co_name == name and c.co_firstlineno == int(first)]
+    out = {"found": bool(found)}
+    if found:
+        c = found[0]
+        out["code_len"] = len(c.co_code)
+        if hasattr(c, "co_positions"):
+            out["positions"] = [list(p) for p in c.co_positions()]
+        elif hasattr(c, "co_lines"):
+            out["lines"] = [list(r) for r in c.co_lines()]
+        else:
+            out["starts"] = [list(r) for r in dis.findlinestarts(c)]
+    result.append(out)
+sys.stdout.write(json.dumps(result))
+"""
+
+TABLE_ROW = re.compile(r"^(  ->|    ) +(\d+) +(\d+) +(\S+) +(\S+) +(\S+) +(\S+)$")
+
+
+def check_tables(py, outputs):
+    """py-line --table outputs against what the interpreter itself reports for those code
+    objects: co_positions() per code unit (3.11+), co_lines() (3.10), dis.findlinestarts()
+    (older). One interpreter run per source file."""
+    by_file = {}
+    for out in outputs:
+        head = re.search(r'File "(.*)", line \S+, in (\S+)\n', out)
+        first = re.search(r"firstlineno (-?\d+),", out)
+        assert head and first, "no location or table header:\n" + out[:1000]
+        by_file.setdefault(head.group(1), []).append(
+            (head.group(2).split(".")[-1], first.group(1), out))
+    for path, items in by_file.items():
+        p = subprocess.run([py.path, "-c", CODE_TRUTH, path] +
+                           ["%s:%s" % (name, first) for name, first, _ in items],
+                           capture_output=True, timeout=120)
+        truths = json.loads(p.stdout.decode() or "[]")
+        assert len(truths) == len(items), "%s: %s" % (py.label, p.stderr.decode()[-500:])
+        for (name, first, out), truth in zip(items, truths):
+            assert truth["found"], "%s: no code %s at line %s in %s" % (py.label, name, first,
+                                                                       path)
+            compare_table(py, name, out, truth)
+
+
+def compare_table(py, name, out, truth):
+    rows = [TABLE_ROW.match(l) for l in out.splitlines()]
+    rows = [[None if v == "-" else int(v) for v in m.groups()[1:]] for m in rows if m]
+    marked = [l for l in out.splitlines() if l.startswith("  ->")]
+    assert rows and len(marked) == 1, "table rows %d, marked %d:\n%s" % (len(rows), len(marked),
+                                                                          out[:1500])
+    ours = {}
+    for start, end, line, end_line, col, end_col in rows:
+        for off in range(start, end):
+            ours[off] = (line, end_line, col, end_col)
+    n = truth["code_len"]
+    want = {}
+    if "positions" in truth:
+        for i, pos in enumerate(truth["positions"]):
+            want[2 * i] = want[2 * i + 1] = tuple(pos)
+        got = ours
+    else:
+        if "lines" in truth:
+            for start, end, line in truth["lines"]:
+                for off in range(start, end):
+                    want[off] = line
+        else:
+            starts = truth["starts"]
+            for off in range(n):
+                line = None
+                for a, ln in starts:
+                    if a <= off:
+                        line = ln
+                want[off] = line
+        got = dict((o, v[0]) for o, v in ours.items())
+    diff = [o for o in range(n) if got.get(o) != want.get(o)]
+    assert not diff, "%s %s: table differs from CPython at %d offsets, first %d: ours %r, " \
+        "CPython %r" % (py.label, name, len(diff), diff[0], got.get(diff[0]), want.get(diff[0]))
+
+
 def live_case(py):
     def run():
         with Target(py, "scenario") as t:
@@ -124,6 +214,18 @@ def live_case(py):
                                    1, t.pid)
                 assert rc == 0, "list: %s" % err
                 assert re.search(r"^ *>%d    " % rec["frames"][1]["line"], out, re.M), out
+            # py-line --table of every frame of the except thread (exception tables, try
+            # blocks, threading.py's big functions) and of the recursion.
+            exc = t.thread("except")
+            tables = []
+            for tid, i in [(exc["native_thread_id"], i) for i in range(len(exc["frames"]))] + \
+                    [(rec["native_thread_id"], 1)]:
+                if tid:
+                    rc, out, err = cli("line", "--table", "--thread", tid, "--frame", i, t.pid)
+                    assert rc == 0, "line --table: %s" % err
+                    tables.append(out)
+            assert len(tables) >= 5, "only %d line tables checked" % len(tables)
+            check_tables(py, tables)
             rc, out, err = cli("bt", "--limit", 3, "--thread", rec["thread_id"], t.pid)
             assert rc == 0 and "more frames not shown: limit 3" in out, out + err
     return run
