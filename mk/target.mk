@@ -1,7 +1,9 @@
 # The target layer's fuzzers (tests/fuzz): arbitrary bytes as an ELF core file and as an ELF
-# file, under libFuzzer with ASan/UBSan. `make fuzz-target` runs each for FUZZ_SECONDS.
+# file, under libFuzzer with ASan/UBSan. `make fuzz-target` runs each for FUZZ_SECONDS;
+# `make test-fuzz-target` (a step of `make test`) for TARGET_FUZZ_TEST_SECONDS.
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
+TARGET_FUZZ_TEST_SECONDS ?= 20
 TARGET_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -Icore $(CORE_DEFS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 TARGET_FUZZ_SRCS := core/target.c core/target_proc.c core/target_core.c core/elf.c core/error.c
@@ -14,7 +16,12 @@ $(BUILD)/fuzz/seeds_target: tests/fuzz/seeds_target.c tests/unit/elf_fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(CHECK_LIBS)
 
-.PHONY: fuzz-target
-fuzz-target: $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/seeds_target
+TARGET_FUZZ_BINS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/seeds_target
+
+.PHONY: fuzz-target test-fuzz-target
+fuzz-target: $(TARGET_FUZZ_BINS)
 	@tests/fuzz/run-target $(FUZZ_SECONDS)
 fuzz: fuzz-target
+
+test-fuzz-target: $(TARGET_FUZZ_BINS)
+	@tests/fuzz/run-target $(TARGET_FUZZ_TEST_SECONDS)
