@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "checkmain.h"
@@ -636,6 +637,44 @@ START_TEST(test_live_mem_fallback)
 }
 END_TEST
 
+// Opens a process this process may not read: as root, after dropping to "nobody", our
+// parent; otherwise pid 1. Returns 0 when the error says "permission denied" with the hint.
+static int open_forbidden(void)
+{
+	pid_t victim = getppid();
+	if (getuid() == 0) {
+		if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)
+			return 10;
+	} else {
+		victim = 1;
+	}
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_pid(victim, &t);
+	int rc = 0;
+	if (!err)
+		rc = 11;
+	else if (pyu_error_code(err) != PYU_ERR_IO)
+		rc = 12;
+	else if (!strstr(pyu_error_message(err), "permission denied") ||
+		 !strstr(pyu_error_message(err), "ptrace_scope"))
+		rc = 13;
+	pyu_error_destroy(err);
+	pyu_target_destroy(t);
+	return rc;
+}
+
+START_TEST(test_live_permission_denied)
+{
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(open_forbidden());
+	int status = 0;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
+}
+END_TEST
+
 START_TEST(test_live_no_such_process)
 {
 	struct pyu_target *t = (struct pyu_target *)&t; // must stay untouched
@@ -669,6 +708,7 @@ static Suite *target_suite(void)
 	tcase_add_test(live, test_live_child);
 	tcase_add_test(live, test_live_self_threads);
 	tcase_add_test(live, test_live_mem_fallback);
+	tcase_add_test(live, test_live_permission_denied);
 	tcase_add_test(live, test_live_no_such_process);
 	suite_add_tcase(s, live);
 	return s;
