@@ -541,7 +541,7 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 }
 
 // Parses the NT_FILE note in @desc. Malformed content is ignored (no file mappings).
-static void parse_nt_file(const unsigned char *desc, uint64_t len, struct core_notes *n)
+static void parse_nt_file(unsigned char *desc, uint64_t len, struct core_notes *n)
 {
 	if (n->files || len < 16)
 		return;
@@ -550,7 +550,7 @@ static void parse_nt_file(const unsigned char *desc, uint64_t len, struct core_n
 		return;
 	if (count > (len - 16) / 24 || count > PYU_MAX_MAPPINGS)
 		return;
-	const unsigned char *names = desc + 16 + count * 24;
+	unsigned char *names = desc + 16 + count * 24;
 	uint64_t names_len = len - 16 - count * 24;
 	n->files = calloc(count ? (size_t)count : 1, sizeof(*n->files));
 	if (!n->files)
@@ -561,18 +561,25 @@ static void parse_nt_file(const unsigned char *desc, uint64_t len, struct core_n
 		uint64_t start = get64(e), end = get64(e + 8), ofs = get64(e + 16);
 		if (at >= names_len)
 			break;
-		const unsigned char *nul = memchr(names + at, '\0', (size_t)(names_len - at));
+		unsigned char *nul = memchr(names + at, '\0', (size_t)(names_len - at));
 		if (!nul)
 			break;
-		const char *name = (const char *)names + at;
+		char *name = (char *)names + at;
 		at = (uint64_t)(nul - names) + 1;
+		// The kernel names a file unlinked since it was mapped "PATH (deleted)" (a package
+		// upgraded under a running process); the file to look for is PATH.
+		static const char deleted[] = " (deleted)";
+		size_t name_len = (size_t)(nul - (unsigned char *)name);
+		if (name_len > sizeof(deleted) - 1 && name[0] == '/' &&
+		    memcmp(name + name_len - (sizeof(deleted) - 1), deleted, sizeof(deleted) - 1) == 0)
+			name[name_len - (sizeof(deleted) - 1)] = '\0';
 		if (start >= end || ofs > UINT64_MAX / page)
 			continue;
 		n->files[n->file_count++] = (struct file_entry){start, end, ofs * page, name};
 	}
 }
 
-static struct pyu_error *parse_notes(struct pyu_target *t, const unsigned char *buf,
+static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 				     uint64_t len, struct core_notes *n)
 {
 	uint64_t off = 0;
@@ -583,7 +590,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, const unsigned char *
 		uint64_t desc_off = name_off + ((namesz + 3) & ~(uint64_t)3);
 		if (desc_off > len || descsz > len - desc_off)
 			break; // a garbage or truncated note: stop, keep what we have
-		const unsigned char *name = buf + name_off, *desc = buf + desc_off;
+		const unsigned char *name = buf + name_off;
+		unsigned char *desc = buf + desc_off;
 		bool core = namesz == 5 && memcmp(name, "CORE", 5) == 0;
 		if (core && type == NT_PRSTATUS && descsz >= PRSTATUS_PID_OFFSET + 4) {
 			int32_t pid = (int32_t)get32(desc + PRSTATUS_PID_OFFSET);

@@ -272,6 +272,26 @@ START_TEST(test_core_path_map)
 }
 END_TEST
 
+START_TEST(test_core_deleted_file)
+{
+	// The process mapped a file that was then deleted (and perhaps replaced): NT_FILE says
+	// "PATH (deleted)", and PATH is where to look.
+	struct fixture f;
+	fixture_init(&f, NULL);
+	size_t n = strlen(f.lib) + 16;
+	char *name = malloc(n);
+	snprintf(name, n, "%s (deleted)", f.lib);
+	build_core(&f, name, NULL);
+	struct pyu_target *t = open_core_ok(f.core, NULL);
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, 0x600000);
+	ck_assert_str_eq(m->path, f.lib);
+	assert_lib(t, 0x600000, 16, 0x1000);
+	pyu_target_destroy(t);
+	free(name);
+	fixture_fini(&f);
+}
+END_TEST
+
 START_TEST(test_core_executable)
 {
 	struct fixture f;
@@ -1134,6 +1154,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_core_counters);
 	tcase_add_test(tc, test_core_path_map);
 	tcase_add_test(tc, test_core_executable);
+	tcase_add_test(tc, test_core_deleted_file);
 	tcase_add_test(tc, test_core_not_a_core);
 	tcase_add_test(tc, test_core_truncated);
 	tcase_add_test(tc, test_core_garbage_notes);
