@@ -89,7 +89,7 @@ struct pyu_layout {
 
 	// PyInterpreterState.
 	struct {
-		int32_t size;        // bytes the walker reads (may be less than sizeof)
+		int32_t size;        // bytes spanning the fields used (fields are read one by one)
 		int32_t next;
 		int32_t threads_head;
 		int32_t id;          // int64_t id; -1 before 3.7
