@@ -173,6 +173,24 @@ START_TEST(test_utf8_put)
 }
 END_TEST
 
+// Py_DEBUG builds of 2.7 - 3.7 carry Py_TRACE_REFS: every object field 16 bytes later.
+START_TEST(test_trace_refs_objects)
+{
+	struct pyu_layout l36 = pyu_layout_py36, l27 = pyu_layout_py27;
+	pyu_layout_apply_trace_refs(&l36);
+	pyu_layout_apply_trace_refs(&l27);
+	struct fakemem m;
+	fm_init(&m, &l36);
+	uint32_t ucs2[] = {'a', 0x3b1};
+	expect_str(&m, fm_str_cps(&m, ucs2, 2), "a\xce\xb1");
+	expect_str(&m, fm_str(&m, "debug"), "debug");
+	fm_destroy(&m);
+	fm_init(&m, &l27);
+	expect_str(&m, fm_str(&m, "old"), "old");
+	fm_destroy(&m);
+}
+END_TEST
+
 static Suite *objects_suite(void)
 {
 	Suite *s = suite_create("objects");
@@ -183,6 +201,7 @@ static Suite *objects_suite(void)
 	tcase_add_test(tc, test_py2_strings);
 	tcase_add_test(tc, test_bytes_and_int);
 	tcase_add_test(tc, test_utf8_put);
+	tcase_add_test(tc, test_trace_refs_objects);
 	suite_add_tcase(s, tc);
 	return s;
 }

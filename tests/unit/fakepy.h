@@ -16,10 +16,11 @@ struct fake_py {
 	uint64_t interp, gil;
 };
 
-static inline void fp_init(struct fake_py *p, uint32_t version_hex)
+// @debug: a Py_DEBUG build (objects carry Py_TRACE_REFS links where the version implies them).
+static inline void fp_init_build(struct fake_py *p, uint32_t version_hex, bool debug)
 {
 	memset(p, 0, sizeof(*p));
-	ck_assert_ptr_null(pyu_runtime_init_layout(&p->rt, version_hex, false));
+	ck_assert_ptr_null(pyu_runtime_init_layout(&p->rt, version_hex, debug));
 	p->l = &p->rt.layout;
 	fm_init(&p->m, p->l);
 	struct fakemem *m = &p->m;
@@ -41,6 +42,11 @@ static inline void fp_init(struct fake_py *p, uint32_t version_hex)
 	} else if (l->runtime.tstate_current != PYU_NO_FIELD) {
 		p->rt.tstate_current_addr = runtime + (uint64_t)l->runtime.tstate_current;
 	}
+}
+
+static inline void fp_init(struct fake_py *p, uint32_t version_hex)
+{
+	fp_init_build(p, version_hex, false);
 }
 
 // A code object of @units code units whose unit i is on line firstlineno + 1 + i.
