@@ -503,13 +503,10 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	}
 	if (!have_layout) {
 		uint32_t v = best.py_version;
-		rt.version_exact = v != 0;
 		if (!v)
 			v = best.name_version;
 		if (!v && best.presence_version) {
-			v = best.presence_version;
-			// Presence of API symbols cannot tell 2.7 from 3.6 from older 3.x; the
-			// interp_head route only exists in those two.
+			v = best.presence_version; // the exact text below may still confirm it
 			appendf(rt.notes, sizeof(rt.notes),
 				"version %u.%u guessed from exported symbols; ", v >> 24,
 				(v >> 16) & 0xff);
@@ -539,7 +536,11 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 						"found _PyRuntime (%s) in a CPython %s, whose layout "
 						"has no interpreter list there",
 						best.how, rt.layout.name);
-		rt.interp_head_addr = best.runtime + (uint64_t)rt.layout.runtime.interpreters_head;
+		// A decoded PyInterpreterState_Head() names the list head itself; trust it over an
+		// offset from the table.
+		rt.interp_head_addr = best.interp_head
+			? best.interp_head
+			: best.runtime + (uint64_t)rt.layout.runtime.interpreters_head;
 		if (rt.layout.gil == PYU_GIL_RUNTIME_CURRENT &&
 		    rt.layout.runtime.tstate_current != PYU_NO_FIELD)
 			rt.tstate_current_addr =
