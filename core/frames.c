@@ -179,6 +179,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 
 struct stack_frames {
 	bool loaded;
+	bool complete; // every chunk and frame was read: an empty or short list is the truth
 	uint64_t *addrs; // bottom (oldest) first
 	size_t n;
 	uint64_t *sorted; // the same addresses, sorted, for lookups
@@ -190,19 +191,23 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-// Enumerates the frames of every chunk. Failures only shorten the list.
+// Enumerates the frames of every chunk. Failures only shorten the list, and leave
+// sf->complete false so that a short list is not taken for the whole data stack.
 static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *st,
 			      struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
 	sf->loaded = true;
+	bool complete = true;
 	uint64_t chunks[MAX_CHUNKS][3]; // address, previous, top (slots)
 	size_t nc = 0;
-	for (uint64_t c = st->chunk; c && nc < MAX_CHUNKS; nc++) {
+	for (uint64_t c = st->chunk; c; nc++) {
 		uint64_t hdr[3];
-		struct pyu_error *err = pyu_target_read(w->t, c, hdr, sizeof(hdr));
-		if (err) {
+		struct pyu_error *err = nc < MAX_CHUNKS ? pyu_target_read(w->t, c, hdr, sizeof(hdr))
+							: NULL;
+		if (nc >= MAX_CHUNKS || err) {
 			pyu_error_destroy(err);
+			complete = false;
 			break;
 		}
 		chunks[nc][0] = c;
@@ -218,24 +223,30 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 		uint64_t data = chunks[i][0] + CHUNK_DATA;
 		uint64_t a = data + (chunks[i][1] == 0 ? 8 : 0); // the root chunk skips a slot
 		uint64_t end = i == 0 ? st->top : data + 8 * chunks[i][2];
-		if (end < a || end - a > (64u << 20))
+		if (end < a || end - a > (64u << 20)) {
+			complete = false;
 			continue;
-		while (a < end && sf->n < PYU_MAX_FRAMES) {
+		}
+		while (a < end) {
 			uint32_t fs;
+			if (sf->n >= PYU_MAX_FRAMES) {
+				complete = false;
+				break;
+			}
 			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
 			uint64_t code = err ? 0 : get_u64(buf, l->iframe.code) & ~l->stackref_mask;
 			if (!err)
 				err = pyu_target_read_u32(w->t, code + (uint64_t)l->code.framesize, &fs);
-			if (err) {
+			if (err || fs == 0 || fs > (1u << 20)) {
 				pyu_error_destroy(err);
+				complete = false;
 				break;
 			}
-			if (fs == 0 || fs > (1u << 20))
-				break;
 			sf->addrs[sf->n++] = a;
 			a += 8 * (uint64_t)fs;
 		}
 	}
+	sf->complete = complete;
 	sf->sorted = malloc((sf->n ? sf->n : 1) * sizeof(*sf->sorted));
 	if (!sf->sorted) {
 		sf->n = 0;
@@ -265,7 +276,7 @@ static uint64_t frame_below(const struct stack_frames *sf, const struct pyu_thre
 			}
 		}
 	}
-	*exhausted = lowest == 0;
+	*exhausted = lowest == 0 && sf->complete;
 	return lowest > 0 ? sf->addrs[lowest - 1] : 0;
 }
 

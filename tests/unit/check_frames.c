@@ -359,6 +359,28 @@ START_TEST(test_entry_frame_missing)
 }
 END_TEST
 
+// A truncated core: the innermost frame and the whole data stack are gone. The thread must
+// end with an error frame that says so, not look like a thread with no Python frames.
+START_TEST(test_frame_and_data_stack_missing)
+{
+	struct fake_py p;
+	fp_init(&p, versions[_i]);
+	const struct pyu_layout *l = p.l;
+	uint64_t ts = fp_thread(&p, 1, 1);
+	if (l->tstate.datastack_chunk != PYU_NO_FIELD) {
+		fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_chunk, 0x7f0000001000ull);
+		fm_u64(&p.m, ts + (uint64_t)l->tstate.datastack_top, 0x7f0000001400ull);
+	}
+	fp_set_top(&p, ts, 0x7f0000001200ull);
+	struct pyu_stacks *s = fp_collect(&p);
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->frame_count, 1);
+	expect_err(&th->frames[0], "0x7f0000001200");
+	pyu_stacks_destroy(s);
+	fm_destroy(&p.m);
+}
+END_TEST
+
 // Random damage: a realistic thread (two threads, shims, 40 frames, several code objects) whose
 // memory gets random bytes written over it, many times, for every layout. The walk must end
 // (bounded) without touching memory it does not own (run under ASan by test-asan).
@@ -521,6 +543,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_thread_lists);
 	tcase_add_test(tc, test_code_type_by_name);
 	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
+	tcase_add_loop_test(tc, test_frame_and_data_stack_missing, 0, NVERSIONS);
 	tcase_add_loop_test(tc, test_random_damage, 0, NVERSIONS);
 	tcase_add_test(tc, test_cframe_missing);
 	tcase_add_test(tc, test_thread_local_bytecode);
