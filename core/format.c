@@ -352,6 +352,13 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uin
 			pyu_strbuf_puts(sb, ", ");
 		pyu_strbuf_json_cstr(sb, s->errors[i] ? s->errors[i] : "?");
 	}
+	// Notes say how the interpreter was found and what was worked around (for triage).
+	pyu_strbuf_puts(sb, "],\n \"notes\": [");
+	for (uint32_t i = 0; i < s->note_count; i++) {
+		if (i)
+			pyu_strbuf_puts(sb, ", ");
+		pyu_strbuf_json_cstr(sb, s->notes[i] ? s->notes[i] : "?");
+	}
 	pyu_strbuf_puts(sb, "]}\n");
 }
 

@@ -17,6 +17,7 @@
 
 #define MAX_CANDIDATES 8
 #define COOKIE_SCAN_MAX (256u << 20) // bytes of writable memory searched for the cookie
+#define COOKIE_CANDIDATES 16         // cookie look-alikes examined before giving up
 #define COOKIE_CHUNK (256u << 10)
 
 // Appends to a NUL-terminated buffer, truncating silently.
@@ -245,6 +246,13 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 			 char *errs, size_t errs_len)
 {
 	struct pyu_symsrc src = {0};
+	// A local file of another build (a core from another machine, a library updated since)
+	// would give wrong addresses: leave it to the in-memory route.
+	if (!pyu_target_file_matches(t, m)) {
+		appendf(errs, errs_len, "%s: the file here is another build than the target's "
+			"(build IDs differ); ", m->path);
+		return;
+	}
 	struct pyu_error *err = pyu_elf_open(m->local_path, &src.elf);
 	if (!err)
 		err = pyu_elf_load_bias(t, src.elf, m->path, &src.bias);
@@ -266,8 +274,9 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 	bool any = false;
 	for (size_t i = 0; i < count && probed < PYU_MAX_IMAGES_PROBED; i++) {
 		const struct pyu_mapping *m = pyu_target_mapping(t, i);
-		if ((m->start & 0xfff) || (m->path && m->local_path))
-			continue; // files with a local copy were examined already
+		if ((m->start & 0xfff) ||
+		    (m->path && m->local_path && pyu_target_file_matches(t, m)))
+			continue; // files with a matching local copy were examined already
 		probed++;
 		struct pyu_image img = {0};
 		bool ok = pyu_image_load(t, m->start, &img);
@@ -356,13 +365,38 @@ static struct pyu_error *use_debug_offsets(struct pyu_target *t, uint64_t addr,
 	return NULL;
 }
 
+// Whether the debug offsets block at @addr leads to an interpreter: its runtime_state group
+// (right after the 24-byte header in 3.13 - 3.15) names the offset of interpreters.head, which
+// must hold a readable, aligned pointer. Copies of the block that are not the live _PyRuntime
+// (a static initializer, a buffer) fail this.
+static bool cookie_leads_somewhere(struct pyu_target *t, uint64_t addr)
+{
+	uint64_t head_off, head, word;
+	struct pyu_error *err = pyu_target_read_u64(t, addr + 40, &head_off);
+	if (!err && head_off < (1u << 20))
+		err = pyu_target_read_u64(t, addr + head_off, &head);
+	else if (!err)
+		return false;
+	if (!err && head && !(head & 7))
+		err = pyu_target_read_u64(t, head, &word);
+	else if (!err)
+		return false;
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	return true;
+}
+
 // Last resort for 3.13+: the cookie at the start of _PyRuntime, searched in writable memory.
+// The first block that leads to an interpreter wins; failing that, the first block seen.
 static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_len)
 {
 	uint8_t *chunk = malloc(COOKIE_CHUNK);
 	if (!chunk)
 		return 0;
-	uint64_t scanned = 0, found = 0;
+	uint64_t scanned = 0, found = 0, first = 0;
+	unsigned seen = 0;
 	size_t count = pyu_target_mapping_count(t);
 	// File-backed data first (where _PyRuntime lives), anonymous memory second.
 	for (int pass = 0; pass < 2 && !found; pass++) {
@@ -379,12 +413,17 @@ static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_le
 					pyu_error_destroy(err);
 					continue;
 				}
-				for (uint64_t o = 0; o + 24 <= len; o += 8) {
+				for (uint64_t o = 0; o + 24 <= len && seen < COOKIE_CANDIDATES; o += 8) {
 					if (memcmp(chunk + o, "xdebugpy", 8) != 0)
 						continue;
 					uint64_t v;
 					memcpy(&v, chunk + o + 8, 8);
-					if ((v >> 24) == 3 && ((v >> 16) & 0xff) >= 13) {
+					if ((v >> 24) != 3 || ((v >> 16) & 0xff) < 13)
+						continue;
+					seen++;
+					if (!first)
+						first = a + o;
+					if (cookie_leads_somewhere(t, a + o)) {
 						found = a + o;
 						break;
 					}
@@ -393,6 +432,8 @@ static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_le
 		}
 	}
 	free(chunk);
+	if (!found)
+		found = first;
 	if (!found)
 		appendf(errs, errs_len, "no _Py_DebugOffsets cookie in %" PRIu64
 			" bytes of writable memory; ", scanned);
@@ -493,7 +534,24 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	if (best.runtime) {
 		char cookie[8];
 		struct pyu_error *rerr = pyu_target_read(t, best.runtime, cookie, 8);
-		if (!rerr && memcmp(cookie, "xdebugpy", 8) == 0) {
+		uint32_t claimed = best.py_version ? best.py_version : best.name_version;
+		bool has_cookie = !rerr && memcmp(cookie, "xdebugpy", 8) == 0;
+		if (!has_cookie && !cookie_at && (claimed >> 16) >= 0x030d) {
+			// A 3.13+ _PyRuntime always starts with the cookie: the file that gave this
+			// address is not the build the target runs (a core from elsewhere).
+			uint64_t scanned = scan_for_cookie(t, errs, sizeof(errs));
+			if (scanned) {
+				appendf(rt.notes, sizeof(rt.notes),
+					"no debug offsets at 0x%" PRIx64 " (the file here may be "
+					"another build): using the cookie at 0x%" PRIx64 "; ",
+					best.runtime, scanned);
+				best.runtime = rt.runtime_addr = scanned;
+				pyu_error_destroy(rerr);
+				rerr = pyu_target_read(t, best.runtime, cookie, 8);
+				has_cookie = !rerr && memcmp(cookie, "xdebugpy", 8) == 0;
+			}
+		}
+		if (has_cookie) {
 			err = use_debug_offsets(t, best.runtime, &rt);
 			if (err)
 				return pyu_error_wrap(err, "interpreter found by %s", best.how);

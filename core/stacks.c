@@ -87,6 +87,11 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_add_note(s, "%s", notice);
 	struct pyu_walk w = {t, rt, s, codes};
 	err = pyu_walk_threads(&w);
+	// A running interpreter always has a thread state (the main thread's, until it exits):
+	// none at all means the structures found are not the live interpreter's.
+	if (!err && s->thread_count == 0 && s->error_count == 0)
+		pyu_stacks_add_error(s, "no Python thread states in the interpreter list at 0x%"
+				     PRIx64, rt->interp_head_addr);
 	pyu_code_cache_destroy(codes);
 	free(rt);
 	if (err) {

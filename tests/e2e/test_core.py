@@ -258,6 +258,64 @@ def gcore_case(py):
     return run
 
 
+def _shift_symbol(path, name, delta):
+    """Makes @path "another build": its .dynsym value of @name moves by @delta and a byte of
+    its GNU build ID changes."""
+    import struct
+    data = bytearray(open(path, "rb").read())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    strtab = secs[shstrndx]
+    def sname(sec):
+        off = strtab[4] + sec[0]
+        return bytes(data[off:data.index(0, off)]).decode()
+    byname = dict((sname(sec), sec) for sec in secs)
+    dynsym, dynstr = byname[".dynsym"], byname[".dynstr"]
+    for i in range(dynsym[5] // 24):
+        at = dynsym[4] + 24 * i
+        st_name, = struct.unpack_from("<I", data, at)
+        off = dynstr[4] + st_name
+        if bytes(data[off:data.index(0, off)]).decode() == name:
+            value, = struct.unpack_from("<Q", data, at + 8)
+            struct.pack_into("<Q", data, at + 8, value + delta)
+            break
+    else:
+        raise AssertionError("%s has no %s in .dynsym" % (path, name))
+    note = byname[".note.gnu.build-id"]
+    data[note[4] + note[5] - 1] ^= 0xff
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def other_build_case(py):
+    """A core read with a different build of the interpreter on this machine (its build ID
+    differs): symbols from that file would be wrong, so the interpreter is found in the
+    core's own memory instead, and the stacks are still right."""
+    def run():
+        with Target(py, "scenario") as t:
+            core = t.gcore()
+            exe = t.executable
+            other = os.path.join(t.workdir, "other-build")
+            os.makedirs(other)
+            copy = os.path.join(other, os.path.basename(exe))
+            shutil.copy(exe, copy)
+            _shift_symbol(copy, "_PyRuntime", 0x1000)
+            rc, out, err = cli("bt", "--json", "--path-map",
+                               os.path.dirname(exe) + "=" + other, core, copy)
+            assert rc == 0, "bt with another build: status %d: %s" % (rc, err.strip())
+            doc = json.loads(out)
+            # The exact patch version may only be in the file's pages, which do not match.
+            want = ".".join(t.truth["python"]["version"].split(".")[:2])
+            got = doc["python"]["version"]
+            assert got == t.truth["python"]["version"] or got == want, \
+                "version %r, truth %r" % (got, t.truth["python"]["version"])
+            problems = compare(t.truth, doc)
+            assert not problems and not doc["errors"], \
+                "another build here: %s %s" % (problems, doc["errors"])
+    return run
+
+
 def crash_case(py):
     def run():
         with Target(py, "scenario", mode="crash") as t:
@@ -512,6 +570,9 @@ def main():
     for py in pys:
         if py.label in ("pyenv-2.7", "pyenv-3.10", "pyenv-3.12", "sid-3.14", "sid-3.15d"):
             cases.append(("%s/busy" % py.label, busy_case(py)))
+    for py in pys:
+        if py.label in ("debian-3.11", "sid-3.14"):
+            cases.append(("%s/other-build" % py.label, other_build_case(py)))
     cases.append(("errors/not-python", errors_not_python))
     cases.append(("errors/garbage", errors_garbage))
     if pys:

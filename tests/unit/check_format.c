@@ -296,7 +296,8 @@ START_TEST(test_all_threads_errors_and_escaping)
 		"  {\"thread_id\": 3, \"native_thread_id\": 12, \"holds_gil\": false, \"name\": null, "
 		"\"interpreter_id\": 0, \"tstate_address\": \"0x1000\", \"frames_omitted\": 0,\n"
 		"   \"frames\": []}],\n"
-		" \"errors\": [\"thread list ended early\"]}\n");
+		" \"errors\": [\"thread list ended early\"],\n"
+		" \"notes\": []}\n");
 	free(out);
 
 	// One thread, with a limit: the JSON says how many frames were left out.
