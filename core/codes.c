@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "objects.h"
 #include "runtime.h"
 
@@ -111,20 +112,6 @@ static void free_code_info(struct pyu_code_info *ci)
 	free(ci->table);
 }
 
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, buf + off, 8);
-	return v;
-}
-
-static int32_t get_i32(const uint8_t *buf, int32_t off)
-{
-	int32_t v;
-	memcpy(&v, buf + off, 4);
-	return v;
-}
-
 // Is @type the code type? Known from a symbol, or checked once by its tp_name.
 static struct pyu_error *check_code_type(struct pyu_walk *w, uint64_t addr, uint64_t type)
 {
@@ -162,26 +149,26 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 	struct pyu_error *err = pyu_target_read(w->t, addr, buf, (size_t)l->code.size);
 	if (err)
 		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, addr);
-	err = check_code_type(w, addr, get_u64(buf, l->ob_type));
+	err = check_code_type(w, addr, pyu_get_u64(buf, l->ob_type));
 	if (err)
 		return err;
 	memset(ci, 0, sizeof(*ci));
 	ci->address = addr;
-	ci->firstlineno = get_i32(buf, l->code.firstlineno);
+	ci->firstlineno = pyu_get_i32(buf, l->code.firstlineno);
 	ci->format = l->linetable;
 	if (ci->firstlineno < 0)
 		return pyu_error_create(PYU_ERR_CORRUPT,
 					"code object at 0x%" PRIx64 ": co_firstlineno %" PRId32,
 					addr, ci->firstlineno);
 	if (l->code.ob_size != PYU_NO_FIELD) {
-		int64_t units = (int64_t)get_u64(buf, l->code.ob_size);
+		int64_t units = (int64_t)pyu_get_u64(buf, l->code.ob_size);
 		if (units <= 0 || units > PYU_CODE_UNITS_MAX)
 			return pyu_error_create(PYU_ERR_CORRUPT,
 						"code object at 0x%" PRIx64 ": %" PRId64
 						" code units", addr, units);
 		ci->code_len = 2 * (uint64_t)units;
 	} else {
-		uint64_t code = get_u64(buf, l->code.code);
+		uint64_t code = pyu_get_u64(buf, l->code.code);
 		uint64_t size;
 		err = pyu_target_read_u64(w->t, code + (uint64_t)l->ob_size, &size);
 		if (err)
@@ -194,16 +181,16 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 		ci->code_len = size;
 	}
 	*firsttraceable = l->code.firsttraceable != PYU_NO_FIELD
-		? get_i32(buf, l->code.firsttraceable) : 0;
-	err = pyu_read_str(w->t, l, get_u64(buf, l->code.name), PYU_NAME_MAX, &ci->name);
+		? pyu_get_i32(buf, l->code.firsttraceable) : 0;
+	err = pyu_read_str(w->t, l, pyu_get_u64(buf, l->code.name), PYU_NAME_MAX, &ci->name);
 	if (!err)
-		err = pyu_read_str(w->t, l, get_u64(buf, l->code.filename), PYU_NAME_MAX,
+		err = pyu_read_str(w->t, l, pyu_get_u64(buf, l->code.filename), PYU_NAME_MAX,
 				   &ci->filename);
 	if (!err && l->has_qualname && l->code.qualname != PYU_NO_FIELD)
-		err = pyu_read_str(w->t, l, get_u64(buf, l->code.qualname), PYU_NAME_MAX,
+		err = pyu_read_str(w->t, l, pyu_get_u64(buf, l->code.qualname), PYU_NAME_MAX,
 				   &ci->qualname);
 	if (!err)
-		err = pyu_read_bytes(w->t, l, get_u64(buf, l->code.linetable), PYU_TABLE_MAX,
+		err = pyu_read_bytes(w->t, l, pyu_get_u64(buf, l->code.linetable), PYU_TABLE_MAX,
 				     &ci->table, &ci->table_len);
 	if (err) {
 		free_code_info(ci);

@@ -1,6 +1,7 @@
 // elf.c - reads ELF64 little-endian files with pread: headers, sections by name, symbols by
 // name, bytes at a virtual address, load bias in a target. Every field taken from the file is
 // checked against the file's size before it is used. See elf.h for the contract.
+#include "bytes.h"
 #include "elf.h"
 
 #include <errno.h>
@@ -64,36 +65,12 @@ struct pyu_elf {
 	struct symtab dynsym, symtab;
 };
 
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 // Reads exactly @len bytes at @offset, bounded by the file size. Returns false otherwise.
 static bool read_exact(const struct pyu_elf *elf, uint64_t offset, void *buf, size_t len)
 {
 	if (offset > elf->file_size || len > elf->file_size - offset)
 		return false;
-	size_t done = 0;
-	while (done < len) {
-		ssize_t r = pread(elf->fd, (char *)buf + done, len - done, (off_t)(offset + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return false;
-		done += (size_t)r;
-	}
-	return true;
+	return pyu_pread_all(elf->fd, elf->file_size, offset, buf, len) == len;
 }
 
 // Reads a table of @count entries of @entsize bytes at @offset into a new buffer.
@@ -125,11 +102,11 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 	if (eh[4] != 2 || eh[5] != 1)
 		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s: only 64-bit little-endian ELF "
 					"files are supported", elf->path);
-	elf->type = get16(eh + 16);
-	elf->entry = get64(eh + 24);
-	uint64_t phoff = get64(eh + 32), shoff = get64(eh + 40);
-	uint16_t phentsize = get16(eh + 54), phnum = get16(eh + 56);
-	uint16_t shentsize = get16(eh + 58), shnum = get16(eh + 60), shstrndx = get16(eh + 62);
+	elf->type = pyu_le16(eh + 16);
+	elf->entry = pyu_le64(eh + 24);
+	uint64_t phoff = pyu_le64(eh + 32), shoff = pyu_le64(eh + 40);
+	uint16_t phentsize = pyu_le16(eh + 54), phnum = pyu_le16(eh + 56);
+	uint16_t shentsize = pyu_le16(eh + 58), shnum = pyu_le16(eh + 60), shstrndx = pyu_le16(eh + 62);
 
 	if (phnum > 0) {
 		if (phentsize < PHDR_SIZE || phnum > MAX_PHNUM)
@@ -144,12 +121,12 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 			if (!read_exact(elf, phoff + i * phentsize, ph, sizeof(ph)))
 				return format_error(elf->path, "program headers past the end");
 			struct elf_phdr *p = &elf->phdrs[i];
-			p->type = get32(ph);
-			p->flags = get32(ph + 4);
-			p->offset = get64(ph + 8);
-			p->vaddr = get64(ph + 16);
-			p->filesz = get64(ph + 32);
-			p->memsz = get64(ph + 40);
+			p->type = pyu_le32(ph);
+			p->flags = pyu_le32(ph + 4);
+			p->offset = pyu_le64(ph + 8);
+			p->vaddr = pyu_le64(ph + 16);
+			p->filesz = pyu_le64(ph + 32);
+			p->memsz = pyu_le64(ph + 40);
 			elf->phnum = i + 1;
 		}
 	}
@@ -166,9 +143,9 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		if (!read_exact(elf, shoff, sh0, sizeof(sh0)))
 			return format_error(elf->path, "section headers past the end");
 		if (count == 0)
-			count = get64(sh0 + 32);
+			count = pyu_le64(sh0 + 32);
 		if (strndx == SHN_XINDEX)
-			strndx = get32(sh0 + 40);
+			strndx = pyu_le32(sh0 + 40);
 	}
 	if (count > MAX_SHNUM)
 		return format_error(elf->path, "too many sections");
@@ -184,14 +161,14 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		if (!read_exact(elf, shoff + i * shentsize, sh, sizeof(sh)))
 			return format_error(elf->path, "section headers past the end");
 		struct elf_shdr *s = &elf->shdrs[i];
-		s->name = get32(sh);
-		s->type = get32(sh + 4);
-		s->flags = get64(sh + 8);
-		s->addr = get64(sh + 16);
-		s->offset = get64(sh + 24);
-		s->size = get64(sh + 32);
-		s->link = get32(sh + 40);
-		s->entsize = get64(sh + 56);
+		s->name = pyu_le32(sh);
+		s->type = pyu_le32(sh + 4);
+		s->flags = pyu_le64(sh + 8);
+		s->addr = pyu_le64(sh + 16);
+		s->offset = pyu_le64(sh + 24);
+		s->size = pyu_le64(sh + 32);
+		s->link = pyu_le32(sh + 40);
+		s->entsize = pyu_le64(sh + 56);
 		elf->shnum = i + 1;
 	}
 	if (strndx < elf->shnum) {
@@ -365,14 +342,14 @@ static bool search_symtab(const struct symtab *tab, const char *name, struct pyu
 {
 	for (size_t i = 0; i < tab->count; i++) {
 		const unsigned char *sym = tab->syms + i * SYM_SIZE;
-		uint16_t shndx = get16(sym + 6);
+		uint16_t shndx = pyu_le16(sym + 6);
 		if (shndx == 0)
 			continue;
-		const char *n = table_string(tab->strs, tab->strs_len, get32(sym));
+		const char *n = table_string(tab->strs, tab->strs_len, pyu_le32(sym));
 		if (!n || strcmp(n, name) != 0)
 			continue;
-		ret->value = get64(sym + 8);
-		ret->size = get64(sym + 16);
+		ret->value = pyu_le64(sym + 8);
+		ret->size = pyu_le64(sym + 16);
 		ret->type = sym[4] & 0xf;
 		ret->bind = sym[4] >> 4;
 		ret->shndx = shndx;
@@ -467,8 +444,8 @@ static bool build_id_in_notes(const unsigned char *notes, size_t len, uint8_t *b
 {
 	size_t off = 0;
 	while (len - off >= 12) {
-		uint64_t namesz = get32(notes + off), descsz = get32(notes + off + 4);
-		uint32_t type = get32(notes + off + 8);
+		uint64_t namesz = pyu_le32(notes + off), descsz = pyu_le32(notes + off + 4);
+		uint32_t type = pyu_le32(notes + off + 8);
 		uint64_t name_off = off + 12;
 		uint64_t desc_off = name_off + ((namesz + 3) & ~(uint64_t)3);
 		if (desc_off > len || descsz > len - desc_off)
@@ -511,8 +488,8 @@ bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf
 	if (image_len < EHDR_SIZE || memcmp(image, "\177ELF", 4) != 0 || image[4] != 2 ||
 	    image[5] != 1)
 		return false;
-	uint64_t phoff = get64(image + 32);
-	uint16_t phentsize = get16(image + 54), phnum = get16(image + 56);
+	uint64_t phoff = pyu_le64(image + 32);
+	uint16_t phentsize = pyu_le16(image + 54), phnum = pyu_le16(image + 56);
 	if (phentsize < PHDR_SIZE)
 		return false;
 	for (uint64_t i = 0; i < phnum; i++) {
@@ -520,8 +497,8 @@ bool pyu_elf_image_build_id(const uint8_t *image, size_t image_len, uint8_t *buf
 		if (at < phoff || at > image_len || PHDR_SIZE > image_len - at)
 			return false; // the rest of the table is not in the image
 		const unsigned char *ph = image + at;
-		uint64_t offset = get64(ph + 8), filesz = get64(ph + 32);
-		if (get32(ph) != PT_NOTE || offset > image_len || filesz > image_len - offset)
+		uint64_t offset = pyu_le64(ph + 8), filesz = pyu_le64(ph + 32);
+		if (pyu_le32(ph) != PT_NOTE || offset > image_len || filesz > image_len - offset)
 			continue;
 		if (build_id_in_notes(image + offset, (size_t)filesz, buf, cap, len))
 			return true;

@@ -10,22 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "objects.h"
 #include "runtime.h"
-
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, buf + off, 8);
-	return v;
-}
-
-static int32_t get_i32(const uint8_t *buf, int32_t off)
-{
-	int32_t v;
-	memcpy(&v, buf + off, 4);
-	return v;
-}
 
 // A line stored in the frame overrides the table (tracing, a debugger's jump). The table's
 // columns describe the instruction, so they are kept only when they are on that line.
@@ -125,9 +112,9 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 			return push_error_from(th, cap, addr,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
-		uint64_t code = get_u64(buf, l->frame.f_code);
-		int32_t lasti = get_i32(buf, l->frame.f_lasti);
-		uint64_t next = get_u64(buf, l->frame.f_back);
+		uint64_t code = pyu_get_u64(buf, l->frame.f_code);
+		int32_t lasti = pyu_get_i32(buf, l->frame.f_lasti);
+		uint64_t next = pyu_get_u64(buf, l->frame.f_back);
 		int32_t index;
 		err = pyu_code_get(w, code, &index);
 		if (err) {
@@ -155,8 +142,8 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 			continue;
 		}
 		f.loc = pyu_code_locate(w, index, q);
-		int32_t lineno = get_i32(buf, l->frame.f_lineno);
-		if (l->lineno_rule == PYU_LINENO_IF_TRACED && get_u64(buf, l->frame.f_trace) != 0)
+		int32_t lineno = pyu_get_i32(buf, l->frame.f_lineno);
+		if (l->lineno_rule == PYU_LINENO_IF_TRACED && pyu_get_u64(buf, l->frame.f_trace) != 0)
 			override_line(&f.loc, lineno);
 		else if (l->lineno_rule == PYU_LINENO_IF_NONZERO && lineno != 0)
 			override_line(&f.loc, lineno);
@@ -234,7 +221,7 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 				break;
 			}
 			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
-			uint64_t code = err ? 0 : get_u64(buf, l->iframe.code) & ~l->stackref_mask;
+			uint64_t code = err ? 0 : pyu_get_u64(buf, l->iframe.code) & ~l->stackref_mask;
 			if (!err)
 				err = pyu_target_read_u32(w->t, code + (uint64_t)l->code.framesize, &fs);
 			if (err || fs == 0 || fs > (1u << 20)) {
@@ -338,8 +325,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		err = pyu_target_read(w->t, addr, buf, (size_t)l->iframe.size);
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
-		bool zeroed = !err && get_u64(buf, l->iframe.code) == 0 &&
-			      get_u64(buf, l->iframe.previous) == 0;
+		bool zeroed = !err && pyu_get_u64(buf, l->iframe.code) == 0 &&
+			      pyu_get_u64(buf, l->iframe.previous) == 0;
 		if ((err || zeroed) && can_resume) {
 			if (!sf->loaded)
 				load_stack_frames(w, st, sf);
@@ -363,13 +350,13 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
 		last = addr;
-		uint64_t next = get_u64(buf, l->iframe.previous);
+		uint64_t next = pyu_get_u64(buf, l->iframe.previous);
 		uint8_t owner = buf[l->iframe.owner];
 		if (l->owner_first_foreign >= 0 && owner >= l->owner_first_foreign) {
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}
-		uint64_t bits = get_u64(buf, l->iframe.code);
+		uint64_t bits = pyu_get_u64(buf, l->iframe.code);
 		uint64_t code = bits & ~l->stackref_mask;
 		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
 		if (l->stackref_mask && (bits & 2)) {
@@ -394,7 +381,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		const struct pyu_code_info *ci = &w->s->codes[index];
 		uint64_t start = code + (uint64_t)l->code.code_adaptive;
 		if (l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD) {
-			err = tlbc_start(w, code, get_i32(buf, l->iframe.tlbc_index), &start);
+			err = tlbc_start(w, code, pyu_get_i32(buf, l->iframe.tlbc_index), &start);
 			if (err) {
 				err = push_error_from(th, cap, addr, err);
 				if (err)
@@ -403,7 +390,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				continue;
 			}
 		}
-		uint64_t ip = get_u64(buf, l->iframe.instr_ptr);
+		uint64_t ip = pyu_get_u64(buf, l->iframe.instr_ptr);
 		int64_t q = (int64_t)(ip - start);
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
@@ -427,7 +414,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.instruction_offset = q < 0 ? -1 : q;
 		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
-			? get_u64(buf, l->iframe.frame_obj) : 0;
+			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
 		if (frame_obj && l->frame.f_lineno != PYU_NO_FIELD) {
 			uint32_t lineno;
 			err = pyu_target_read_u32(w->t, frame_obj + (uint64_t)l->frame.f_lineno,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "objects.h"
 
 // Bytes of header read in one go: enough for every layout's unicode/bytes header, and for the
@@ -36,13 +37,6 @@ size_t pyu_utf8_put(uint32_t cp, char *out)
 	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
 	out[3] = (char)(0x80 | (cp & 0x3f));
 	return 4;
-}
-
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, buf + off, 8);
-	return v;
 }
 
 struct pyu_error *pyu_object_type_flags(struct pyu_target *t, const struct pyu_layout *l,
@@ -138,8 +132,8 @@ static struct pyu_error *read_py2_unicode(struct pyu_target *t, const struct pyu
 	struct pyu_error *err = pyu_target_read(t, addr, hdr, (size_t)l->unicode.data + 8);
 	if (err)
 		return pyu_error_wrap(err, "reading unicode at 0x%" PRIx64, addr);
-	int64_t len = (int64_t)get_u64(hdr, l->unicode.length);
-	uint64_t data = get_u64(hdr, l->unicode.data);
+	int64_t len = (int64_t)pyu_get_u64(hdr, l->unicode.length);
+	uint64_t data = pyu_get_u64(hdr, l->unicode.data);
 	if (len < 0 || (uint64_t)len > max_chars)
 		return pyu_error_create(PYU_ERR_CORRUPT,
 					"unicode at 0x%" PRIx64 ": length %" PRId64 " out of range",
@@ -175,7 +169,7 @@ static struct pyu_error *read_pep393(struct pyu_target *t, const struct pyu_layo
 		if (err)
 			return pyu_error_wrap(err, "reading str at 0x%" PRIx64, addr);
 	}
-	int64_t len = (int64_t)get_u64(hdr, l->unicode.length);
+	int64_t len = (int64_t)pyu_get_u64(hdr, l->unicode.length);
 	uint32_t state;
 	memcpy(&state, hdr + l->unicode.state, 4);
 	state >>= l->unicode.state_shift;
@@ -195,7 +189,7 @@ static struct pyu_error *read_pep393(struct pyu_target *t, const struct pyu_layo
 	if (compact)
 		data = addr + (uint64_t)(ascii ? l->unicode.ascii_size : l->unicode.compact_size);
 	else if ((size_t)l->unicode.data + 8 <= hdr_len)
-		data = get_u64(hdr, l->unicode.data);
+		data = pyu_get_u64(hdr, l->unicode.data);
 	else if ((err = pyu_target_read_u64(t, addr + (uint64_t)l->unicode.data, &data)) != NULL)
 		return pyu_error_wrap(err, "reading the data pointer of str at 0x%" PRIx64, addr);
 	size_t nbytes = (size_t)len * kind;
@@ -255,7 +249,7 @@ struct pyu_error *pyu_read_bytes(struct pyu_target *t, const struct pyu_layout *
 	err = pyu_target_read(t, addr, hdr, hdr_len);
 	if (err)
 		return pyu_error_wrap(err, "reading bytes at 0x%" PRIx64, addr);
-	int64_t len = (int64_t)get_u64(hdr, l->ob_size);
+	int64_t len = (int64_t)pyu_get_u64(hdr, l->ob_size);
 	if (len < 0 || (uint64_t)len > max)
 		return pyu_error_create(PYU_ERR_CORRUPT,
 					"bytes at 0x%" PRIx64 ": size %" PRId64 " out of range",
@@ -286,7 +280,7 @@ struct pyu_error *pyu_read_int(struct pyu_target *t, const struct pyu_layout *l,
 		if (err)
 			return pyu_error_wrap(err, "reading int at 0x%" PRIx64, addr);
 	}
-	uint64_t tag = get_u64(hdr, l->ob_size);
+	uint64_t tag = pyu_get_u64(hdr, l->ob_size);
 	int64_t ndigits;
 	int sign;
 	if (lv_tag) {

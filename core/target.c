@@ -2,6 +2,7 @@
 // page cache, the sorted mapping list, thread ids, path maps, and the callback backend.
 // It does not know how a process or a core is read; target_proc.c and target_core.c fill in a
 // backend read function and the mappings.
+#include "bytes.h"
 #include "target_impl.h"
 
 #include "elf.h"
@@ -275,21 +276,9 @@ uint64_t pyu_target_read_file(struct pyu_target *t, const char *path, uint64_t o
 		f->fd = fd;
 		f->size = (uint64_t)st.st_size;
 	}
-	if (offset >= f->size || offset > (uint64_t)INT64_MAX)
+	if (offset > (uint64_t)INT64_MAX)
 		return 0;
-	if (len > f->size - offset)
-		len = f->size - offset;
-	uint64_t done = 0;
-	while (done < len) {
-		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
-		ssize_t r = pread(f->fd, (char *)buf + done, chunk, (off_t)(offset + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		done += (uint64_t)r;
-	}
-	return done;
+	return pyu_pread_all(f->fd, f->size, offset, buf, len);
 }
 
 // ---- mappings ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 // unpacked to an anonymous temporary file first. Everything is read with pread and checked
 // against the file's size, so a truncated or corrupt core gives unreadable memory or an
 // error, never a crash.
+#include "bytes.h"
 #include "target_impl.h"
 
 #include "elf.h"
@@ -73,40 +74,11 @@ struct core_notes {
 	char fname[PRPSINFO_FNAME_LEN + 1]; // pr_fname, "" if unknown
 };
 
-static uint16_t get16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 // Reads up to @len bytes at @offset of the core; returns how many (short at end of file).
 static uint64_t core_pread(const struct core_backend *c, uint64_t offset, void *buf,
 			   uint64_t len)
 {
-	if (offset >= c->file_size)
-		return 0;
-	if (len > c->file_size - offset)
-		len = c->file_size - offset;
-	uint64_t done = 0;
-	while (done < len) {
-		size_t chunk = len - done > (1u << 30) ? (1u << 30) : (size_t)(len - done);
-		ssize_t r = pread(c->fd, (char *)buf + done, chunk, (off_t)(offset + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		done += (uint64_t)r;
-	}
-	return done;
+	return pyu_pread_all(c->fd, c->file_size, offset, buf, len);
 }
 
 // The load containing @addr, or NULL; *next is set to the start of the first load above
@@ -468,19 +440,19 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 	if (eh[4] != 2 || eh[5] != 1)
 		return pyu_error_create(PYU_ERR_UNSUPPORTED, "%s: only 64-bit little-endian "
 					"cores are supported", path);
-	if (get16(eh + 16) != ET_CORE)
+	if (pyu_le16(eh + 16) != ET_CORE)
 		return pyu_error_create(PYU_ERR_FORMAT, "%s is an ELF file but not a core dump",
 					path);
-	uint64_t phoff = get64(eh + 32), shoff = get64(eh + 40);
-	uint16_t phentsize = get16(eh + 54);
-	uint64_t phnum = get16(eh + 56);
+	uint64_t phoff = pyu_le64(eh + 32), shoff = pyu_le64(eh + 40);
+	uint16_t phentsize = pyu_le16(eh + 54);
+	uint64_t phnum = pyu_le16(eh + 56);
 	if (phnum == PN_XNUM) {
 		// More than 65534 segments: the count is sh_info of section header 0.
 		unsigned char sh0[64];
 		if (shoff == 0 || core_pread(c, shoff, sh0, sizeof(sh0)) != sizeof(sh0))
 			return pyu_error_create(PYU_ERR_FORMAT, "%s: truncated core: the "
 						"segment count is missing", path);
-		phnum = get32(sh0 + 44);
+		phnum = pyu_le32(sh0 + 44);
 	}
 	if (phnum == 0)
 		return pyu_error_create(PYU_ERR_FORMAT, "%s: core has no segments", path);
@@ -508,13 +480,13 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 	for (size_t i = 0; i < phnum; i++) {
 		const unsigned char *ph = table + i * phentsize;
 		struct core_load l = {
-			.flags = get32(ph + 4),
-			.offset = get64(ph + 8),
-			.vaddr = get64(ph + 16),
-			.filesz = get64(ph + 32),
-			.memsz = get64(ph + 40),
+			.flags = pyu_le32(ph + 4),
+			.offset = pyu_le64(ph + 8),
+			.vaddr = pyu_le64(ph + 16),
+			.filesz = pyu_le64(ph + 32),
+			.memsz = pyu_le64(ph + 40),
 		};
-		uint32_t type = get32(ph);
+		uint32_t type = pyu_le32(ph);
 		if ((type == PT_NOTE || type == PT_LOAD) && l.filesz > 0 &&
 		    l.offset + l.filesz > l.offset && l.offset + l.filesz > c->expected_size)
 			c->expected_size = l.offset + l.filesz;
@@ -545,7 +517,7 @@ static void parse_nt_file(unsigned char *desc, uint64_t len, struct core_notes *
 {
 	if (n->files || len < 16)
 		return;
-	uint64_t count = get64(desc), page = get64(desc + 8);
+	uint64_t count = pyu_le64(desc), page = pyu_le64(desc + 8);
 	if (page == 0 || (page & (page - 1)) != 0 || page > (1u << 30))
 		return;
 	if (count > (len - 16) / 24 || count > PYU_MAX_MAPPINGS)
@@ -558,7 +530,7 @@ static void parse_nt_file(unsigned char *desc, uint64_t len, struct core_notes *
 	uint64_t at = 0;
 	for (uint64_t i = 0; i < count; i++) {
 		const unsigned char *e = desc + 16 + i * 24;
-		uint64_t start = get64(e), end = get64(e + 8), ofs = get64(e + 16);
+		uint64_t start = pyu_le64(e), end = pyu_le64(e + 8), ofs = pyu_le64(e + 16);
 		if (at >= names_len)
 			break;
 		unsigned char *nul = memchr(names + at, '\0', (size_t)(names_len - at));
@@ -584,8 +556,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 {
 	uint64_t off = 0;
 	while (len - off >= 12) {
-		uint64_t namesz = get32(buf + off), descsz = get32(buf + off + 4);
-		uint32_t type = get32(buf + off + 8);
+		uint64_t namesz = pyu_le32(buf + off), descsz = pyu_le32(buf + off + 4);
+		uint32_t type = pyu_le32(buf + off + 8);
 		uint64_t name_off = off + 12;
 		uint64_t desc_off = name_off + ((namesz + 3) & ~(uint64_t)3);
 		if (desc_off > len || descsz > len - desc_off)
@@ -594,7 +566,7 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 		unsigned char *desc = buf + desc_off;
 		bool core = namesz == 5 && memcmp(name, "CORE", 5) == 0;
 		if (core && type == NT_PRSTATUS && descsz >= PRSTATUS_PID_OFFSET + 4) {
-			int32_t pid = (int32_t)get32(desc + PRSTATUS_PID_OFFSET);
+			int32_t pid = (int32_t)pyu_le32(desc + PRSTATUS_PID_OFFSET);
 			if (pid > 0) {
 				struct pyu_error *err = pyu_target_add_thread(t, pid);
 				if (err)
@@ -606,8 +578,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 			n->fname[PRPSINFO_FNAME_LEN] = '\0';
 		} else if (core && type == NT_AUXV) {
 			for (uint64_t i = 0; i + 16 <= descsz; i += 16) {
-				if (get64(desc + i) == AT_ENTRY)
-					n->entry = get64(desc + i + 8);
+				if (pyu_le64(desc + i) == AT_ENTRY)
+					n->entry = pyu_le64(desc + i + 8);
 			}
 		} else if (core && type == NT_FILE) {
 			parse_nt_file(desc, descsz, n);

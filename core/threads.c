@@ -6,18 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "runtime.h"
 
 // glibc x86-64 keeps the kernel tid at this offset of struct pthread (checked on 2.36); the
 // value is accepted only when it names one of the target's threads.
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
-
-static uint64_t get_u64(const uint8_t *buf, int32_t off)
-{
-	uint64_t v;
-	memcpy(&v, buf + off, 8);
-	return v;
-}
 
 static bool known_tid(const struct pyu_target *t, int64_t tid)
 {
@@ -163,9 +157,9 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 			return err;
 		th->tstate_address = tstate;
 		th->interpreter_id = interp_id;
-		th->thread_id = get_u64(buf, l->tstate.thread_id);
+		th->thread_id = pyu_get_u64(buf, l->tstate.thread_id);
 		if (l->tstate.native_thread_id != PYU_NO_FIELD)
-			th->native_thread_id = (int64_t)get_u64(buf, l->tstate.native_thread_id);
+			th->native_thread_id = (int64_t)pyu_get_u64(buf, l->tstate.native_thread_id);
 		else if (th->thread_id)
 			th->native_thread_id = derive_native_id(w, th->thread_id);
 		th->holds_gil = gil_known ? holder == tstate : -1;
@@ -173,10 +167,10 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		bool first_unknown = false;
 		switch (l->frame_source) {
 		case PYU_FRAME_FROM_TSTATE_FRAME:
-			first = get_u64(buf, l->tstate.frame);
+			first = pyu_get_u64(buf, l->tstate.frame);
 			break;
 		case PYU_FRAME_FROM_CFRAME: {
-			uint64_t cframe = get_u64(buf, l->tstate.cframe);
+			uint64_t cframe = pyu_get_u64(buf, l->tstate.cframe);
 			if (cframe) {
 				err = pyu_target_read_u64(w->t,
 							  cframe + (uint64_t)l->tstate.cframe_current,
@@ -195,18 +189,18 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 			break;
 		}
 		case PYU_FRAME_FROM_CURRENT_FRAME:
-			first = get_u64(buf, l->tstate.current_frame);
+			first = pyu_get_u64(buf, l->tstate.current_frame);
 			break;
 		}
 		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
-			base = get_u64(buf, l->tstate.base_frame);
+			base = pyu_get_u64(buf, l->tstate.base_frame);
 		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown};
 		if (l->tstate.datastack_chunk != PYU_NO_FIELD &&
 		    l->tstate.datastack_top != PYU_NO_FIELD) {
-			start.chunk = get_u64(buf, l->tstate.datastack_chunk);
-			start.top = get_u64(buf, l->tstate.datastack_top);
+			start.chunk = pyu_get_u64(buf, l->tstate.datastack_chunk);
+			start.top = pyu_get_u64(buf, l->tstate.datastack_top);
 		}
-		uint64_t next = get_u64(buf, l->tstate.next);
+		uint64_t next = pyu_get_u64(buf, l->tstate.next);
 		err = pyu_walk_frames(w, &start, th);
 		if (err)
 			return err;
