@@ -323,7 +323,10 @@ def check_thread_switch(py, debugger):
         problems = compare(dict(t.truth, threads=truth), doc)
         if problems:
             raise AssertionError("%s:\n  %s" % (what, "\n  ".join(problems)))
-        if not outs[5].lstrip().startswith("#0 ") or not outs[7].lstrip().startswith("#1 "):
+        # lldb may print its own "thread select" report late, into the next command's part:
+        # look for the frame lines rather than at the start of the part.
+        if not re.search(r"(?m)^#0  File", outs[5]) or re.search(r"(?m)^#1  File", outs[5]) \
+                or not re.search(r"(?m)^#1  File", outs[7]):
             raise AssertionError("%s: the selected Python frame is not kept per thread:\n%s\n%s"
                                  % (what, outs[5], outs[7]))
 
