@@ -121,9 +121,29 @@ class Library(object):
             self.lib.pyu_free(ptr)
 
 
-class Target(object):
+class _Handle(object):
+    """An object of the library, released once: by close() or when Python collects it."""
+
+    handle = None
+    _destroy = None  # name of the library function that releases the handle
+
+    def close(self):
+        if self.handle:
+            getattr(self.lib.lib, self._destroy)(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Target(_Handle):
     """An open pyu_target. Keeps the read callback referenced for the target's whole life:
     if Python freed it while the core still held the pointer, the debugger would crash."""
+
+    _destroy = "pyu_target_destroy"
 
     def __init__(self, lib, handle, callback=None):
         self.lib = lib
@@ -178,19 +198,11 @@ class Target(object):
         return (self.lib.lib.pyu_target_backend_reads(self.handle),
                 self.lib.lib.pyu_target_cached_reads(self.handle))
 
-    def close(self):
-        if self.handle:
-            self.lib.lib.pyu_target_destroy(self.handle)
-            self.handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
-class Stacks(object):
+class Stacks(_Handle):
+    _destroy = "pyu_stacks_destroy"
+
     def __init__(self, target):
         self.target = target
         self.lib = target.lib
@@ -221,16 +233,6 @@ class Stacks(object):
     def listing(self, thread, frame, first, last):
         return self._text(self.lib.lib.pyu_format_list, thread, frame, first, last)
 
-    def close(self):
-        if self.handle:
-            self.lib.lib.pyu_stacks_destroy(self.handle)
-            self.handle = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 # ---- command logic shared by both debuggers ---------------------------------------------------
