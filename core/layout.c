@@ -76,6 +76,32 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"type_tp_flags", l->type_tp_flags, max, 8},
 		{"bytes_sval", l->bytes_sval, max, 0},
 		{"tuple_item", l->tuple_item, max, 8},
+		{"cell_ref", l->cell_ref, max, 8},
+		{"frame.f_localsplus", l->frame.f_localsplus, l->frame.size + 1, 0},
+		{"frame.f_locals", l->frame.f_locals, l->frame.size, 8},
+		{"frame.f_globals", l->frame.f_globals, l->frame.size, 8},
+		{"frame.f_builtins", l->frame.f_builtins, l->frame.size, 8},
+		{"iframe.localsplus", l->iframe.localsplus, l->iframe.size + 1, 0},
+		{"iframe.f_locals", l->iframe.f_locals, l->iframe.size, 8},
+		{"iframe.f_globals", l->iframe.f_globals, l->iframe.size, 8},
+		{"iframe.f_builtins", l->iframe.f_builtins, l->iframe.size, 8},
+		{"code.argcount", l->code.argcount, l->code.size, 4},
+		{"code.kwonlyargcount", l->code.kwonlyargcount, l->code.size, 4},
+		{"code.flags", l->code.flags, l->code.size, 4},
+		{"code.nlocals", l->code.nlocals, l->code.size, 4},
+		{"code.nlocalsplus", l->code.nlocalsplus, l->code.size, 4},
+		{"code.varnames", l->code.varnames, l->code.size, 8},
+		{"code.cellvars", l->code.cellvars, l->code.size, 8},
+		{"code.freevars", l->code.freevars, l->code.size, 8},
+		{"code.localsplusnames", l->code.localsplusnames, l->code.size, 8},
+		{"code.localspluskinds", l->code.localspluskinds, l->code.size, 8},
+		// Read one by one from thread states and stack items.
+		{"exc.tstate_info", l->exc.tstate_info, max, 8},
+		{"exc.tstate_type", l->exc.tstate_type, max, 8},
+		{"exc.tstate_value", l->exc.tstate_value, max, 8},
+		{"exc.item_type", l->exc.item_type, max, 8},
+		{"exc.item_value", l->exc.item_value, max, 8},
+		{"exc.item_previous", l->exc.item_previous, max, 8},
 	};
 	int32_t sizes[] = {l->tstate.size, l->frame.size, l->iframe.size, l->code.size};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
@@ -118,7 +144,11 @@ void pyu_layout_apply_trace_refs(struct pyu_layout *l)
 		&l->frame.f_lasti, &l->frame.f_lineno, &l->code.size, &l->code.ob_size,
 		&l->code.firstlineno, &l->code.filename, &l->code.name, &l->code.qualname,
 		&l->code.linetable, &l->code.code, &l->code.code_adaptive, &l->code.firsttraceable,
-		&l->code.framesize, &l->code.tlbc,
+		&l->code.framesize, &l->code.tlbc, &l->code.argcount, &l->code.kwonlyargcount,
+		&l->code.flags, &l->code.nlocals, &l->code.nlocalsplus, &l->code.varnames,
+		&l->code.cellvars, &l->code.freevars, &l->code.localsplusnames,
+		&l->code.localspluskinds, &l->frame.f_localsplus, &l->frame.f_locals,
+		&l->frame.f_globals, &l->frame.f_builtins, &l->cell_ref,
 		&l->ob_type, &l->ob_size, &l->type_tp_name, &l->type_tp_flags, &l->bytes_sval,
 		&l->tuple_item, &l->unicode.length, &l->unicode.state, &l->unicode.ascii_size,
 		&l->unicode.compact_size, &l->unicode.data,
@@ -387,6 +417,7 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	take(&c, &l.interp.threads_head, "interpreter_state.threads_head", interp - 7);
 	take(&c, &l.interp.id, "interpreter_state.id", interp - 7);
 	take(&c, &l.interp.ceval_gil, "interpreter_state.ceval_gil", interp - 7);
+	take(&c, &l.interp.modules, "interpreter_state.imports_modules", interp - 7);
 	uint64_t gil_base = 0, gil_locked = 0, gil_holder = 0;
 	if (!c.err && dbg_get(&b, "interpreter_state.gil_runtime_state", &gil_base) &&
 	    dbg_get(&b, "interpreter_state.gil_runtime_state_locked", &gil_locked) &&
@@ -424,12 +455,18 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	take(&c, &l.iframe.code, "interpreter_frame.executable", iframe - 7);
 	take(&c, &l.iframe.instr_ptr, "interpreter_frame.instr_ptr", iframe - 7);
 	take(&c, &l.iframe.owner, "interpreter_frame.owner", iframe);
+	take(&c, &l.iframe.localsplus, "interpreter_frame.localsplus", iframe + 1);
 	take(&c, &l.code.filename, "code_object.filename", code - 7);
 	take(&c, &l.code.name, "code_object.name", code - 7);
 	take(&c, &l.code.qualname, "code_object.qualname", code - 7);
 	take(&c, &l.code.linetable, "code_object.linetable", code - 7);
 	take(&c, &l.code.firstlineno, "code_object.firstlineno", code - 3);
 	take(&c, &l.code.code_adaptive, "code_object.co_code_adaptive", code + 1);
+	take(&c, &l.code.argcount, "code_object.argcount", code - 3);
+	take(&c, &l.code.localsplusnames, "code_object.localsplusnames", code - 7);
+	take(&c, &l.code.localspluskinds, "code_object.localspluskinds", code - 7);
+	// _PyErr_StackItem has no published size; it holds two or three pointers.
+	take(&c, &l.exc.item_value, "err_stackitem.exc_value", 17);
 	take(&c, &l.ob_type, "pyobject.ob_type", pyobj - 7);
 	take(&c, &l.type_tp_name, "type_object.tp_name", type - 7);
 	take(&c, &l.type_tp_flags, "type_object.tp_flags", type - 7);
@@ -459,7 +496,9 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	int32_t shift = l.ob_type - base->ob_type;
 	if (shift) {
 		int32_t *fields[] = {&l.code.firsttraceable, &l.code.framesize, &l.frame.size,
-				     &l.frame.f_back, &l.frame.f_trace, &l.frame.f_lineno};
+				     &l.frame.f_back, &l.frame.f_trace, &l.frame.f_lineno,
+				     &l.code.kwonlyargcount, &l.code.flags, &l.code.nlocals,
+				     &l.code.nlocalsplus, &l.cell_ref};
 		for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 			if (*fields[i] != PYU_NO_FIELD)
 				*fields[i] += shift;

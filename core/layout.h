@@ -96,6 +96,7 @@ struct pyu_layout {
 		int32_t ceval_gil;   // pointer to the GIL struct (3.12+)
 		int32_t gil_locked;  // offsets inside the GIL struct (3.12+)
 		int32_t gil_holder;
+		int32_t modules;     // dict *: sys.modules (3.12+: imports.modules)
 	} interp;
 
 	// PyThreadState.
@@ -122,6 +123,10 @@ struct pyu_layout {
 		int32_t f_trace;
 		int32_t f_lasti;   // int
 		int32_t f_lineno;  // int
+		int32_t f_localsplus; // start of the fast-locals slots (<= 3.10)
+		int32_t f_locals;  // dict * or NULL (<= 3.10)
+		int32_t f_globals;
+		int32_t f_builtins;
 	} frame;
 
 	// _PyInterpreterFrame (3.11+).
@@ -133,6 +138,10 @@ struct pyu_layout {
 		int32_t instr_ptr; // prev_instr / instr_ptr
 		int32_t owner;     // char
 		int32_t tlbc_index; // int32: which bytecode copy instr_ptr points into (3.14t+)
+		int32_t localsplus; // start of the local slots (3.14+: tagged stack references)
+		int32_t f_locals;   // dict * of module and class bodies, else NULL
+		int32_t f_globals;
+		int32_t f_builtins;
 	} iframe;
 
 	// PyCodeObject.
@@ -149,6 +158,16 @@ struct pyu_layout {
 		int32_t firsttraceable; // int, code-unit index (3.11+)
 		int32_t framesize;      // int co_framesize, in 8-byte slots (3.11+)
 		int32_t tlbc;           // _PyCodeArray *co_tlbc: per-thread bytecode copies (3.14t+)
+		int32_t argcount;       // int, positional parameters (3.8+: positional-only too)
+		int32_t kwonlyargcount; // int; -1 on 2.7
+		int32_t flags;          // int co_flags (CO_OPTIMIZED, CO_VARARGS, CO_VARKEYWORDS)
+		int32_t nlocals;        // int: co_varnames slots (<= 3.10)
+		int32_t nlocalsplus;    // int: named slots of localsplus (3.11+)
+		int32_t varnames;       // tuple of str (<= 3.10)
+		int32_t cellvars;
+		int32_t freevars;
+		int32_t localsplusnames; // tuple of str (3.11+)
+		int32_t localspluskinds; // bytes, one kind byte per slot (3.11+)
 	} code;
 
 	// Objects.
@@ -158,6 +177,7 @@ struct pyu_layout {
 	int32_t type_tp_flags;
 	int32_t bytes_sval;       // PyBytesObject.ob_sval (2.7: PyStringObject.ob_sval)
 	int32_t tuple_item;       // PyTupleObject.ob_item
+	int32_t cell_ref;         // PyCellObject.ob_ref
 	struct {
 		int32_t length;       // Py_ssize_t, code points
 		int32_t state;        // 32-bit bit-field word (PEP 393)
@@ -167,7 +187,29 @@ struct pyu_layout {
 		int32_t state_shift;  // bits below `interned`'s end: 0, or 6 when interned is a
 		                      // whole byte (free-threaded 3.14+)
 	} unicode;
+
+	// What sys.exc_info() reads, field by field: offsets in the thread state and in
+	// _PyErr_StackItem (3.7+), whose chain starts at tstate->exc_info.
+	struct {
+		int32_t tstate_info;  // _PyErr_StackItem *exc_info (3.7+)
+		int32_t tstate_type;  // PyObject *exc_type of the thread state (2.7, 3.6)
+		int32_t tstate_value; // PyObject *exc_value of the thread state (2.7, 3.6)
+		int32_t item_type;    // exc_type (3.7 - 3.10; 3.11+ keep only the value)
+		int32_t item_value;
+		int32_t item_previous;
+	} exc;
 };
+
+// co_flags bits.
+#define PYU_CO_OPTIMIZED 0x1
+#define PYU_CO_VARARGS 0x4
+#define PYU_CO_VARKEYWORDS 0x8
+
+// co_localspluskinds bits (3.11+).
+#define PYU_CO_FAST_HIDDEN 0x10
+#define PYU_CO_FAST_LOCAL 0x20
+#define PYU_CO_FAST_CELL 0x40
+#define PYU_CO_FAST_FREE 0x80
 
 // The static tables (layouts/pyXY.c).
 extern const struct pyu_layout pyu_layout_py27, pyu_layout_py36, pyu_layout_py37,

@@ -1,5 +1,6 @@
 // layouts/py315.c - CPython 3.15, written by hand from the values in the internals doc
-// (DWARF and _Py_DebugOffsets of 3.15.2). Only the cross-check and the fields that the
+// (DWARF and _Py_DebugOffsets of 3.15.2; locals and exception fields from the DWARF of the
+// Py_DEBUG build). Only the cross-check and the fields that the
 // debug offsets do not publish are taken from here; the rest comes from the target.
 #include "layout.h"
 
@@ -29,6 +30,7 @@ const struct pyu_layout pyu_layout_py315 = {
 		.gil_holder = 8,
 		.gil_locked = 16,
 		.id = 7272,
+		.modules = 7592,
 		.next = 7264,
 		.size = 7344,
 		.threads_head = 7336,
@@ -53,6 +55,10 @@ const struct pyu_layout pyu_layout_py315 = {
 		.f_lasti = -1,
 		.f_lineno = 40,
 		.f_trace = 32,
+		.f_localsplus = -1,
+		.f_locals = -1,
+		.f_globals = -1,
+		.f_builtins = -1,
 		.size = 80,
 	},
 	.iframe = {
@@ -63,6 +69,10 @@ const struct pyu_layout pyu_layout_py315 = {
 		.tlbc_index = -1,
 		.previous = 8,
 		.size = 88,
+		.localsplus = 80,
+		.f_locals = 40,
+		.f_globals = 24,
+		.f_builtins = 32,
 	},
 	.code = {
 		.code = -1,
@@ -77,6 +87,16 @@ const struct pyu_layout pyu_layout_py315 = {
 		.qualname = 128,
 		.size = 216,
 		.tlbc = -1,
+		.argcount = 52,
+		.kwonlyargcount = 60,
+		.flags = 48,
+		.nlocals = 80,
+		.nlocalsplus = 72,
+		.varnames = -1,
+		.cellvars = -1,
+		.freevars = -1,
+		.localsplusnames = 96,
+		.localspluskinds = 104,
 	},
 	.unicode = {
 		.ascii_size = 40,
@@ -90,6 +110,15 @@ const struct pyu_layout pyu_layout_py315 = {
 	.ob_size = 16,
 	.ob_type = 8,
 	.tuple_item = 32,
+	.cell_ref = 16,
 	.type_tp_flags = 168,
 	.type_tp_name = 24,
+	.exc = {
+		.tstate_info = 144,
+		.tstate_type = -1,
+		.tstate_value = -1,
+		.item_type = -1,
+		.item_value = 0,
+		.item_previous = 8,
+	},
 };
