@@ -9,20 +9,26 @@ CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(CWARN) -fPIC -fvisibility=hidden -I
 CFLAGS ?= -O2
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# Optional decompressors for .gz/.zst/.xz cores: used when their -dev packages are present.
-HAVE_ZLIB := $(shell pkg-config --exists zlib 2>/dev/null && echo 1)
-HAVE_ZSTD := $(shell pkg-config --exists libzstd 2>/dev/null && echo 1)
-HAVE_LZMA := $(shell pkg-config --exists liblzma 2>/dev/null && echo 1)
-CORE_DEFS := $(if $(HAVE_ZLIB),-DPYU_HAVE_ZLIB) $(if $(HAVE_ZSTD),-DPYU_HAVE_ZSTD) $(if $(HAVE_LZMA),-DPYU_HAVE_LZMA)
-CORE_LIBS := $(if $(HAVE_ZLIB),-lz) $(if $(HAVE_ZSTD),-lzstd) $(if $(HAVE_LZMA),-llzma)
+# Optional decompressors for .gz/.zst/.xz cores: used when their -dev packages are present,
+# decided when the build runs (tools/configure-build), not when make reads this file, because
+# `make deps` may install them in the same make run. $(CONFIG) is rewritten only when the set
+# changes; every object depends on it, so a change rebuilds everything.
+CONFIG := $(BUILD)/config.h
+CORE_DEFS := -include $(CONFIG)
+CORE_LIBS = $$(cat $(BUILD)/config.libs)
+# Goals that install packages first: the probe waits for them (also under make -j).
+DEPS_FIRST := $(if $(filter deps pythons test demo bench,$(MAKECMDGOALS)),deps)
 
 CORE_SRCS := $(sort $(wildcard core/*.c core/layouts/*.c))
-CORE_HDRS := $(wildcard core/*.h core/include/*.h core/layouts/*.h)
+CORE_HDRS := $(wildcard core/*.h core/include/*.h core/layouts/*.h) $(CONFIG)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 SAN_OBJS := $(CORE_SRCS:%.c=$(BUILD)/san/%.o)
 
-.PHONY: all deps pythons test demo install bench clean fuzz
+.PHONY: all deps pythons test demo install bench clean fuzz FORCE
 all: $(BUILD)/libpyunwind.so $(BUILD)/pyunwind
+
+$(CONFIG): FORCE | $(DEPS_FIRST)
+	@tools/configure-build $(BUILD)
 
 $(BUILD)/obj/%.o: %.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)

@@ -1,7 +1,8 @@
 # Unit tests: one Check suite per core module, tests/unit/check_*.c, each its own binary, built
 # twice - plain and with ASan/UBSan. tests/unit/run sums their counts.
-CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+# Asked when a recipe runs, not when make reads this: `make deps` may install check first.
+CHECK_CFLAGS = $$(pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $$(pkg-config --libs check 2>/dev/null)
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 UNIT_SAN_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit-san/%)
