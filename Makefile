@@ -47,8 +47,9 @@ $(BUILD)/libpyunwind.a: $(CORE_OBJS)
 $(BUILD)/libpyunwind-san.a: $(SAN_OBJS)
 	@rm -f $@; ar rcs $@ $^
 
-$(BUILD)/pyunwind: core/cli/main.c $(BUILD)/libpyunwind.a $(CORE_HDRS)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ core/cli/main.c $(BUILD)/libpyunwind.a $(CORE_LIBS)
+CLI_SRCS := $(sort $(wildcard core/cli/*.c))
+$(BUILD)/pyunwind: $(CLI_SRCS) $(wildcard core/cli/*.h) $(BUILD)/libpyunwind.a $(CORE_HDRS)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $(CLI_SRCS) $(BUILD)/libpyunwind.a $(CORE_LIBS) -pthread
 
 deps:
 	@tools/install-deps
@@ -68,6 +69,7 @@ install: all
 
 bench: deps pythons all
 	@bench/run
+	@bench/triage
 
 clean:
 	rm -rf $(BUILD)

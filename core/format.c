@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format.h"
 #include "include/pyunwind.h"
 #include "linetable.h"
 #include "source.h"
@@ -568,4 +569,12 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 	}
 	pyu_source_cache_destroy(cache);
 	return pyu_strbuf_finish(&sb, ret);
+}
+
+// ---- pieces other formatters reuse (format.h) ---------------------------------------------
+
+void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			   const struct pyu_frame_info *f)
+{
+	json_frame(sb, s, f);
 }

@@ -605,6 +605,14 @@ int64_t pyu_target_thread(const struct pyu_target *t, size_t i)
 	return i < t->thread_count ? t->threads[i] : -1;
 }
 
+bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret)
+{
+	if (!t->has_crash)
+		return false;
+	*ret = t->crash;
+	return true;
+}
+
 // ---- callback backend ----------------------------------------------------------------------
 
 struct callback_backend {

@@ -54,6 +54,20 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 size_t pyu_target_thread_count(const struct pyu_target *t);
 int64_t pyu_target_thread(const struct pyu_target *t, size_t i);
 
+// How the process a core was taken of ended, from the notes of its first thread (the one the
+// kernel dumped for: NT_PRSTATUS's pr_cursig, NT_SIGINFO's si_signo/si_code/si_addr).
+struct pyu_crash {
+	int64_t tid;          // kernel tid of the core's first thread
+	int32_t signal;       // 0 when the core records none (e.g. gcore of a running process)
+	int32_t code;         // si_code; meaningful when has_code
+	uint64_t address;     // si_addr of a fault signal; meaningful when has_address
+	bool has_code, has_address;
+};
+// Fills *ret and returns true for a core file whose first thread's status was read; returns
+// false (and leaves *ret unchanged) for live processes, callback targets and cores without an
+// NT_PRSTATUS. Cannot fail.
+bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret);
+
 // Applies the path maps (and an executable given to pyu_target_open_core) to a path the target
 // names; malloc'd result, NULL when out of memory.
 char *pyu_target_local_path(const struct pyu_target *t, const char *path);

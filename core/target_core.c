@@ -41,6 +41,12 @@
 #define NT_PRPSINFO 3
 #define NT_AUXV 6
 #define NT_FILE 0x46494c45u
+#define NT_SIGINFO 0x53494749u
+#define PRSTATUS_CURSIG_OFFSET 12 // after struct elf_siginfo (signo, code, errno)
+#define SIGINFO_CODE_OFFSET 8     // siginfo_t: si_signo, si_errno, si_code, then the union
+#define SIGINFO_ADDR_OFFSET 16
+// Signals whose si_addr is the faulting address (when si_code > 0, i.e. sent by the kernel).
+#define FAULT_SIGNAL(sig) ((sig) == 4 || (sig) == 5 || (sig) == 7 || (sig) == 8 || (sig) == 11)
 #define AT_ENTRY 9
 #define PRSTATUS_PID_OFFSET 32 // struct elf_prstatus: siginfo(12) cursig(2+2) sigpend sighold
 #define PRPSINFO_FNAME_OFFSET 40
@@ -72,6 +78,7 @@ struct core_notes {
 	size_t file_count;
 	uint64_t entry;    // AT_ENTRY, 0 if unknown
 	char fname[PRPSINFO_FNAME_LEN + 1]; // pr_fname, "" if unknown
+	uint32_t prstatus_seen; // NT_PRSTATUS notes so far; NT_SIGINFO follows its thread's
 };
 
 // Reads up to @len bytes at @offset of the core; returns how many (short at end of file).
@@ -567,6 +574,12 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 		bool core = namesz == 5 && memcmp(name, "CORE", 5) == 0;
 		if (core && type == NT_PRSTATUS && descsz >= PRSTATUS_PID_OFFSET + 4) {
 			int32_t pid = (int32_t)pyu_le32(desc + PRSTATUS_PID_OFFSET);
+			if (n->prstatus_seen++ == 0) {
+				// The kernel writes the thread it dumps for first.
+				t->has_crash = true;
+				t->crash = (struct pyu_crash){.tid = pid};
+				t->crash.signal = (int16_t)pyu_le16(desc + PRSTATUS_CURSIG_OFFSET);
+			}
 			if (pid > 0) {
 				struct pyu_error *err = pyu_target_add_thread(t, pid);
 				if (err)
@@ -580,6 +593,19 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 			for (uint64_t i = 0; i + 16 <= descsz; i += 16) {
 				if (pyu_le64(desc + i) == AT_ENTRY)
 					n->entry = pyu_le64(desc + i + 8);
+			}
+		} else if (core && type == NT_SIGINFO && n->prstatus_seen == 1 &&
+			   descsz >= SIGINFO_ADDR_OFFSET + 8) {
+			int32_t signo = (int32_t)pyu_le32(desc), code =
+				(int32_t)pyu_le32(desc + SIGINFO_CODE_OFFSET);
+			if (signo > 0 && t->crash.signal == 0)
+				t->crash.signal = signo;
+			if (signo == t->crash.signal) {
+				t->crash.code = code, t->crash.has_code = true;
+				if (FAULT_SIGNAL(signo) && code > 0) {
+					t->crash.address = pyu_le64(desc + SIGINFO_ADDR_OFFSET);
+					t->crash.has_address = true;
+				}
 			}
 		} else if (core && type == NT_FILE) {
 			parse_nt_file(desc, descsz, n);

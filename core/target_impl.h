@@ -61,6 +61,8 @@ struct pyu_target {
 	char *exe_target_path, *exe_local_path;
 
 	char *notice; // see pyu_target_notice(); owned, may be NULL
+	struct pyu_crash crash; // see pyu_target_crash(); valid when has_crash
+	bool has_crash;
 
 	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
 	uint64_t backend_reads, cached_reads;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "include/pyunwind.h"
 #include "stacks.h"
 #include "target.h"
@@ -29,6 +30,7 @@ static const char usage[] =
 	"usage: pyunwind bt   [options] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind line [options] [--frame N] [--table] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
 	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
@@ -352,6 +354,8 @@ int main(int argc, char **argv)
 		fputs(usage, stdout);
 		return 0;
 	}
+	if (argc > 1 && !strcmp(argv[1], "triage"))
+		return pyu_cli_triage(argc - 1, argv + 1);
 	struct options o;
 	int rc = parse_args(argc, argv, &o);
 	if (rc)

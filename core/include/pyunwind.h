@@ -123,6 +123,18 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 					     uint32_t frame, int64_t first, int64_t last,
 					     char **ret);
 
+// ---- triage ------------------------------------------------------------------------------
+// The thread that crashed: for a core, the Python thread of the core's first thread (the one
+// the kernel dumped for), -1 when that thread runs no Python code; for a live process or a
+// debugger's target, the GIL holder, else the first thread (-1 when there are none).
+PYU_PUBLIC int32_t pyu_stacks_crash_thread(const struct pyu_stacks *s);
+// The triage document of the snapshot, one line of JSON ending in "\n" (JSON Lines; keys in the
+// README): @path (may be NULL) as "path", the Python version, the crash (thread, signal, fault
+// address), the crash signature and the frames it was made from, the crashing thread's
+// frames. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_triage(const struct pyu_stacks *s, const char *path,
+					       char **ret);
+
 #ifdef __cplusplus
 }
 #endif

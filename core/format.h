@@ -1,0 +1,14 @@
+// format.h - the pieces of format.c that other formatters (triage.c) reuse, so a frame reads
+// the same in every JSON document pyunwind prints.
+#ifndef PYU_FORMAT_H
+#define PYU_FORMAT_H
+
+#include "stacks.h"
+#include "strbuf.h"
+
+// Appends frame @f as the JSON object of the bt document's "frames" lists. Cannot fail
+// (the builder remembers a failure).
+void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			   const struct pyu_frame_info *f);
+
+#endif
