@@ -88,6 +88,10 @@ bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m);
 // core file is truncated: ..."), or NULL. Owned by @t. Cannot fail.
 const char *pyu_target_notice(const struct pyu_target *t);
 
+// Parses a size: digits and an optional K, M, G or T (powers of 1024; "GiB", "GB" also do).
+// On failure (not a size, too large), *ret is unchanged.
+bool pyu_parse_size(const char *text, uint64_t *ret);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

@@ -1,9 +1,10 @@
 // target_core.c - the ELF core file backend: memory from PT_LOAD segments, falling back to the
 // mapped files named by NT_FILE for pages the core omits; thread ids from NT_PRSTATUS; the
 // executable from NT_AUXV (AT_ENTRY) or NT_PRPSINFO. Compressed cores (gzip, zstd, xz) are
-// unpacked to an anonymous temporary file first. Everything is read with pread and checked
-// against the file's size, so a truncated or corrupt core gives unreadable memory or an
-// error, never a crash.
+// unpacked first to a temporary file that has no name (removed by the kernel however the
+// process ends), no larger than the ELF headers found in the data promise (with a margin) and
+// never past a ceiling. Everything is read with pread and checked against the file's size, so
+// a truncated or corrupt core gives unreadable memory or an error, never a crash.
 #include "bytes.h"
 #include "target_impl.h"
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #ifdef PYU_HAVE_ZLIB
@@ -54,6 +56,7 @@
 
 #define MAX_PHNUM (1u << 20)
 #define MAX_NOTES_SIZE (64u << 20) // bytes of one PT_NOTE segment we are willing to parse
+#define PYU_DEFAULT_MAX_UNPACKED (16ull << 30) // of a compressed core, unless raised
 
 struct core_load {
 	uint64_t vaddr, memsz, filesz, offset;
@@ -213,22 +216,153 @@ static enum compression sniff(int fd)
 	return COMP_NONE;
 }
 
+// Parses a size: digits and an optional K, M, G or T (powers of 1024; "GiB", "GB" also do).
+// On failure (not a size, too large), *ret is unchanged.
+bool pyu_parse_size(const char *text, uint64_t *ret)
+{
+	if (!text || text[0] < '0' || text[0] > '9')
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno)
+		return false;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	case '\0': break;
+	default: return false;
+	}
+	if (shift && (*++end == 'i' || *end == 'I'))
+		end++;
+	if (shift && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return false;
+	*ret = (uint64_t)v << shift;
+	return true;
+}
+
 #if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
 #define CHUNK (256u << 10)
+// Unpacked data may exceed what the headers promise by this much (a quarter, and 16 MiB):
+// padding after the data, core writers that add a section table at the end.
+#define PROMISE_MARGIN(n) ((n) / 4 + (16ull << 20))
 
-static bool write_all(int fd, const void *buf, size_t len)
+// Where unpacked data goes: the temporary file, no further than a limit that starts at the
+// ceiling and shrinks to what the ELF headers promise once they have been unpacked.
+struct sink {
+	int fd;
+	uint64_t written;
+	uint64_t ceiling, limit;
+	uint64_t promised;  // by the headers; 0 until known
+	uint64_t headers_end; // where the program header table ends; 0 until the ELF header is in
+	bool checked;       // the headers were examined (or cannot be, PN_XNUM)
+	char fail[256];
+};
+
+// Examines the headers once enough data is unpacked. False (and s->fail set) when the data
+// cannot be an ELF core or promises more than may be unpacked.
+static bool sink_check_headers(struct sink *s)
 {
+	unsigned char eh[EHDR_SIZE];
+	if (s->headers_end == 0) {
+		if (s->written < EHDR_SIZE)
+			return true;
+		if (pyu_pread_all(s->fd, s->written, 0, eh, sizeof(eh)) != sizeof(eh) ||
+		    memcmp(eh, "\177ELF", 4) != 0) {
+			snprintf(s->fail, sizeof(s->fail), "the unpacked data is not an ELF file");
+			return false;
+		}
+		uint64_t phoff = pyu_le64(eh + 32), phnum = pyu_le16(eh + 56);
+		uint64_t phentsize = pyu_le16(eh + 54);
+		if (phnum == PN_XNUM || phentsize < PHDR_SIZE || phoff > s->limit ||
+		    phnum * phentsize > s->limit - phoff) {
+			s->checked = true; // read_phdrs judges it; the ceiling still holds
+			return true;
+		}
+		s->headers_end = phoff + phnum * phentsize;
+	}
+	if (s->written < s->headers_end)
+		return true;
+	s->checked = true;
+	if (pyu_pread_all(s->fd, s->written, 0, eh, sizeof(eh)) != sizeof(eh))
+		return true;
+	uint64_t phoff = pyu_le64(eh + 32), shoff = pyu_le64(eh + 40);
+	uint64_t phentsize = pyu_le16(eh + 54), phnum = pyu_le16(eh + 56);
+	uint64_t shentsize = pyu_le16(eh + 58), shnum = pyu_le16(eh + 60);
+	uint64_t promised = s->headers_end;
+	if (shoff && shoff + shnum * shentsize > shoff && shoff + shnum * shentsize > promised)
+		promised = shoff + shnum * shentsize;
+	unsigned char ph[PHDR_SIZE];
+	for (uint64_t i = 0; i < phnum; i++) {
+		if (pyu_pread_all(s->fd, s->written, phoff + i * phentsize, ph, sizeof(ph)) !=
+		    sizeof(ph))
+			return true;
+		uint64_t off = pyu_le64(ph + 8), filesz = pyu_le64(ph + 32);
+		if (off + filesz < off) {
+			snprintf(s->fail, sizeof(s->fail), "program header %" PRIu64 " places "
+				 "data past the end of any file", i);
+			return false;
+		}
+		if (off + filesz > promised)
+			promised = off + filesz;
+	}
+	s->promised = promised;
+	if (promised > s->ceiling) {
+		snprintf(s->fail, sizeof(s->fail), "its ELF headers promise %" PRIu64 " bytes, "
+			 "more than the ceiling of %" PRIu64 " (--max-unpacked or "
+			 "PYUNWIND_MAX_UNPACKED raise it)", promised, s->ceiling);
+		return false;
+	}
+	struct statvfs vfs;
+	if (fstatvfs(s->fd, &vfs) == 0 && vfs.f_frsize > 0 &&
+	    vfs.f_bavail < UINT64_MAX / vfs.f_frsize &&
+	    promised > s->written + (uint64_t)vfs.f_bavail * vfs.f_frsize) {
+		snprintf(s->fail, sizeof(s->fail), "its ELF headers promise %" PRIu64 " bytes "
+			 "and the temporary directory has %" PRIu64 " free (set TMPDIR "
+			 "elsewhere)", promised, s->written + (uint64_t)vfs.f_bavail * vfs.f_frsize);
+		return false;
+	}
+	uint64_t margin = PROMISE_MARGIN(promised);
+	if (promised + margin < s->limit)
+		s->limit = promised + margin;
+	return true;
+}
+
+// Appends @len unpacked bytes. False (s->fail set) when they cannot or must not be written.
+static bool sink_write(struct sink *s, const void *buf, size_t len)
+{
+	if (len > s->limit - s->written) {
+		if (s->promised)
+			snprintf(s->fail, sizeof(s->fail), "it unpacks to more than %" PRIu64
+				 " bytes, though its ELF headers promise %" PRIu64 " (a "
+				 "decompression bomb?)", s->limit, s->promised);
+		else
+			snprintf(s->fail, sizeof(s->fail), "it unpacks to more than the ceiling "
+				 "of %" PRIu64 " bytes (--max-unpacked or PYUNWIND_MAX_UNPACKED "
+				 "raise it)", s->limit);
+		return false;
+	}
 	const char *p = buf;
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
+	size_t left = len;
+	while (left > 0) {
+		ssize_t w = write(s->fd, p, left);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			snprintf(s->fail, sizeof(s->fail), "cannot write the temporary file: %s",
+				 w < 0 ? strerror(errno) : "no space");
 			return false;
+		}
 		p += w;
-		len -= (size_t)w;
+		left -= (size_t)w;
 	}
-	return true;
+	s->written += len;
+	return s->checked || sink_check_headers(s);
 }
 
 static ssize_t read_some(int fd, void *buf, size_t len)
@@ -242,7 +376,7 @@ static ssize_t read_some(int fd, void *buf, size_t len)
 #endif
 
 #ifdef PYU_HAVE_ZLIB
-static const char *gunzip(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+static const char *gunzip(int in, struct sink *out, unsigned char *ibuf, unsigned char *obuf)
 {
 	z_stream z;
 	memset(&z, 0, sizeof(z));
@@ -277,8 +411,8 @@ static const char *gunzip(int in, int out, unsigned char *ibuf, unsigned char *o
 			break;
 		}
 		in_member = true;
-		if (!write_all(out, obuf, CHUNK - z.avail_out)) {
-			fail = "cannot write the temporary file (is $TMPDIR full?)";
+		if (!sink_write(out, obuf, CHUNK - z.avail_out)) {
+			fail = out->fail;
 			break;
 		}
 		if (rc == Z_STREAM_END) {
@@ -293,7 +427,7 @@ static const char *gunzip(int in, int out, unsigned char *ibuf, unsigned char *o
 #endif
 
 #ifdef PYU_HAVE_ZSTD
-static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+static const char *unzstd(int in, struct sink *out, unsigned char *ibuf, unsigned char *obuf)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
 	if (!d)
@@ -317,8 +451,8 @@ static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *o
 			last = ZSTD_decompressStream(d, &ob, &ib);
 			if (ZSTD_isError(last))
 				fail = "corrupt zstd data";
-			else if (!write_all(out, obuf, ob.pos))
-				fail = "cannot write the temporary file (is $TMPDIR full?)";
+			else if (!sink_write(out, obuf, ob.pos))
+				fail = out->fail;
 		}
 		if (fail)
 			break;
@@ -332,8 +466,8 @@ static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *o
 			fail = "corrupt zstd data";
 		else if (ob.pos == 0)
 			fail = "truncated zstd data";
-		else if (!write_all(out, obuf, ob.pos))
-			fail = "cannot write the temporary file (is $TMPDIR full?)";
+		else if (!sink_write(out, obuf, ob.pos))
+			fail = out->fail;
 	}
 	ZSTD_freeDCtx(d);
 	return fail;
@@ -341,7 +475,7 @@ static const char *unzstd(int in, int out, unsigned char *ibuf, unsigned char *o
 #endif
 
 #ifdef PYU_HAVE_LZMA
-static const char *unxz(int in, int out, unsigned char *ibuf, unsigned char *obuf)
+static const char *unxz(int in, struct sink *out, unsigned char *ibuf, unsigned char *obuf)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
 	if (lzma_stream_decoder(&s, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
@@ -363,8 +497,8 @@ static const char *unxz(int in, int out, unsigned char *ibuf, unsigned char *obu
 		s.next_out = obuf;
 		s.avail_out = CHUNK;
 		lzma_ret rc = lzma_code(&s, action);
-		if (!write_all(out, obuf, CHUNK - s.avail_out)) {
-			fail = "cannot write the temporary file (is $TMPDIR full?)";
+		if (!sink_write(out, obuf, CHUNK - s.avail_out)) {
+			fail = out->fail;
 			break;
 		}
 		if (rc == LZMA_STREAM_END)
@@ -379,11 +513,54 @@ static const char *unxz(int in, int out, unsigned char *ibuf, unsigned char *obu
 }
 #endif
 
-// Replaces *fd (a compressed core) by an anonymous temporary file holding its contents.
-static struct pyu_error *decompress(const char *path, enum compression comp, int *fd)
+#if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
+// An unnamed temporary file in @dir, mode 0600. O_TMPFILE never gives it a name; where the file
+// system lacks it, a random name (mkostemp) is removed at once. Either way the kernel frees it
+// however the process ends (an interrupted debugger, SIGKILL). Not a memfd: cores are large
+// and would sit in memory. Returns -1 (errno set) on failure.
+static int unnamed_temp_file(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd;
+	char name[4096];
+	if (snprintf(name, sizeof(name), "%s/pyunwind-core-XXXXXX", dir) >= (int)sizeof(name)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = mkostemp(name, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(name);
+	return fd;
+}
+#endif
+
+// The ceiling of unpacked bytes: @max_unpacked, else $PYUNWIND_MAX_UNPACKED, else the default.
+static struct pyu_error *unpack_ceiling(uint64_t max_unpacked, uint64_t *ret)
+{
+	if (max_unpacked) {
+		*ret = max_unpacked;
+		return NULL;
+	}
+	const char *env = getenv("PYUNWIND_MAX_UNPACKED");
+	if (env && env[0]) {
+		if (!pyu_parse_size(env, ret) || *ret == 0)
+			return pyu_error_create(PYU_ERR_ARGUMENT, "PYUNWIND_MAX_UNPACKED=%s is not "
+						"a size (a number, K, M, G or T)", env);
+		return NULL;
+	}
+	*ret = PYU_DEFAULT_MAX_UNPACKED;
+	return NULL;
+}
+
+// Replaces *fd (a compressed core) by an unnamed temporary file holding its contents, at most
+// @ceiling bytes and not much more than the unpacked ELF headers promise. On error *fd is
+// unchanged and nothing is left on disk.
+static struct pyu_error *decompress(const char *path, enum compression comp, uint64_t ceiling,
+				    int *fd)
 {
 	static const char *const names[] = {"", "gzip", "zstd", "xz"};
-	const char *(*fn)(int, int, unsigned char *, unsigned char *) = NULL;
+	const char *(*fn)(int, struct sink *, unsigned char *, unsigned char *) = NULL;
 #ifdef PYU_HAVE_ZLIB
 	if (comp == COMP_GZIP)
 		fn = gunzip;
@@ -402,36 +579,30 @@ static struct pyu_error *decompress(const char *path, enum compression comp, int
 					names[comp], names[comp]);
 #if !defined(PYU_HAVE_ZLIB) && !defined(PYU_HAVE_ZSTD) && !defined(PYU_HAVE_LZMA)
 	(void)fd;
+	(void)ceiling;
 	return NULL; // not reached: fn is NULL without any decompressor
 #else
-	// An unnamed file in $TMPDIR (or /tmp): cores are large, so not in memory.
 	const char *dir = getenv("TMPDIR");
 	if (!dir || dir[0] == '\0')
 		dir = "/tmp";
-	int out = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) { // a file system without O_TMPFILE
-		FILE *tmp = tmpfile();
-		out = tmp ? dup(fileno(tmp)) : -1;
-		if (tmp)
-			fclose(tmp); // already unlinked; @out keeps it alive
-	}
-	if (out < 0)
+	struct sink sk = {.fd = unnamed_temp_file(dir), .ceiling = ceiling, .limit = ceiling};
+	if (sk.fd < 0)
 		return pyu_error_create(PYU_ERR_IO, "cannot create a temporary file in %s to "
 					"decompress %s: %s", dir, path, strerror(errno));
 	unsigned char *ibuf = malloc(CHUNK), *obuf = malloc(CHUNK);
 	const char *fail = "out of memory";
-	if (ibuf && obuf) {
-		fail = lseek(*fd, 0, SEEK_SET) == 0 ? fn(*fd, out, ibuf, obuf) : "cannot seek";
-	}
+	if (ibuf && obuf)
+		fail = lseek(*fd, 0, SEEK_SET) == 0 ? fn(*fd, &sk, ibuf, obuf) : "cannot seek";
 	free(ibuf);
 	free(obuf);
 	if (fail) {
-		close(out);
-		return pyu_error_create(PYU_ERR_FORMAT, "cannot decompress %s (%s): %s", path,
-					names[comp], fail);
+		struct pyu_error *err = pyu_error_create(PYU_ERR_FORMAT, "cannot decompress %s "
+							 "(%s): %s", path, names[comp], fail);
+		close(sk.fd);
+		return err;
 	}
 	close(*fd);
-	*fd = out;
+	*fd = sk.fd;
 	return NULL;
 #endif
 }
@@ -800,8 +971,20 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const char *executable,
 						  struct pyu_target **ret)
 {
+	return pyu_target_open_core_limited(core_path, executable, 0, ret);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
+							  const char *executable,
+							  uint64_t max_unpacked,
+							  struct pyu_target **ret)
+{
 	if (!core_path || !ret)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no core file given");
+	uint64_t ceiling;
+	struct pyu_error *err = unpack_ceiling(max_unpacked, &ceiling);
+	if (err)
+		return err;
 	if (executable && access(executable, R_OK) != 0)
 		return pyu_error_create(PYU_ERR_IO, "cannot read executable %s: %s", executable,
 					strerror(errno));
@@ -809,10 +992,9 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const c
 	if (fd < 0)
 		return pyu_error_create(PYU_ERR_IO, "cannot open core %s: %s", core_path,
 					strerror(errno));
-	struct pyu_error *err = NULL;
 	enum compression comp = sniff(fd);
 	if (comp != COMP_NONE)
-		err = decompress(core_path, comp, &fd);
+		err = decompress(core_path, comp, ceiling, &fd);
 	struct stat st;
 	if (!err && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)))
 		err = pyu_error_create(PYU_ERR_IO, "core %s is not a regular file", core_path);

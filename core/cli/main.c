@@ -46,6 +46,8 @@ static const char usage[] =
 	"  --range A,B        list: lines A to B instead of 5 around the current one\n"
 	"  --path-map FROM=TO read files the target names FROM... from TO... here (repeatable)\n"
 	"  --no-stop          do not stop a live process while reading it\n"
+	"  --max-unpacked SIZE  a compressed core: unpack at most SIZE bytes (K, M, G, T;\n"
+	"                     default $PYUNWIND_MAX_UNPACKED or 16G)\n"
 	"  --stats            print read counters and timing to stderr\n"
 	"\n"
 	"line and list default to the thread that crashed (core files) or holds the GIL.\n"
@@ -56,6 +58,7 @@ struct options {
 	bool json, source, stop, stats, table, has_thread;
 	uint32_t limit, frame;
 	uint64_t thread; // tid or pthread id
+	uint64_t max_unpacked; // 0: the library's default
 	int64_t first, last;
 	const char *maps[MAX_PATH_MAPS];
 	int map_count;
@@ -117,6 +120,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_u64(next, &v) || v > UINT32_MAX)
 				return usage_error("--limit needs a number, got '%s'", next ? next : "");
 			o->limit = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--max-unpacked")) {
+			if (!pyu_parse_size(next, &v) || v == 0)
+				return usage_error("--max-unpacked needs a size (digits and K, M, G "
+						   "or T), got '%s'", next ? next : "");
+			o->max_unpacked = v, i++;
 		} else if (!strcmp(a, "--frame")) {
 			if (!parse_u64(next, &v) || v > UINT32_MAX)
 				return usage_error("--frame needs a number, got '%s'", next ? next : "");
@@ -370,7 +378,8 @@ int main(int argc, char **argv)
 	bool holding = live && o.stop && hold_process(pid, &held);
 	struct pyu_target *t = NULL;
 	struct pyu_error *err = live ? pyu_target_open_pid(pid, &t)
-				     : pyu_target_open_core(o.target, o.executable, &t);
+				     : pyu_target_open_core_limited(o.target, o.executable,
+								    o.max_unpacked, &t);
 	if (err) {
 		if (holding)
 			release_process(&held);

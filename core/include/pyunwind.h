@@ -57,6 +57,14 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 // Pages the core omits are read from the mapped files on disk.
 PYU_PUBLIC struct pyu_error *pyu_target_open_core(const char *core_path, const char *executable,
 						  struct pyu_target **ret);
+// The same, for a core that may be compressed (gzip, zstd, xz: unpacked to an unnamed file in
+// $TMPDIR that nothing outlives): at most @max_unpacked bytes are unpacked, and not much more
+// than the unpacked ELF headers promise. @max_unpacked 0 means $PYUNWIND_MAX_UNPACKED (a size:
+// digits and K, M, G or T) or, without it, 16 GiB. pyu_target_open_core() is this with 0.
+PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
+							  const char *executable,
+							  uint64_t max_unpacked,
+							  struct pyu_target **ret);
 
 // Reads @len bytes at @addr into @buf; returns how many bytes were read (0 on failure).
 // A callback that raises in Python returns 0 through ctypes, which reads as failure.

@@ -553,6 +553,89 @@ def errors_truncated(py):
     return run
 
 
+def _elf_core_head(filesz):
+    """An ELF core header with one PT_LOAD of @filesz bytes at offset 4096."""
+    import struct
+    ident = b"\x7fELF\x02\x01\x01" + b"\0" * 9
+    eh = ident + struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0)
+    ph = struct.pack("<IIQQQQQQ", 1, 4, 4096, 0x400000, 0x400000, filesz, filesz, 4096)
+    return eh + ph
+
+
+def _gzip_zeros(path, head, zeros):
+    """@head then @zeros zero bytes as gzip: one member for the head, then copies of one
+    member of a MiB of zeros (concatenated members are one stream, as gzip has it)."""
+    import zlib
+
+    def member(data):
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return z.compress(data) + z.flush()
+    mib = member(b"\0" * (1 << 20))
+    with open(path, "wb") as f:
+        f.write(member(head))
+        f.write(mib * (zeros >> 20))
+        f.write(member(b"\0" * (zeros & ((1 << 20) - 1))))
+    return path
+
+
+def errors_unpack_bounds():
+    """A compressed core that unpacks to far more than its headers promise, one past a
+    ceiling, and a CLI killed while unpacking: refused with one line, nothing left in
+    $TMPDIR, the unpacked copy never has a name and is mode 0600."""
+    work = tempfile.mkdtemp(prefix="pyu-core-test-")
+    tmp = os.path.join(work, "tmp")
+    os.mkdir(tmp)
+    env = dict(os.environ, TMPDIR=tmp)
+    env.pop("PYUNWIND_MAX_UNPACKED", None)
+
+    def run(*args, extra_env=None):
+        p = subprocess.run([CLI] + list(args), capture_output=True, text=True, timeout=120,
+                           env=dict(env, **(extra_env or {})), stdin=subprocess.DEVNULL)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        assert os.listdir(tmp) == [], "left in TMPDIR: %s" % os.listdir(tmp)
+        return p.returncode, lines
+    try:
+        bomb = _gzip_zeros(os.path.join(work, "bomb.gz"), _elf_core_head(4096), (64 << 20) + 4096)
+        assert os.path.getsize(bomb) < (200 << 10)
+        rc, lines = run("bt", bomb)
+        assert rc == 1 and len(lines) == 1 and "headers promise 8192" in lines[0] and \
+            "bomb" in lines[0], (rc, lines)
+        rc, lines = run("bt", "--max-unpacked", "1M", bomb)
+        assert rc == 1 and "more than 1048576 bytes" in lines[0], (rc, lines)
+        rc, lines = run("bt", bomb, extra_env={"PYUNWIND_MAX_UNPACKED": "2K"})
+        assert rc == 1 and "ceiling of 2048" in lines[0], (rc, lines)
+        rc, lines = run("bt", "--max-unpacked", "many", bomb)
+        assert rc == 2 and "--max-unpacked needs a size" in lines[0], (rc, lines)
+        # Killed in the middle of unpacking 1 GiB (as promised): nothing is left behind.
+        big = _gzip_zeros(os.path.join(work, "big.gz"), _elf_core_head(1 << 30), 1 << 30)
+        p = subprocess.Popen([CLI, "bt", big], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        try:
+            seen = None
+            deadline = time.time() + 60
+            while seen is None and p.poll() is None and time.time() < deadline:
+                fd_dir = "/proc/%d/fd" % p.pid
+                for fd in os.listdir(fd_dir) if os.path.isdir(fd_dir) else []:
+                    try:
+                        link = os.readlink(os.path.join(fd_dir, fd))
+                        st = os.stat(os.path.join(fd_dir, fd))
+                    except OSError:
+                        continue
+                    if link.startswith(tmp + "/") and st.st_size > 0:
+                        seen = (link, st.st_mode & 0o777)
+                        break
+                time.sleep(0.01)
+            assert seen, "never saw the unpacked copy being written"
+            assert seen[1] == 0o600, "temporary file mode %o" % seen[1]
+            assert os.listdir(tmp) == [], "the unpacked copy has a name: %s" % os.listdir(tmp)
+        finally:
+            p.kill()
+            p.wait()
+        assert os.listdir(tmp) == [], "left in TMPDIR after SIGKILL: %s" % os.listdir(tmp)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     if not os.access(CLI, os.X_OK):
         print("build/pyunwind is missing: run make first")
@@ -575,6 +658,7 @@ def main():
             cases.append(("%s/other-build" % py.label, other_build_case(py)))
     cases.append(("errors/not-python", errors_not_python))
     cases.append(("errors/garbage", errors_garbage))
+    cases.append(("errors/unpack-bounds", errors_unpack_bounds))
     if pys:
         cases.append(("errors/truncated-%s" % pys[-1].label, errors_truncated(pys[-1])))
         cases.append(("errors/truncated-%s" % pys[0].label, errors_truncated(pys[0])))

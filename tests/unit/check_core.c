@@ -2,6 +2,7 @@
 // pages omitted from the core and read from the NT_FILE-mapped file, NT_PRSTATUS threads, path
 // maps, an explicit executable, truncated cores, garbage notes, absurd sizes, compressed
 // cores), and a real core of a real process written by gdb, checked against the live process.
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -883,6 +884,174 @@ START_TEST(test_core_compressed)
 }
 END_TEST
 
+// ---- bounds on unpacking -------------------------------------------------------------------
+
+START_TEST(test_parse_size)
+{
+	uint64_t v = 7;
+	ck_assert(pyu_parse_size("123", &v) && v == 123);
+	ck_assert(pyu_parse_size("4K", &v) && v == 4096);
+	ck_assert(pyu_parse_size("16G", &v) && v == 16ull << 30);
+	ck_assert(pyu_parse_size("2GiB", &v) && v == 2ull << 30);
+	ck_assert(pyu_parse_size("1tb", &v) && v == 1ull << 40);
+	v = 7;
+	ck_assert(!pyu_parse_size("", &v) && !pyu_parse_size(NULL, &v));
+	ck_assert(!pyu_parse_size("-1", &v) && !pyu_parse_size("G", &v));
+	ck_assert(!pyu_parse_size("12X", &v) && !pyu_parse_size("1K2", &v));
+	ck_assert(!pyu_parse_size("99999999999999999999", &v));
+	ck_assert(!pyu_parse_size("16777216T", &v)); // 2^64: does not fit
+	ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+#ifdef PYU_HAVE_ZLIB
+// A gzip stream of @head followed by @zeros zero bytes, made chunk by chunk (never the whole
+// unpacked data in memory). Malloc'd; *len set.
+static unsigned char *gzip_with_zeros(const struct fx_buf *head, uint64_t zeros, size_t *len)
+{
+	static unsigned char zero[1 << 16];
+	size_t cap = head->len + 4096 + (size_t)(zeros / 500);
+	unsigned char *out = malloc(cap);
+	ck_assert_ptr_nonnull(out);
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	ck_assert_int_eq(deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_out = out;
+	z.avail_out = (uInt)cap;
+	z.next_in = head->data;
+	z.avail_in = (uInt)head->len;
+	ck_assert_int_eq(deflate(&z, Z_NO_FLUSH), Z_OK);
+	while (zeros > 0) {
+		uint64_t n = zeros < sizeof(zero) ? zeros : sizeof(zero);
+		z.next_in = zero;
+		z.avail_in = (uInt)n;
+		ck_assert_int_eq(deflate(&z, Z_NO_FLUSH), Z_OK);
+		ck_assert_uint_eq(z.avail_in, 0);
+		zeros -= n;
+	}
+	ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*len = cap - z.avail_out;
+	deflateEnd(&z);
+	return out;
+}
+
+// Number of entries in @dir other than . and ..
+static int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+// Opens @data (written to @dir/bomb.gz) with the given ceiling; the error, NULL on success.
+// Whatever happens, nothing is left in the temporary directory @tmp.
+static struct pyu_error *open_packed(const char *dir, const char *tmp, const void *data,
+				     size_t len, uint64_t ceiling)
+{
+	char *path = join(dir, "bomb.gz");
+	fx_write_file(path, data, len);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_core_limited(path, NULL, ceiling, &t);
+	ck_assert_int_eq(dir_entries(tmp), 0); // open or not, the unpacked copy has no name
+	pyu_target_destroy(t);
+	ck_assert_int_eq(dir_entries(tmp), 0);
+	unlink(path);
+	free(path);
+	return err;
+}
+
+static void expect_error(struct pyu_error *err, int code, const char *words)
+{
+	ck_assert_msg(err, "opened, expected an error saying '%s'", words);
+	ck_assert_msg(pyu_error_code(err) == code && strstr(pyu_error_message(err), words),
+		      "error %d '%s', expected %d saying '%s'", pyu_error_code(err),
+		      pyu_error_message(err), code, words);
+	pyu_error_destroy(err);
+}
+
+// Compressed cores that unpack to more than their headers promise (a decompression bomb),
+// more than the ceiling, or to something that is no core: refused early, nothing left behind.
+START_TEST(test_core_unpack_bounds)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	char *tmp = join(f.dir, "tmp");
+	ck_assert_int_eq(mkdir(tmp, 0700), 0);
+	const char *old_tmpdir = getenv("TMPDIR");
+	char *saved = old_tmpdir ? strdup(old_tmpdir) : NULL;
+	setenv("TMPDIR", tmp, 1);
+	unsetenv("PYUNWIND_MAX_UNPACKED");
+
+	// A core of 8 KiB by its headers: one PT_LOAD of a page at offset 4096.
+	struct fx_buf head = {0};
+	fx_ehdr(&head, 4, 64, 1, 0, 0, 0);
+	fx_phdr(&head, 1, PF_R, 4096, 0x400000, 4096, 4096);
+	size_t len;
+	unsigned char *gz = gzip_with_zeros(&head, 8192 - head.len, &len);
+	ck_assert_ptr_null(open_packed(f.dir, tmp, gz, len, 0)); // as promised
+	free(gz);
+	gz = gzip_with_zeros(&head, (1u << 20), &len); // 1 MiB of padding: inside the margin
+	ck_assert_ptr_null(open_packed(f.dir, tmp, gz, len, 0));
+	free(gz);
+	// The bomb: 8 KiB promised, 40 MiB unpacked (from a 40 KiB file).
+	gz = gzip_with_zeros(&head, 40u << 20, &len);
+	ck_assert_uint_lt(len, 100u << 10);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_FORMAT, "headers promise 8192");
+	// The same with a ceiling below the margin, from the option and from the environment.
+	expect_error(open_packed(f.dir, tmp, gz, len, 1u << 20), PYU_ERR_FORMAT,
+		     "more than 1048576 bytes");
+	setenv("PYUNWIND_MAX_UNPACKED", "4K", 1);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_FORMAT,
+		     "more than the ceiling of 4096");
+	setenv("PYUNWIND_MAX_UNPACKED", "lots", 1);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_ARGUMENT,
+		     "PYUNWIND_MAX_UNPACKED=lots");
+	unsetenv("PYUNWIND_MAX_UNPACKED");
+	free(gz);
+
+	// Headers that promise 1 TiB: refused by the default ceiling before unpacking more.
+	struct fx_buf huge = {0};
+	fx_ehdr(&huge, 4, 64, 1, 0, 0, 0);
+	fx_phdr(&huge, 1, PF_R, 4096, 0x400000, 1ull << 40, 1ull << 40);
+	gz = gzip_with_zeros(&huge, 4u << 20, &len);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_FORMAT,
+		     "promise 1099511631872 bytes, more than the ceiling");
+	free(gz);
+	// Not an ELF file at all: refused after its first bytes, not after gigabytes.
+	struct fx_buf text = {0};
+	fx_put(&text, "not a core", 10);
+	gz = gzip_with_zeros(&text, 40u << 20, &len);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_FORMAT, "not an ELF file");
+	free(gz);
+	// Data placed past the end of any file.
+	struct fx_buf wrap = {0};
+	fx_ehdr(&wrap, 4, 64, 1, 0, 0, 0);
+	fx_phdr(&wrap, 1, PF_R, UINT64_MAX - 10, 0x400000, 4096, 4096);
+	gz = gzip_with_zeros(&wrap, 4096, &len);
+	expect_error(open_packed(f.dir, tmp, gz, len, 0), PYU_ERR_FORMAT, "past the end");
+	free(gz);
+
+	fx_free(&head);
+	fx_free(&huge);
+	fx_free(&text);
+	fx_free(&wrap);
+	if (saved)
+		setenv("TMPDIR", saved, 1);
+	else
+		unsetenv("TMPDIR");
+	free(saved);
+	rmdir(tmp);
+	free(tmp);
+	fixture_fini(&f);
+}
+END_TEST
+#endif
+
 // ---- a real core from gdb ------------------------------------------------------------------
 
 static bool have_gdb(void)
@@ -1161,6 +1330,10 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_core_absurd_notes);
 	tcase_add_test(tc, test_core_absurd_headers);
 	tcase_add_test(tc, test_core_compressed);
+	tcase_add_test(tc, test_parse_size);
+#ifdef PYU_HAVE_ZLIB
+	tcase_add_test(tc, test_core_unpack_bounds);
+#endif
 	tcase_add_test(tc, test_core_build_id);
 	tcase_add_test(tc, test_core_without_nt_file);
 	suite_add_tcase(s, tc);
