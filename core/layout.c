@@ -532,3 +532,20 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 		*free_threaded = ft == 1;
 	return NULL;
 }
+
+bool pyu_debug_offsets_field(const uint8_t *buf, size_t len, const char *name, uint64_t *ret)
+{
+	if (len < 24 || memcmp(buf, "xdebugpy", 8) != 0)
+		return false;
+	uint64_t version;
+	memcpy(&version, buf + 8, 8);
+	const char *const *names;
+	switch (version >> 16) {
+	case 0x030d: names = fields_313; break;
+	case 0x030e: names = fields_314; break;
+	case 0x030f: names = fields_315; break;
+	default: return false;
+	}
+	struct dbg_block b = {names, buf, len / 8};
+	return dbg_get(&b, name, ret);
+}

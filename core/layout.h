@@ -232,6 +232,12 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 						struct pyu_layout *ret, bool *free_threaded,
 						char *notes, size_t notes_len);
 
+// The value of the _Py_DebugOffsets field @name (e.g. "dict_object.ma_keys") in the block
+// @buf (@len bytes read from _PyRuntime + 0), by the field list of the block's minor version;
+// false when there is no cookie, the version is unknown or its block lacks the field. The
+// value is unchecked: callers bound it. Cannot fail.
+bool pyu_debug_offsets_field(const uint8_t *buf, size_t len, const char *name, uint64_t *ret);
+
 // Checks a layout (static or built) for offsets outside the walker's buffers. Used on every
 // table at attach and by the unit tests.
 struct pyu_error *pyu_layout_validate(const struct pyu_layout *l);

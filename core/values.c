@@ -1,0 +1,1846 @@
+// values.c - the value reader: repr() of objects in target memory as the interpreter prints
+// them, dict iteration (every table layout), instance attributes and attribute lookup, all
+// without running target code. Types are recognised in one place (classify) and remembered
+// per type address. Every count read from the target is bounded before use; every read goes
+// through the context's read budget. Text rules live in reprtext.c.
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "objects.h"
+#include "printable.h"
+#include "reprtext.h"
+#include "value_layout.h"
+#include "values.h"
+
+#define TPFLAGS_INLINE_VALUES (1ul << 2) // 3.13+
+#define TPFLAGS_MANAGED_DICT (1ul << 4)  // 3.11+
+#define TPFLAGS_HEAPTYPE (1ul << 9)
+#define TPFLAGS_DICT_SUBCLASS (1ul << 29)
+#define TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
+
+#define TYPE_CACHE 512           // type addresses remembered per context (direct-mapped)
+#define BASES_MAX 64             // tp_base links followed to find a builtin base
+#define MRO_MAX 256              // classes of an MRO searched by getattr
+#define NAME_CHARS 512           // characters of a type, module or function name
+#define DEPTH_MAX 200            // hard cap on limits.depth (C recursion)
+#define SIZE_MAX_SANE (1ull << 40) // counts past this are corrupt, whatever the limits
+#define TABLE_LOG2_MAX 30        // dict/set tables larger than 2**30 slots are corrupt
+#define CHUNK 128                // entries read per target read when scanning tables
+
+enum kind {
+	K_UNKNOWN = 0, // not classified yet (cache slots)
+	K_OTHER,       // default form
+	K_NONE, K_BOOL, K_INT, K_PY2INT, K_FLOAT, K_COMPLEX, K_STR, K_PY2STR, K_BYTES,
+	K_BYTEARRAY, K_TUPLE, K_LIST, K_DICT, K_SET, K_FROZENSET, K_EXC, K_TYPE, K_MODULE,
+	K_FUNCTION, K_CFUNCTION, K_ELLIPSIS, K_NOTIMPL, K_PY2_INSTANCE, K_PY2_CLASS,
+};
+
+struct type_entry {
+	uint64_t addr;
+	uint64_t flags;
+	uint8_t kind;
+	bool exact; // the type is the builtin type itself (not a subclass)
+};
+
+struct where_str {
+	struct where_str *next;
+	char text[];
+};
+
+struct pyu_values {
+	struct pyu_target *t;
+	const struct pyu_layout *l;
+	struct pyu_value_layout vl;
+	struct pyu_value_limits lim;
+	uint64_t read_used;
+	struct type_entry types[TYPE_CACHE];
+	uint64_t stack[DEPTH_MAX + 1]; // containers being printed, outermost first
+	uint32_t depth;
+	bool cut;                      // a bound cut the repr being built
+	struct where_str *wheres;
+};
+
+void pyu_value_limits_default(struct pyu_value_limits *ret)
+{
+	ret->depth = 6;
+	ret->items = 100;
+	ret->chars = 1000;
+	ret->digits = 1000;
+	ret->output = 4096;
+	ret->read_budget = 64u << 20;
+}
+
+// ---- reads -------------------------------------------------------------------------------
+
+static struct pyu_error *rd(struct pyu_values *v, uint64_t addr, void *buf, size_t len)
+{
+	if (addr == 0)
+		return pyu_error_create(PYU_ERR_CORRUPT, "NULL pointer");
+	if (len > v->lim.read_budget || v->read_used > v->lim.read_budget - len)
+		return pyu_error_create(PYU_ERR_CORRUPT, "read budget of %" PRIu64 " bytes spent",
+					v->lim.read_budget);
+	v->read_used += len;
+	return pyu_target_read(v->t, addr, buf, len);
+}
+
+static struct pyu_error *rd_u64(struct pyu_values *v, uint64_t addr, uint64_t *ret)
+{
+	uint8_t b[8];
+	struct pyu_error *err = rd(v, addr, b, 8);
+	if (!err)
+		*ret = pyu_le64(b);
+	return err;
+}
+
+// Field @off (PYU_NO_FIELD = absent) of the object at @addr.
+static struct pyu_error *field_u64(struct pyu_values *v, uint64_t addr, int32_t off,
+				   uint64_t *ret)
+{
+	if (off == PYU_NO_FIELD)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "field absent in this version");
+	return rd_u64(v, addr + (uint64_t)(int64_t)off, ret);
+}
+
+// ---- context -----------------------------------------------------------------------------
+
+static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
+{
+	int32_t *f[] = {
+		&vl->type.basicsize, &vl->type.itemsize, &vl->type.dictoffset, &vl->type.repr,
+		&vl->type.base, &vl->type.mro, &vl->type.dict, &vl->type.ht_name,
+		&vl->type.ht_qualname, &vl->type.ht_cached_keys, &vl->int_.digits, &vl->int_.ival,
+		&vl->float_fval, &vl->complex_cval, &vl->list_item, &vl->bytearray_start,
+		&vl->dict.used, &vl->dict.keys, &vl->dict.values, &vl->dict.mask, &vl->dict.table,
+		&vl->set.used, &vl->set.mask, &vl->set.table, &vl->exc_args, &vl->module_dict,
+		&vl->func.name, &vl->func.qualname, &vl->cfunc.ml, &vl->cfunc.self, &vl->cell_ref,
+		&vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
+	};
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (*f[i] != PYU_NO_FIELD)
+			*f[i] += shift;
+}
+
+// 3.13+: the object offsets the target publishes win over the static table (they differ in
+// free-threaded builds); each must lie inside its group's published size.
+static struct pyu_error *apply_debug_offsets(struct pyu_values *v, const uint8_t *buf,
+					     size_t len)
+{
+	static const struct {
+		const char *name, *group;
+		size_t field; // offsetof in struct pyu_value_layout
+	} map[] = {
+		{"type_object.tp_basicsize", "type_object.size",
+		 offsetof(struct pyu_value_layout, type.basicsize)},
+		{"type_object.tp_dictoffset", "type_object.size",
+		 offsetof(struct pyu_value_layout, type.dictoffset)},
+		{"heap_type_object.ht_cached_keys", "heap_type_object.size",
+		 offsetof(struct pyu_value_layout, type.ht_cached_keys)},
+		{"list_object.ob_item", "list_object.size",
+		 offsetof(struct pyu_value_layout, list_item)},
+		{"dict_object.ma_keys", "dict_object.size",
+		 offsetof(struct pyu_value_layout, dict.keys)},
+		{"dict_object.ma_values", "dict_object.size",
+		 offsetof(struct pyu_value_layout, dict.values)},
+		{"float_object.ob_fval", "float_object.size",
+		 offsetof(struct pyu_value_layout, float_fval)},
+		{"long_object.ob_digit", "long_object.size",
+		 offsetof(struct pyu_value_layout, int_.digits)},
+		{"set_object.used", "set_object.size", offsetof(struct pyu_value_layout, set.used)},
+		{"set_object.table", "set_object.size", offsetof(struct pyu_value_layout, set.table)},
+		{"set_object.mask", "set_object.size", offsetof(struct pyu_value_layout, set.mask)},
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+		uint64_t off, size;
+		if (!pyu_debug_offsets_field(buf, len, map[i].name, &off))
+			continue;
+		if (!pyu_debug_offsets_field(buf, len, map[i].group, &size) || size > 4096 ||
+		    off + 8 > size + (strstr(map[i].name, "digit") ? 8 : 0))
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"_Py_DebugOffsets: %s = %" PRIu64
+						" lies outside its struct", map[i].name, off);
+		int32_t val = (int32_t)off;
+		memcpy((char *)&v->vl + map[i].field, &val, sizeof(val));
+	}
+	return NULL;
+}
+
+struct pyu_error *pyu_values_create(struct pyu_target *t, const struct pyu_runtime *rt,
+				    const struct pyu_value_limits *lim, struct pyu_values **ret)
+{
+	const struct pyu_value_layout *vl = pyu_value_layout_for_version(rt->layout.version_hex);
+	const struct pyu_layout *base = pyu_layout_for_version(rt->layout.version_hex);
+	if (!vl || !base)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "no value layout for CPython %s",
+					rt->layout.name ? rt->layout.name : "?");
+	struct pyu_values *v = calloc(1, sizeof(*v));
+	if (!v)
+		return &pyu_error_nomem;
+	v->t = t;
+	v->l = &rt->layout;
+	v->vl = *vl;
+	if (lim)
+		v->lim = *lim;
+	else
+		pyu_value_limits_default(&v->lim);
+	if (v->lim.depth > DEPTH_MAX)
+		v->lim.depth = DEPTH_MAX;
+	// Py_TRACE_REFS (and any larger object header) moves every object field alike.
+	int32_t shift = rt->layout.ob_type - base->ob_type;
+	if (shift)
+		shift_fields(&v->vl, shift);
+	if (rt->runtime_addr) {
+		uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+		struct pyu_error *err = pyu_target_read(t, rt->runtime_addr, buf, sizeof(buf));
+		if (!err && memcmp(buf, "xdebugpy", 8) == 0)
+			err = apply_debug_offsets(v, buf, sizeof(buf));
+		if (err && err->code == PYU_ERR_CORRUPT) {
+			free(v);
+			return err;
+		}
+		pyu_error_destroy(err); // an unreadable block leaves the static table
+	}
+	*ret = v;
+	return NULL;
+}
+
+void pyu_values_destroy(struct pyu_values *v)
+{
+	if (!v)
+		return;
+	while (v->wheres) {
+		struct where_str *n = v->wheres->next;
+		free(v->wheres);
+		v->wheres = n;
+	}
+	free(v);
+}
+
+// ---- types -------------------------------------------------------------------------------
+
+static enum kind kind_by_name(const struct pyu_values *v, const char *n)
+{
+	bool py2 = v->vl.py2;
+	static const struct {
+		const char *name;
+		enum kind k2, k3; // 2.7, 3.x
+	} names[] = {
+		{"NoneType", K_NONE, K_NONE},
+		{"bool", K_BOOL, K_BOOL},
+		{"int", K_PY2INT, K_INT},
+		{"long", K_INT, K_OTHER},
+		{"float", K_FLOAT, K_FLOAT},
+		{"complex", K_COMPLEX, K_COMPLEX},
+		{"str", K_PY2STR, K_STR},
+		{"unicode", K_STR, K_OTHER},
+		{"bytes", K_OTHER, K_BYTES},
+		{"bytearray", K_BYTEARRAY, K_BYTEARRAY},
+		{"tuple", K_TUPLE, K_TUPLE},
+		{"list", K_LIST, K_LIST},
+		{"dict", K_DICT, K_DICT},
+		{"set", K_SET, K_SET},
+		{"frozenset", K_FROZENSET, K_FROZENSET},
+		{"ellipsis", K_ELLIPSIS, K_ELLIPSIS},
+		{"NotImplementedType", K_NOTIMPL, K_NOTIMPL},
+		{"module", K_MODULE, K_MODULE},
+		{"function", K_FUNCTION, K_FUNCTION},
+		{"builtin_function_or_method", K_CFUNCTION, K_CFUNCTION},
+		{"type", K_TYPE, K_TYPE},
+		{"instance", K_PY2_INSTANCE, K_OTHER},
+		{"classobj", K_PY2_CLASS, K_OTHER},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(names[i].name, n) == 0)
+			return py2 ? names[i].k2 : names[i].k3;
+	return K_OTHER;
+}
+
+static struct pyu_error *read_cstr(struct pyu_values *v, uint64_t addr, char **ret)
+{
+	if (addr == 0)
+		return pyu_error_create(PYU_ERR_CORRUPT, "NULL name");
+	if (v->read_used > v->lim.read_budget || v->lim.read_budget - v->read_used < NAME_CHARS)
+		return pyu_error_create(PYU_ERR_CORRUPT, "read budget spent");
+	v->read_used += NAME_CHARS;
+	return pyu_target_read_cstr(v->t, addr, NAME_CHARS, ret);
+}
+
+// The one place that decides what kind of object a type makes: the first non-heap type on
+// its tp_base chain names the builtin it derives from, and the builtin's repr is used only
+// when the type did not replace tp_repr. Exceptions compare against BaseException's.
+static struct pyu_error *classify(struct pyu_values *v, uint64_t type, struct type_entry *ret)
+{
+	struct type_entry *slot = &v->types[(type >> 4) % TYPE_CACHE];
+	if (slot->kind != K_UNKNOWN && slot->addr == type) {
+		*ret = *slot;
+		return NULL;
+	}
+	const struct pyu_layout *l = v->l;
+	uint64_t flags, repr;
+	struct pyu_error *err = field_u64(v, type, l->type_tp_flags, &flags);
+	if (!err)
+		err = field_u64(v, type, v->vl.type.repr, &repr);
+	if (err)
+		return pyu_error_wrap(err, "reading the type at 0x%" PRIx64, type);
+	struct type_entry e = {type, flags, K_OTHER, false};
+	bool exc = flags & TPFLAGS_BASE_EXC_SUBCLASS;
+	uint64_t cur = type, cur_flags = flags;
+	for (int i = 0; i < BASES_MAX && cur; i++) {
+		if (i > 0 && (err = field_u64(v, cur, l->type_tp_flags, &cur_flags)) != NULL)
+			break;
+		if (!(cur_flags & TPFLAGS_HEAPTYPE)) {
+			uint64_t name_ptr, base_repr;
+			char *name = NULL;
+			err = field_u64(v, cur, l->type_tp_name, &name_ptr);
+			if (!err)
+				err = read_cstr(v, name_ptr, &name);
+			if (!err)
+				err = field_u64(v, cur, v->vl.type.repr, &base_repr);
+			if (err) {
+				free(name);
+				break;
+			}
+			// 2.7 names it "exceptions.BaseException".
+			const char *dot = strrchr(name, '.');
+			bool is_exc_root = exc && strcmp(dot ? dot + 1 : name, "BaseException") == 0;
+			enum kind k = exc ? (is_exc_root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
+			free(name);
+			if (k != K_UNKNOWN) {
+				e.kind = (uint8_t)(base_repr == repr ? k : K_OTHER);
+				e.exact = cur == type;
+				break;
+			}
+		}
+		if ((err = field_u64(v, cur, v->vl.type.base, &cur)) != NULL)
+			break;
+	}
+	if (err)
+		return pyu_error_wrap(err, "reading the bases of the type at 0x%" PRIx64, type);
+	*slot = e;
+	*ret = e;
+	return NULL;
+}
+
+static struct pyu_error *type_of(struct pyu_values *v, uint64_t obj, uint64_t *type)
+{
+	if (obj == 0)
+		return pyu_error_create(PYU_ERR_CORRUPT, "NULL object");
+	if (obj & 7)
+		return pyu_error_create(PYU_ERR_CORRUPT, "misaligned object address");
+	struct pyu_error *err = field_u64(v, obj, v->l->ob_type, type);
+	if (!err && (*type == 0 || (*type & 7)))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "implausible type pointer 0x%" PRIx64,
+				       *type);
+	return err;
+}
+
+static struct pyu_error *classify_obj(struct pyu_values *v, uint64_t obj, uint64_t *type,
+				      struct type_entry *ret)
+{
+	struct pyu_error *err = type_of(v, obj, type);
+	return err ? err : classify(v, *type, ret);
+}
+
+// ---- text objects ------------------------------------------------------------------------
+
+// Code units of a str (3.x; 2.7 unicode) or the bytes of bytes (2.7 str): up to @max units
+// into a malloc'd buffer. *total: the object's length.
+struct text {
+	uint8_t *data;
+	size_t n, total;
+	unsigned kind;
+};
+
+static struct pyu_error *read_text(struct pyu_values *v, uint64_t obj, enum kind k, size_t max,
+				   struct text *ret)
+{
+	const struct pyu_layout *l = v->l;
+	uint64_t data, len;
+	unsigned kind = 1;
+	struct pyu_error *err;
+	if (k == K_BYTES || k == K_PY2STR) {
+		if ((err = field_u64(v, obj, l->ob_size, &len)) != NULL)
+			return err;
+		data = obj + (uint64_t)l->bytes_sval;
+	} else if (k == K_BYTEARRAY) {
+		if ((err = field_u64(v, obj, l->ob_size, &len)) != NULL ||
+		    (err = field_u64(v, obj, v->vl.bytearray_start, &data)) != NULL)
+			return err;
+	} else if (l->str == PYU_STR_PY2) {
+		if ((err = field_u64(v, obj, l->unicode.length, &len)) != NULL ||
+		    (err = field_u64(v, obj, l->unicode.data, &data)) != NULL)
+			return err;
+		kind = 4; // UCS4 builds (sys.maxunicode == 0x10ffff)
+	} else {
+		uint8_t st[4];
+		if ((err = field_u64(v, obj, l->unicode.length, &len)) != NULL ||
+		    (err = rd(v, obj + (uint64_t)l->unicode.state, st, 4)) != NULL)
+			return err;
+		uint32_t state = pyu_le32(st) >> l->unicode.state_shift;
+		kind = (state >> 2) & 7;
+		unsigned compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+		if (kind != 1 && kind != 2 && kind != 4)
+			return pyu_error_create(PYU_ERR_CORRUPT, "str kind %u", kind);
+		if (ascii && kind != 1)
+			return pyu_error_create(PYU_ERR_CORRUPT, "ASCII str of kind %u", kind);
+		if (compact)
+			data = obj + (uint64_t)(ascii ? l->unicode.ascii_size : l->unicode.compact_size);
+		else if ((err = field_u64(v, obj, l->unicode.data, &data)) != NULL)
+			return err;
+	}
+	if ((int64_t)len < 0 || len > SIZE_MAX_SANE)
+		return pyu_error_create(PYU_ERR_CORRUPT, "length %" PRId64 " out of range",
+					(int64_t)len);
+	size_t n = len < max ? (size_t)len : max;
+	uint8_t *buf = malloc(n * kind + 1);
+	if (!buf)
+		return &pyu_error_nomem;
+	if (n && (err = rd(v, data, buf, n * kind)) != NULL) {
+		free(buf);
+		return err;
+	}
+	ret->data = buf;
+	ret->n = n;
+	ret->total = (size_t)len;
+	ret->kind = kind;
+	return NULL;
+}
+
+// A str object (3.x str, 2.7 str or unicode) as NUL-terminated UTF-8, at most NAME_CHARS
+// characters (longer: error). For names, keys and module attributes.
+static struct pyu_error *read_name_obj(struct pyu_values *v, uint64_t obj, char **ret)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err)
+		return err;
+	if (te.kind != K_STR && te.kind != K_PY2STR) {
+		// A str subclass that overrides __repr__ is still text.
+		if (!(te.flags & (PYU_TPFLAGS_UNICODE_SUBCLASS |
+				  (v->vl.py2 ? PYU_TPFLAGS_BYTES_SUBCLASS : 0))))
+			return pyu_error_create(PYU_ERR_CORRUPT, "not a str");
+	}
+	enum kind k = (te.flags & PYU_TPFLAGS_UNICODE_SUBCLASS) ? K_STR : K_PY2STR;
+	struct text tx;
+	if ((err = read_text(v, obj, k, NAME_CHARS + 1, &tx)) != NULL)
+		return err;
+	if (tx.total > NAME_CHARS) {
+		free(tx.data);
+		return pyu_error_create(PYU_ERR_CORRUPT, "name longer than %d characters",
+					NAME_CHARS);
+	}
+	char *out = malloc(tx.n * 4 + 1);
+	if (!out) {
+		free(tx.data);
+		return &pyu_error_nomem;
+	}
+	size_t o = 0;
+	for (size_t i = 0; i < tx.n; i++) {
+		uint32_t cp = tx.kind == 1 ? tx.data[i]
+			: tx.kind == 2 ? pyu_le16(tx.data + 2 * i) : pyu_le32(tx.data + 4 * i);
+		o += pyu_utf8_put(cp, out + o);
+	}
+	out[o] = '\0';
+	free(tx.data);
+	*ret = out;
+	return NULL;
+}
+
+// ---- dicts -------------------------------------------------------------------------------
+
+typedef bool (*visit_fn)(void *arg, uint64_t key, uint64_t value);
+
+static struct pyu_error *py2_dict_foreach(struct pyu_values *v, uint64_t dict, visit_fn visit,
+					  void *arg)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t mask, table;
+	struct pyu_error *err = field_u64(v, dict, vl->dict.mask, &mask);
+	if (!err)
+		err = field_u64(v, dict, vl->dict.table, &table);
+	if (err)
+		return err;
+	if (mask >= (1ull << TABLE_LOG2_MAX) || ((mask + 1) & mask))
+		return pyu_error_create(PYU_ERR_CORRUPT, "dict mask %" PRIu64 " implausible", mask);
+	size_t es = (size_t)vl->dict.entry_size;
+	uint8_t buf[CHUNK * 32];
+	if (es == 0 || es > 32)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "dict entry size %zu", es);
+	for (uint64_t i = 0; i <= mask; i += CHUNK) {
+		size_t n = mask + 1 - i < CHUNK ? (size_t)(mask + 1 - i) : CHUNK;
+		if ((err = rd(v, table + i * es, buf, n * es)) != NULL)
+			return err;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t key = pyu_get_u64(buf + j * es, vl->dict.entry_key);
+			uint64_t val = pyu_get_u64(buf + j * es, vl->dict.entry_value);
+			if (key && val && !visit(arg, key, val))
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+// The shape of a 3.6+ keys object.
+struct keys_info {
+	uint64_t entries;   // address of entry 0
+	uint64_t nentries;
+	size_t esize;
+	int32_t key_off, value_off;
+};
+
+static struct pyu_error *read_keys(struct pyu_values *v, uint64_t keys, struct keys_info *ret)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint8_t hdr[64];
+	if (vl->keys.indices <= 0 || vl->keys.indices > (int32_t)sizeof(hdr))
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "no dict keys layout");
+	struct pyu_error *err = rd(v, keys, hdr, (size_t)vl->keys.indices);
+	if (err)
+		return pyu_error_wrap(err, "reading dict keys at 0x%" PRIx64, keys);
+	uint64_t size, index_bytes, nentries = pyu_get_u64(hdr, vl->keys.nentries);
+	unsigned dk_kind = 0;
+	if (v->vl.dict_kind == PYU_DICT_KEYS_36) {
+		size = pyu_get_u64(hdr, vl->keys.size);
+		if (size == 0 || size > (1ull << TABLE_LOG2_MAX) || (size & (size - 1)))
+			return pyu_error_create(PYU_ERR_CORRUPT, "dict keys size %" PRIu64, size);
+		unsigned w = size <= 0xff ? 1 : size <= 0xffff ? 2 : size <= 0xffffffffu ? 4 : 8;
+		index_bytes = size * w;
+	} else {
+		unsigned log2 = hdr[vl->keys.log2_size], log2ib = hdr[vl->keys.log2_index_bytes];
+		dk_kind = hdr[vl->keys.kind];
+		if (log2 > TABLE_LOG2_MAX || log2ib > TABLE_LOG2_MAX + 3 || log2ib < log2 ||
+		    dk_kind > 2)
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"dict keys log2 size %u, index bytes %u, kind %u",
+						log2, log2ib, dk_kind);
+		size = 1ull << log2;
+		index_bytes = 1ull << log2ib;
+	}
+	if (nentries > size)
+		return pyu_error_create(PYU_ERR_CORRUPT,
+					"dict keys: %" PRIu64 " entries in a table of %" PRIu64,
+					nentries, size);
+	ret->entries = keys + (uint64_t)vl->keys.indices + index_bytes;
+	ret->nentries = nentries;
+	if (dk_kind == 0) {
+		ret->esize = (size_t)vl->dict.entry_size;
+		ret->key_off = vl->dict.entry_key;
+		ret->value_off = vl->dict.entry_value;
+	} else { // {me_key, me_value}
+		ret->esize = (size_t)vl->dict.uentry_size;
+		ret->key_off = 0;
+		ret->value_off = 8;
+	}
+	if (ret->esize < 16 || ret->esize > 32)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "dict entry size %zu", ret->esize);
+	return NULL;
+}
+
+// Entries of a combined table in order, values from the entries (@values == 0) or from a
+// split values array indexed like the entries (3.6 - 3.10).
+static struct pyu_error *entries_foreach(struct pyu_values *v, const struct keys_info *k,
+					 uint64_t values, visit_fn visit, void *arg)
+{
+	uint8_t buf[CHUNK * 32], vbuf[CHUNK * 8];
+	struct pyu_error *err;
+	for (uint64_t i = 0; i < k->nentries; i += CHUNK) {
+		size_t n = k->nentries - i < CHUNK ? (size_t)(k->nentries - i) : CHUNK;
+		if ((err = rd(v, k->entries + i * k->esize, buf, n * k->esize)) != NULL)
+			return err;
+		if (values && (err = rd(v, values + 8 * i, vbuf, n * 8)) != NULL)
+			return err;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t key = pyu_get_u64(buf + j * k->esize, k->key_off);
+			uint64_t val = values ? pyu_get_u64(vbuf, (int32_t)(8 * j))
+				: pyu_get_u64(buf + j * k->esize, k->value_off);
+			if (key && val && !visit(arg, key, val))
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+// A 3.11+ values block in insertion order (its order bytes), keys from @k.
+static struct pyu_error *ordered_values_foreach(struct pyu_values *v, const struct keys_info *k,
+						uint64_t values, visit_fn visit, void *arg)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint8_t order[256];
+	size_t count;
+	uint64_t array; // values[0]
+	struct pyu_error *err;
+	if (vl->split_kind == PYU_SPLIT_ORDER_BEFORE) {
+		uint8_t sz[2];
+		if ((err = rd(v, values - 2, sz, 2)) != NULL)
+			return err;
+		count = sz[0];
+		if (count > k->nentries)
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"split dict: %zu ordered values, %" PRIu64 " keys",
+						count, k->nentries);
+		uint8_t rev[256];
+		if (count && (err = rd(v, values - 2 - count, rev, count)) != NULL)
+			return err;
+		for (size_t i = 0; i < count; i++)
+			order[i] = rev[count - 1 - i]; // order[i] = values[-3 - i]
+		array = values;
+	} else {
+		uint8_t hdr[8];
+		if ((err = rd(v, values, hdr, 8)) != NULL)
+			return err;
+		unsigned capacity = hdr[vl->dvalues.capacity];
+		count = hdr[vl->dvalues.size];
+		if (count > capacity || count > k->nentries)
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"split dict: %zu values, capacity %u, %" PRIu64
+						" keys", count, capacity, k->nentries);
+		array = values + (uint64_t)vl->dvalues.values;
+		if (count && (err = rd(v, array + 8ull * capacity, order, count)) != NULL)
+			return err;
+	}
+	for (size_t i = 0; i < count; i++) {
+		uint64_t ix = order[i], key, val;
+		if (ix >= k->nentries)
+			return pyu_error_create(PYU_ERR_CORRUPT, "split dict order index %" PRIu64,
+						ix);
+		if ((err = rd_u64(v, k->entries + ix * k->esize + (uint64_t)k->key_off, &key)) ||
+		    (err = rd_u64(v, array + 8 * ix, &val)))
+			return err;
+		if (key && val && !visit(arg, key, val))
+			return NULL;
+	}
+	return NULL;
+}
+
+// Keys @keys with values @values (0: combined table): the dict's items in Python's order.
+static struct pyu_error *table_foreach(struct pyu_values *v, uint64_t keys, uint64_t values,
+				       visit_fn visit, void *arg)
+{
+	struct keys_info k;
+	struct pyu_error *err = read_keys(v, keys, &k);
+	if (err)
+		return err;
+	if (values && v->vl.split_kind != PYU_SPLIT_PLAIN)
+		return ordered_values_foreach(v, &k, values, visit, arg);
+	return entries_foreach(v, &k, values, visit, arg);
+}
+
+static struct pyu_error *dict_foreach_checked(struct pyu_values *v, uint64_t dict,
+					      visit_fn visit, void *arg)
+{
+	if (v->vl.dict_kind == PYU_DICT_PY2_TABLE)
+		return py2_dict_foreach(v, dict, visit, arg);
+	uint64_t keys, values;
+	struct pyu_error *err = field_u64(v, dict, v->vl.dict.keys, &keys);
+	if (!err)
+		err = field_u64(v, dict, v->vl.dict.values, &values);
+	if (err)
+		return err;
+	return table_foreach(v, keys, values, visit, arg);
+}
+
+struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict, visit_fn visit,
+				   void *arg)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, dict, &type, &te);
+	if (!err && !(te.flags & TPFLAGS_DICT_SUBCLASS))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "not a dict");
+	if (!err)
+		err = dict_foreach_checked(v, dict, visit, arg);
+	if (err)
+		return pyu_error_wrap(err, "reading the dict at 0x%" PRIx64, dict);
+	return NULL;
+}
+
+struct find_str {
+	struct pyu_values *v;
+	const char *key;
+	uint64_t found;
+	bool hit;
+};
+
+static bool find_str_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct find_str *f = arg;
+	char *s = NULL;
+	struct pyu_error *err = read_name_obj(f->v, key, &s);
+	if (err) {
+		pyu_error_destroy(err);
+		return true;
+	}
+	if (strcmp(s, f->key) == 0) {
+		f->found = value;
+		f->hit = true;
+	}
+	free(s);
+	return !f->hit;
+}
+
+struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const char *key,
+				   uint64_t *ret)
+{
+	struct find_str f = {v, key, 0, false};
+	struct pyu_error *err = pyu_dict_foreach(v, dict, find_str_visit, &f);
+	if (err)
+		return err;
+	if (!f.hit)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no key '%s'", key);
+	*ret = f.found;
+	return NULL;
+}
+
+// The value of an int (3.x; 2.7 int or long) that fits in int64_t.
+static struct pyu_error *read_small_int(struct pyu_values *v, uint64_t obj, enum kind k,
+					int64_t *ret);
+
+struct find_int {
+	struct pyu_values *v;
+	int64_t key;
+	uint64_t found;
+	bool hit;
+};
+
+static bool find_int_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct find_int *f = arg;
+	uint64_t type;
+	struct type_entry te;
+	int64_t n;
+	struct pyu_error *err = classify_obj(f->v, key, &type, &te);
+	if (!err && te.kind != K_INT && te.kind != K_PY2INT)
+		return true;
+	if (!err)
+		err = read_small_int(f->v, key, (enum kind)te.kind, &n);
+	if (err) {
+		pyu_error_destroy(err);
+		return true;
+	}
+	if (n == f->key) {
+		f->found = value;
+		f->hit = true;
+	}
+	return !f->hit;
+}
+
+struct pyu_error *pyu_dict_get_int(struct pyu_values *v, uint64_t dict, int64_t key,
+				   uint64_t *ret)
+{
+	struct find_int f = {v, key, 0, false};
+	struct pyu_error *err = pyu_dict_foreach(v, dict, find_int_visit, &f);
+	if (err)
+		return err;
+	if (!f.hit)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no key %" PRId64, key);
+	*ret = f.found;
+	return NULL;
+}
+
+// ---- attributes --------------------------------------------------------------------------
+
+// Where an object's attributes are: a dict, or a values block with the type's shared keys.
+struct attrs {
+	uint64_t dict;
+	uint64_t keys, values;
+};
+
+static struct pyu_error *find_attrs(struct pyu_values *v, uint64_t obj, struct attrs *ret)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err)
+		return err;
+	memset(ret, 0, sizeof(*ret));
+	if (te.kind == K_MODULE)
+		return field_u64(v, obj, vl->module_dict, &ret->dict);
+	if (te.kind == K_PY2_INSTANCE)
+		return field_u64(v, obj, vl->instance.dict, &ret->dict);
+	if (te.kind == K_TYPE)
+		return field_u64(v, obj, vl->type.dict, &ret->dict);
+	if (vl->managed_kind != PYU_MANAGED_NONE && (te.flags & TPFLAGS_MANAGED_DICT)) {
+		uint64_t word;
+		if ((err = rd_u64(v, obj - 24, &word)) != NULL)
+			return err;
+		if (vl->managed_kind == PYU_MANAGED_312 && (word & 1)) {
+			ret->values = word + 1;
+		} else if (word) {
+			ret->dict = word;
+			return NULL;
+		} else if (vl->managed_kind == PYU_MANAGED_311) {
+			if ((err = rd_u64(v, obj - 32, &ret->values)) != NULL)
+				return err;
+		} else if (vl->managed_kind == PYU_MANAGED_313 &&
+			   (te.flags & TPFLAGS_INLINE_VALUES)) {
+			uint64_t basic;
+			uint8_t valid;
+			if ((err = field_u64(v, type, vl->type.basicsize, &basic)) != NULL)
+				return err;
+			if (basic > 1u << 20)
+				return pyu_error_create(PYU_ERR_CORRUPT, "tp_basicsize %" PRIu64,
+							basic);
+			ret->values = obj + basic;
+			if ((err = rd(v, ret->values + (uint64_t)vl->dvalues.valid, &valid, 1)))
+				return err;
+			if (!valid)
+				ret->values = 0;
+		}
+		if (ret->values &&
+		    (err = field_u64(v, type, vl->type.ht_cached_keys, &ret->keys)) != NULL)
+			return err;
+		if (ret->values && !ret->keys)
+			ret->values = 0;
+		return NULL;
+	}
+	uint64_t off;
+	if ((err = field_u64(v, type, vl->type.dictoffset, &off)) != NULL)
+		return err;
+	int64_t doff = (int64_t)off;
+	if (doff == 0)
+		return NULL;
+	if (doff < 0) {
+		// From the end of a variable-size object: basicsize + |ob_size| * itemsize, rounded
+		// up to a pointer.
+		uint64_t basic, item, size;
+		if ((err = field_u64(v, type, vl->type.basicsize, &basic)) ||
+		    (err = field_u64(v, type, vl->type.itemsize, &item)) ||
+		    (err = field_u64(v, obj, v->l->ob_size, &size)))
+			return err;
+		int64_t n = (int64_t)size < 0 ? -(int64_t)size : (int64_t)size;
+		if (basic > 1u << 20 || item > 1u << 10 || n < 0 || (uint64_t)n > SIZE_MAX_SANE)
+			return pyu_error_create(PYU_ERR_CORRUPT, "variable-size object implausible");
+		uint64_t total = (basic + (uint64_t)n * item + 7) & ~7ull;
+		doff += (int64_t)total;
+	}
+	if (doff < 0 || doff > (1 << 24))
+		return pyu_error_create(PYU_ERR_CORRUPT, "tp_dictoffset %" PRId64, doff);
+	return rd_u64(v, obj + (uint64_t)doff, &ret->dict);
+}
+
+static struct pyu_error *attrs_foreach(struct pyu_values *v, const struct attrs *a,
+				       visit_fn visit, void *arg)
+{
+	if (a->dict)
+		return dict_foreach_checked(v, a->dict, visit, arg);
+	if (a->values)
+		return table_foreach(v, a->keys, a->values, visit, arg);
+	return NULL;
+}
+
+struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj, visit_fn visit,
+					   void *arg)
+{
+	struct attrs a;
+	struct pyu_error *err = find_attrs(v, obj, &a);
+	if (!err)
+		err = attrs_foreach(v, &a, visit, arg);
+	if (err)
+		return pyu_error_wrap(err, "reading the attributes of the object at 0x%" PRIx64,
+				      obj);
+	return NULL;
+}
+
+static struct pyu_error *attrs_get(struct pyu_values *v, const struct attrs *a,
+				   const char *name, uint64_t *ret)
+{
+	struct find_str f = {v, name, 0, false};
+	struct pyu_error *err = attrs_foreach(v, a, find_str_visit, &f);
+	if (err)
+		return err;
+	if (!f.hit)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no attribute '%s'", name);
+	*ret = f.found;
+	return NULL;
+}
+
+static const char *keep_where(struct pyu_values *v, const char *prefix, const char *name)
+{
+	size_t n = strlen(prefix) + strlen(name) + 1;
+	struct where_str *w = malloc(sizeof(*w) + n);
+	if (!w)
+		return "class";
+	strcpy(w->text, prefix);
+	strcat(w->text, name);
+	w->next = v->wheres;
+	v->wheres = w;
+	return w->text;
+}
+
+static struct pyu_error *type_short_name(struct pyu_values *v, uint64_t type, char **ret);
+static bool get_dict_str(struct pyu_values *v, uint64_t dict, const char *key, uint64_t *ret);
+
+struct pyu_error *pyu_object_getattr(struct pyu_values *v, uint64_t obj, const char *name,
+				     uint64_t *ret, const char **where)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err)
+		return pyu_error_wrap(err, "looking up '%s' on the object at 0x%" PRIx64, name,
+				      obj);
+	struct attrs a;
+	uint64_t val = 0;
+	if (te.kind != K_TYPE) {
+		err = find_attrs(v, obj, &a);
+		if (!err)
+			err = attrs_get(v, &a, name, &val);
+		if (!err) {
+			*ret = val;
+			if (where)
+				*where = te.kind == K_MODULE ? "module" : "instance";
+			return NULL;
+		}
+		if (err->code != PYU_ERR_NOT_FOUND || te.kind == K_MODULE)
+			return pyu_error_wrap(err, "looking up '%s' on the object at 0x%" PRIx64,
+					      name, obj);
+		pyu_error_destroy(err);
+	}
+	// The MRO: of the class itself, or of the instance's type.
+	uint64_t cls = te.kind == K_TYPE ? obj : type, mro;
+	if ((err = field_u64(v, cls, v->vl.type.mro, &mro)) != NULL)
+		return pyu_error_wrap(err, "reading the MRO of the type at 0x%" PRIx64, cls);
+	uint64_t n = 0;
+	if (mro && (err = field_u64(v, mro, v->l->ob_size, &n)) != NULL)
+		return err;
+	if (n > MRO_MAX)
+		return pyu_error_create(PYU_ERR_CORRUPT, "MRO of %" PRIu64 " classes", n);
+	if (!mro) // 2.7 old-style classes and unready types: the class alone
+		n = 1;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t c = cls, d;
+		if (mro && (err = rd_u64(v, mro + (uint64_t)v->l->tuple_item + 8 * i, &c)))
+			return err;
+		if ((err = field_u64(v, c, v->vl.type.dict, &d)) != NULL)
+			return err;
+		if (!d) // 3.12+ static builtin types keep their dict elsewhere
+			continue;
+		struct find_str f = {v, name, 0, false};
+		if ((err = dict_foreach_checked(v, d, find_str_visit, &f)) != NULL)
+			return err;
+		if (f.hit) {
+			*ret = f.found;
+			if (where) {
+				char *cn = NULL;
+				if ((err = type_short_name(v, c, &cn)) != NULL) {
+					pyu_error_destroy(err);
+					*where = "class";
+				} else {
+					*where = keep_where(v, "class ", cn);
+					free(cn);
+				}
+			}
+			return NULL;
+		}
+	}
+	return pyu_error_create(PYU_ERR_NOT_FOUND, "no attribute '%s'", name);
+}
+
+// ---- repr --------------------------------------------------------------------------------
+
+static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb);
+
+static void unreadable(struct pyu_values *v, struct pyu_strbuf *sb, const char *what,
+		       uint64_t addr, struct pyu_error *err)
+{
+	pyu_strbuf_printf(sb, "<unreadable %s at 0x%" PRIx64 ": ", what, addr);
+	const char *msg = pyu_error_message(err);
+	pyu_text_name(sb, msg, strlen(msg), v->vl.unicode_db);
+	pyu_strbuf_putc(sb, '>');
+	pyu_error_destroy(err);
+}
+
+static bool over_output(struct pyu_values *v, struct pyu_strbuf *sb)
+{
+	if (sb->len > v->lim.output) {
+		v->cut = true;
+		return true;
+	}
+	return false;
+}
+
+static void put_name(struct pyu_values *v, struct pyu_strbuf *sb, const char *s)
+{
+	pyu_text_name(sb, s, strlen(s), v->vl.unicode_db);
+}
+
+// type.__name__ for a type: heap types their ht_name, static types tp_name after the dot.
+static struct pyu_error *type_short_name(struct pyu_values *v, uint64_t type, char **ret)
+{
+	uint64_t flags, p;
+	struct pyu_error *err = field_u64(v, type, v->l->type_tp_flags, &flags);
+	if (err)
+		return err;
+	if ((flags & TPFLAGS_HEAPTYPE) && v->vl.type.ht_name != PYU_NO_FIELD) {
+		if ((err = field_u64(v, type, v->vl.type.ht_name, &p)) != NULL)
+			return err;
+		return read_name_obj(v, p, ret);
+	}
+	char *full;
+	if ((err = field_u64(v, type, v->l->type_tp_name, &p)) != NULL ||
+	    (err = read_cstr(v, p, &full)) != NULL)
+		return err;
+	const char *dot = strrchr(full, '.');
+	if (dot) {
+		memmove(full, dot + 1, strlen(dot + 1) + 1);
+	}
+	*ret = full;
+	return NULL;
+}
+
+// The module and qualified name Python's object and type reprs use. *module NULL: builtins
+// (or no str __module__). Both malloc'd.
+static struct pyu_error *type_names(struct pyu_values *v, uint64_t type, char **module,
+				    char **qualname)
+{
+	uint64_t flags, p;
+	struct pyu_error *err = field_u64(v, type, v->l->type_tp_flags, &flags);
+	if (err)
+		return err;
+	*module = NULL;
+	if (flags & TPFLAGS_HEAPTYPE) {
+		int32_t qoff = v->vl.type.ht_qualname != PYU_NO_FIELD ? v->vl.type.ht_qualname
+			: v->vl.type.ht_name;
+		uint64_t dict = 0, mod;
+		if ((err = field_u64(v, type, qoff, &p)) != NULL ||
+		    (err = read_name_obj(v, p, qualname)) != NULL)
+			return err;
+		// __module__ must be a str; anything else counts as builtins.
+		pyu_error_destroy(field_u64(v, type, v->vl.type.dict, &dict));
+		if (get_dict_str(v, dict, "__module__", &mod))
+			pyu_error_destroy(read_name_obj(v, mod, module));
+		return NULL;
+	}
+	char *full;
+	if ((err = field_u64(v, type, v->l->type_tp_name, &p)) != NULL ||
+	    (err = read_cstr(v, p, &full)) != NULL)
+		return err;
+	char *dot = strrchr(full, '.');
+	if (dot) {
+		*dot = '\0';
+		*qualname = strdup(dot + 1);
+		*module = full;
+		if (!*qualname) {
+			free(full);
+			*module = NULL;
+			return &pyu_error_nomem;
+		}
+	} else {
+		*qualname = full;
+	}
+	return NULL;
+}
+
+static bool is_builtins(const struct pyu_values *v, const char *module)
+{
+	return !module || strcmp(module, v->vl.py2 ? "__builtin__" : "builtins") == 0;
+}
+
+// <module.Qualname object at 0x...>, as object.__repr__ writes it.
+static void default_form(struct pyu_values *v, uint64_t addr, uint64_t type,
+			 struct pyu_strbuf *sb)
+{
+	char *module = NULL, *qual = NULL;
+	struct pyu_error *err = type_names(v, type, &module, &qual);
+	if (err) {
+		unreadable(v, sb, "object", addr, err);
+		return;
+	}
+	pyu_strbuf_putc(sb, '<');
+	if (!is_builtins(v, module)) {
+		put_name(v, sb, module);
+		pyu_strbuf_putc(sb, '.');
+	}
+	put_name(v, sb, qual);
+	pyu_strbuf_printf(sb, " object at 0x%" PRIx64 ">", addr);
+	free(module);
+	free(qual);
+}
+
+static void repr_type(struct pyu_values *v, uint64_t type, struct pyu_strbuf *sb)
+{
+	char *module = NULL, *qual = NULL;
+	uint64_t flags = 0;
+	struct pyu_error *err = field_u64(v, type, v->l->type_tp_flags, &flags);
+	if (!err)
+		err = type_names(v, type, &module, &qual);
+	if (err) {
+		unreadable(v, sb, "class", type, err);
+		return;
+	}
+	bool heap = flags & TPFLAGS_HEAPTYPE;
+	pyu_strbuf_puts(sb, v->vl.py2 && !heap ? "<type '" : "<class '");
+	if (!is_builtins(v, module)) {
+		put_name(v, sb, module);
+		pyu_strbuf_putc(sb, '.');
+	}
+	put_name(v, sb, qual);
+	pyu_strbuf_puts(sb, "'>");
+	free(module);
+	free(qual);
+}
+
+static struct pyu_error *int_header(struct pyu_values *v, uint64_t obj, uint64_t *ndigits,
+				    int *sign)
+{
+	uint64_t tag;
+	int32_t off = v->vl.int_kind == PYU_INT_LV_TAG ? v->vl.int_.digits - 8 : v->l->ob_size;
+	struct pyu_error *err = rd_u64(v, obj + (uint64_t)off, &tag);
+	if (err)
+		return err;
+	if (v->vl.int_kind == PYU_INT_LV_TAG) {
+		*ndigits = tag >> 3;
+		*sign = 1 - (int)(tag & 3);
+		if ((tag & 3) == 3 || (*sign == 0 && *ndigits))
+			return pyu_error_create(PYU_ERR_CORRUPT, "int tag 0x%" PRIx64, tag);
+		if (*ndigits == 0)
+			*sign = 0;
+	} else {
+		int64_t s = (int64_t)tag;
+		*sign = s < 0 ? -1 : s > 0;
+		*ndigits = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+	}
+	if (*ndigits > SIZE_MAX_SANE / 4)
+		return pyu_error_create(PYU_ERR_CORRUPT, "int of %" PRIu64 " digits", *ndigits);
+	return NULL;
+}
+
+static struct pyu_error *read_small_int(struct pyu_values *v, uint64_t obj, enum kind k,
+					int64_t *ret)
+{
+	if (k == K_PY2INT) {
+		uint64_t x;
+		struct pyu_error *err = field_u64(v, obj, v->vl.int_.ival, &x);
+		if (!err)
+			*ret = (int64_t)x;
+		return err;
+	}
+	uint64_t n;
+	int sign;
+	struct pyu_error *err = int_header(v, obj, &n, &sign);
+	if (err)
+		return err;
+	if (n > 3)
+		return pyu_error_create(PYU_ERR_CORRUPT, "int too large");
+	uint8_t d[12];
+	if (n && (err = rd(v, obj + (uint64_t)v->vl.int_.digits, d, (size_t)n * 4)) != NULL)
+		return err;
+	uint64_t x = 0;
+	for (uint64_t i = n; i-- > 0;) {
+		uint32_t dig = pyu_le32(d + 4 * i);
+		if (dig >> 30 || x >> 33)
+			return pyu_error_create(PYU_ERR_CORRUPT, "int too large");
+		x = x << 30 | dig;
+	}
+	if (x > (uint64_t)INT64_MAX)
+		return pyu_error_create(PYU_ERR_CORRUPT, "int too large");
+	*ret = sign < 0 ? -(int64_t)x : (int64_t)x;
+	return NULL;
+}
+
+static void repr_int(struct pyu_values *v, uint64_t obj, bool py2long, struct pyu_strbuf *sb)
+{
+	uint64_t n;
+	int sign;
+	struct pyu_error *err = int_header(v, obj, &n, &sign);
+	if (err) {
+		unreadable(v, sb, "int", obj, err);
+		return;
+	}
+	const char *suffix = py2long ? "L" : "";
+	// A 30-bit digit carries at least 9 decimal digits: past the bound without reading them.
+	bool too_long = n > 1 && (n - 1) * 9 > v->lim.digits;
+	uint32_t *digits = NULL, *work = NULL;
+	char *dec = NULL;
+	size_t cap = (size_t)v->lim.digits + 2;
+	if (!too_long) {
+		digits = malloc((size_t)n * 4 + 4);
+		work = malloc((size_t)n * 4 + 4);
+		dec = malloc(cap);
+		if (!digits || !work || !dec) {
+			err = &pyu_error_nomem;
+			goto fail;
+		}
+		if (n && (err = rd(v, obj + (uint64_t)v->vl.int_.digits, digits,
+				   (size_t)n * 4)) != NULL)
+			goto fail;
+		for (uint64_t i = 0; i < n; i++) {
+			digits[i] = pyu_le32((uint8_t *)&digits[i]);
+			if (digits[i] >> 30) {
+				err = pyu_error_create(PYU_ERR_CORRUPT, "digit 0x%" PRIx32,
+						       digits[i]);
+				goto fail;
+			}
+		}
+		size_t len = pyu_int_decimal(digits, (size_t)n, work, dec, cap);
+		if (len && len <= v->lim.digits) {
+			pyu_strbuf_printf(sb, "%s%s%s", sign < 0 ? "-" : "", dec, suffix);
+			goto done;
+		}
+	}
+	// The short form: how many bits, and where to find it.
+	uint8_t top[4];
+	if ((err = rd(v, obj + (uint64_t)v->vl.int_.digits + (n - 1) * 4, top, 4)) != NULL)
+		goto fail;
+	uint32_t t = pyu_le32(top);
+	unsigned tb = 0;
+	while (t && tb < 32)
+		t >>= 1, tb++;
+	pyu_strbuf_printf(sb, "<%s%s of %" PRIu64 " bits at 0x%" PRIx64 ">",
+			  sign < 0 ? "negative " : "", py2long ? "long" : "int",
+			  (n - 1) * 30 + tb, obj);
+	v->cut = true;
+	goto done;
+fail:
+	unreadable(v, sb, py2long ? "long" : "int", obj, err);
+done:
+	free(digits);
+	free(work);
+	free(dec);
+}
+
+static void repr_text_obj(struct pyu_values *v, uint64_t obj, enum kind k, struct pyu_strbuf *sb)
+{
+	struct text tx;
+	struct pyu_error *err = read_text(v, obj, k, v->lim.chars, &tx);
+	if (err) {
+		unreadable(v, sb, k == K_STR ? "str" : "bytes", obj, err);
+		return;
+	}
+	enum pyu_text_style style = k == K_BYTES || k == K_BYTEARRAY ? PYU_TEXT_BYTES
+		: k == K_PY2STR ? PYU_TEXT_PY2_STR
+		: v->vl.py2 ? PYU_TEXT_PY2_UNICODE : PYU_TEXT_STR;
+	bool cut = tx.total > tx.n;
+	if (cut)
+		v->cut = true;
+	pyu_text_repr(sb, tx.data, tx.n, tx.kind, style, v->vl.unicode_db, cut);
+	free(tx.data);
+}
+
+static bool on_stack(const struct pyu_values *v, uint64_t addr)
+{
+	for (uint32_t i = 0; i < v->depth; i++)
+		if (v->stack[i] == addr)
+			return true;
+	return false;
+}
+
+// Enters a container: false (and the short form written) at the depth limit or in a cycle.
+static bool enter(struct pyu_values *v, uint64_t addr, const char *what, const char *cycle,
+		  struct pyu_strbuf *sb)
+{
+	if (on_stack(v, addr)) {
+		pyu_strbuf_puts(sb, cycle);
+		return false;
+	}
+	if (v->depth >= v->lim.depth) {
+		pyu_strbuf_printf(sb, "<%s at 0x%" PRIx64 ": depth limit>", what, addr);
+		v->cut = true;
+		return false;
+	}
+	v->stack[v->depth++] = addr;
+	return true;
+}
+
+static void leave(struct pyu_values *v)
+{
+	v->depth--;
+}
+
+// Items of a tuple (inline) or list (ob_item array): "a, b" (1-tuples add the comma).
+static void repr_sequence(struct pyu_values *v, uint64_t obj, enum kind k, struct pyu_strbuf *sb)
+{
+	const char *open = k == K_LIST ? "[" : "(", *close = k == K_LIST ? "]" : ")";
+	uint64_t size, items;
+	struct pyu_error *err = field_u64(v, obj, v->l->ob_size, &size);
+	if (!err) {
+		if (k == K_LIST)
+			err = field_u64(v, obj, v->vl.list_item, &items);
+		else
+			items = obj + (uint64_t)v->l->tuple_item;
+	}
+	if (!err && size > SIZE_MAX_SANE)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "size %" PRId64 " out of range",
+				       (int64_t)size);
+	if (err) {
+		unreadable(v, sb, k == K_LIST ? "list" : "tuple", obj, err);
+		return;
+	}
+	if (!enter(v, obj, k == K_LIST ? "list" : "tuple", k == K_LIST ? "[...]" : "(...)", sb))
+		return;
+	pyu_strbuf_puts(sb, open);
+	uint64_t shown = size < v->lim.items ? size : v->lim.items;
+	for (uint64_t i = 0; i < shown; i++) {
+		uint64_t item;
+		if (i)
+			pyu_strbuf_puts(sb, ", ");
+		if (over_output(v, sb))
+			break;
+		if ((err = rd_u64(v, items + 8 * i, &item)) != NULL) {
+			unreadable(v, sb, "item", items + 8 * i, err);
+			break;
+		}
+		repr_obj(v, item, sb);
+	}
+	if (shown < size) {
+		pyu_strbuf_puts(sb, ", ...");
+		v->cut = true;
+	}
+	if (k == K_TUPLE && size == 1)
+		pyu_strbuf_putc(sb, ',');
+	pyu_strbuf_puts(sb, close);
+	leave(v);
+}
+
+struct dict_repr {
+	struct pyu_values *v;
+	struct pyu_strbuf *sb;
+	uint32_t count;
+	bool more;
+};
+
+static bool dict_repr_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct dict_repr *d = arg;
+	if (d->count >= d->v->lim.items || over_output(d->v, d->sb)) {
+		d->more = true;
+		return false;
+	}
+	if (d->count++)
+		pyu_strbuf_puts(d->sb, ", ");
+	repr_obj(d->v, key, d->sb);
+	pyu_strbuf_puts(d->sb, ": ");
+	repr_obj(d->v, value, d->sb);
+	return true;
+}
+
+static void repr_dict(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	if (!enter(v, obj, "dict", "{...}", sb))
+		return;
+	struct dict_repr d = {v, sb, 0, false};
+	pyu_strbuf_putc(sb, '{');
+	struct pyu_error *err = dict_foreach_checked(v, obj, dict_repr_visit, &d);
+	if (err) {
+		if (d.count)
+			pyu_strbuf_puts(sb, ", ");
+		unreadable(v, sb, "dict", obj, err);
+	}
+	if (d.more) {
+		pyu_strbuf_puts(sb, ", ...");
+		v->cut = true;
+	}
+	pyu_strbuf_putc(sb, '}');
+	leave(v);
+}
+
+static void repr_set(struct pyu_values *v, uint64_t obj, uint64_t type, struct type_entry te,
+		     struct pyu_strbuf *sb)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t used, mask, table;
+	struct pyu_error *err = field_u64(v, obj, vl->set.used, &used);
+	if (!err)
+		err = field_u64(v, obj, vl->set.mask, &mask);
+	if (!err)
+		err = field_u64(v, obj, vl->set.table, &table);
+	if (!err && (mask >= (1ull << TABLE_LOG2_MAX) || ((mask + 1) & mask) || used > mask + 1))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "set of %" PRIu64 " in %" PRIu64 " slots",
+				       used, mask + 1);
+	size_t es = (size_t)vl->set.entry_size;
+	if (!err && (es < 16 || es > 32))
+		err = pyu_error_create(PYU_ERR_UNSUPPORTED, "set entry size %zu", es);
+	if (err) {
+		unreadable(v, sb, "set", obj, err);
+		return;
+	}
+	// 3.x: {1, 2} for set itself, Name({1, 2}) for frozenset and subclasses; 2.7:
+	// Name([1, 2]) always. Empty: Name() (2.7: Name([])).
+	bool bare = !vl->py2 && te.kind == K_SET && te.exact;
+	char *name = NULL;
+	if (!bare && (err = type_short_name(v, type, &name)) != NULL) {
+		unreadable(v, sb, "set", obj, err);
+		return;
+	}
+	if (!bare)
+		put_name(v, sb, te.exact ? (te.kind == K_SET ? "set" : "frozenset") : name);
+	free(name);
+	if (used == 0 && !vl->py2) {
+		pyu_strbuf_puts(sb, bare ? "set()" : "()");
+		return;
+	}
+	if (!enter(v, obj, "set", "(...)", sb))
+		return;
+	pyu_strbuf_puts(sb, bare ? "{" : vl->py2 ? "([" : "({");
+	uint8_t buf[CHUNK * 32];
+	uint64_t found = 0;
+	bool more = false;
+	for (uint64_t i = 0; i <= mask && found < used && !more; i += CHUNK) {
+		size_t n = mask + 1 - i < CHUNK ? (size_t)(mask + 1 - i) : CHUNK;
+		if ((err = rd(v, table + i * es, buf, n * es)) != NULL) {
+			unreadable(v, sb, "set table", table, err);
+			break;
+		}
+		for (size_t j = 0; j < n && found < used; j++) {
+			uint64_t key = pyu_get_u64(buf + j * es, vl->set.entry_key);
+			int64_t hash = (int64_t)pyu_get_u64(buf + j * es, vl->set.entry_hash);
+			if (!key || (!vl->py2 && hash == -1))
+				continue; // empty or deleted (dummy key, hash -1)
+			if (vl->py2) {
+				char *s = NULL;
+				struct pyu_error *e2 = read_name_obj(v, key, &s);
+				bool dummy = !e2 && strcmp(s, "<dummy key>") == 0;
+				pyu_error_destroy(e2);
+				free(s);
+				if (dummy)
+					continue;
+			}
+			if (found >= v->lim.items || over_output(v, sb)) {
+				more = true;
+				break;
+			}
+			if (found++)
+				pyu_strbuf_puts(sb, ", ");
+			repr_obj(v, key, sb);
+		}
+	}
+	if (more) {
+		pyu_strbuf_puts(sb, ", ...");
+		v->cut = true;
+	}
+	pyu_strbuf_puts(sb, bare ? "}" : vl->py2 ? "])" : "})");
+	leave(v);
+}
+
+static void repr_exception(struct pyu_values *v, uint64_t obj, uint64_t type,
+			   struct pyu_strbuf *sb)
+{
+	char *name = NULL, *full = NULL;
+	uint64_t args, p, n = 0, argtype;
+	struct type_entry ate;
+	// _PyType_Name: tp_name after its last dot.
+	struct pyu_error *err = field_u64(v, type, v->l->type_tp_name, &p);
+	if (!err)
+		err = read_cstr(v, p, &full);
+	if (!err)
+		err = field_u64(v, obj, v->vl.exc_args, &args);
+	if (!err)
+		err = classify_obj(v, args, &argtype, &ate);
+	if (!err && ate.kind != K_TUPLE)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "args is not a tuple");
+	if (!err)
+		err = field_u64(v, args, v->l->ob_size, &n);
+	if (err) {
+		free(full);
+		unreadable(v, sb, "exception", obj, err);
+		return;
+	}
+	const char *dot = strrchr(full, '.');
+	name = (char *)(dot ? dot + 1 : full);
+	put_name(v, sb, name);
+	free(full);
+	if (n == 1 && !v->vl.exc_single_comma) {
+		uint64_t a0;
+		pyu_strbuf_putc(sb, '(');
+		if ((err = rd_u64(v, args + (uint64_t)v->l->tuple_item, &a0)) != NULL)
+			unreadable(v, sb, "args", args, err);
+		else
+			repr_obj(v, a0, sb);
+		pyu_strbuf_putc(sb, ')');
+		return;
+	}
+	repr_sequence(v, args, K_TUPLE, sb);
+}
+
+static void repr_str_or_unreadable(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err) {
+		unreadable(v, sb, "str", obj, err);
+		return;
+	}
+	repr_obj(v, obj, sb);
+}
+
+static bool get_dict_str(struct pyu_values *v, uint64_t dict, const char *key, uint64_t *ret)
+{
+	struct find_str f = {v, key, 0, false};
+	struct pyu_error *err = dict ? dict_foreach_checked(v, dict, find_str_visit, &f) : NULL;
+	pyu_error_destroy(err);
+	if (f.hit)
+		*ret = f.found;
+	return f.hit;
+}
+
+static bool is_kind(struct pyu_values *v, uint64_t obj, enum kind k)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	bool ok = !err && te.kind == k;
+	pyu_error_destroy(err);
+	return ok;
+}
+
+static void repr_module(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t dict, spec = 0, name = 0, file = 0;
+	struct pyu_error *err = field_u64(v, obj, v->vl.module_dict, &dict);
+	if (err) {
+		unreadable(v, sb, "module", obj, err);
+		return;
+	}
+	if (v->vl.py2) {
+		// <module 'name' from 'file'> / (built-in), the strings as they are.
+		char *n = NULL, *f = NULL;
+		if (get_dict_str(v, dict, "__name__", &name))
+			pyu_error_destroy(read_name_obj(v, name, &n));
+		if (get_dict_str(v, dict, "__file__", &file))
+			pyu_error_destroy(read_name_obj(v, file, &f));
+		pyu_strbuf_puts(sb, "<module '");
+		put_name(v, sb, n ? n : "?");
+		if (f) {
+			pyu_strbuf_puts(sb, "' from '");
+			put_name(v, sb, f);
+			pyu_strbuf_puts(sb, "'>");
+		} else {
+			pyu_strbuf_puts(sb, "' (built-in)>");
+		}
+		free(n);
+		free(f);
+		return;
+	}
+	uint64_t loader = 0;
+	if (v->vl.loader_module_repr && get_dict_str(v, dict, "__loader__", &loader) &&
+	    is_kind(v, loader, K_TYPE)) {
+		// 3.4 - 3.11: loader.module_repr() of the builtin and frozen importers comes first.
+		char *ln = NULL;
+		const char *how = NULL;
+		if (!type_short_name(v, loader, &ln))
+			how = strcmp(ln, "BuiltinImporter") == 0 ? "built-in"
+				: strcmp(ln, "FrozenImporter") == 0 ? "frozen" : NULL;
+		free(ln);
+		if (how && get_dict_str(v, dict, "__name__", &name)) {
+			pyu_strbuf_puts(sb, "<module ");
+			repr_str_or_unreadable(v, name, sb);
+			pyu_strbuf_printf(sb, " (%s)>", how);
+			return;
+		}
+	}
+	if (get_dict_str(v, dict, "__spec__", &spec) && !is_kind(v, spec, K_NONE)) {
+		// importlib's _module_repr_from_spec, from the spec's instance attributes.
+		struct attrs a;
+		uint64_t sname = 0, origin = 0, has_loc = 0;
+		err = find_attrs(v, spec, &a);
+		if (err) {
+			unreadable(v, sb, "module spec", spec, err);
+			return;
+		}
+		struct find_str f;
+#define SPEC_ATTR(key, dst) \
+		f = (struct find_str){v, key, 0, false}; \
+		pyu_error_destroy(attrs_foreach(v, &a, find_str_visit, &f)); \
+		dst = f.hit ? f.found : 0;
+		SPEC_ATTR("name", sname);
+		SPEC_ATTR("origin", origin);
+		SPEC_ATTR("loader", loader);
+		SPEC_ATTR("_set_fileattr", has_loc);
+#undef SPEC_ATTR
+		pyu_strbuf_puts(sb, "<module ");
+		if (sname && !is_kind(v, sname, K_NONE))
+			repr_str_or_unreadable(v, sname, sb);
+		else
+			pyu_strbuf_puts(sb, "'?'");
+		if (!origin || is_kind(v, origin, K_NONE)) {
+			if (loader && !is_kind(v, loader, K_NONE)) {
+				pyu_strbuf_puts(sb, " (");
+				repr_obj(v, loader, sb);
+				pyu_strbuf_putc(sb, ')');
+			}
+		} else {
+			int64_t hl = 0;
+			if (has_loc && is_kind(v, has_loc, K_BOOL)) {
+				struct pyu_error *e2 = read_small_int(v, has_loc, K_INT, &hl);
+				pyu_error_destroy(e2);
+			}
+			if (hl) {
+				pyu_strbuf_puts(sb, " from ");
+				repr_str_or_unreadable(v, origin, sb);
+			} else {
+				char *o = NULL;
+				pyu_strbuf_puts(sb, " (");
+				if ((err = read_name_obj(v, origin, &o)) != NULL)
+					unreadable(v, sb, "origin", origin, err);
+				else
+					put_name(v, sb, o);
+				free(o);
+				pyu_strbuf_putc(sb, ')');
+			}
+		}
+		pyu_strbuf_putc(sb, '>');
+		return;
+	}
+	pyu_strbuf_puts(sb, "<module ");
+	if (get_dict_str(v, dict, "__name__", &name))
+		repr_str_or_unreadable(v, name, sb);
+	else
+		pyu_strbuf_puts(sb, "'?'");
+	if (get_dict_str(v, dict, "__file__", &file)) {
+		pyu_strbuf_puts(sb, " from ");
+		repr_str_or_unreadable(v, file, sb);
+	}
+	pyu_strbuf_putc(sb, '>');
+}
+
+static void repr_function(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	int32_t off = v->vl.func.qualname != PYU_NO_FIELD ? v->vl.func.qualname : v->vl.func.name;
+	uint64_t p;
+	char *name = NULL;
+	struct pyu_error *err = field_u64(v, obj, off, &p);
+	if (!err)
+		err = read_name_obj(v, p, &name);
+	if (err) {
+		unreadable(v, sb, "function", obj, err);
+		return;
+	}
+	pyu_strbuf_puts(sb, "<function ");
+	put_name(v, sb, name);
+	pyu_strbuf_printf(sb, " at 0x%" PRIx64 ">", obj);
+	free(name);
+}
+
+static void repr_cfunction(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t ml, self, p, stype = 0;
+	char *name = NULL, *tname = NULL;
+	struct pyu_error *err = field_u64(v, obj, v->vl.cfunc.ml, &ml);
+	if (!err)
+		err = field_u64(v, obj, v->vl.cfunc.self, &self);
+	if (!err)
+		err = field_u64(v, ml, v->vl.cfunc.ml_name, &p);
+	if (!err)
+		err = read_cstr(v, p, &name);
+	if (!err && self && !is_kind(v, self, K_MODULE)) {
+		if (!(err = type_of(v, self, &stype)) &&
+		    !(err = field_u64(v, stype, v->l->type_tp_name, &p)))
+			err = read_cstr(v, p, &tname);
+	}
+	if (err) {
+		free(name);
+		unreadable(v, sb, "built-in function", obj, err);
+		return;
+	}
+	if (tname) {
+		pyu_strbuf_puts(sb, "<built-in method ");
+		put_name(v, sb, name);
+		pyu_strbuf_puts(sb, " of ");
+		put_name(v, sb, tname);
+		pyu_strbuf_printf(sb, " object at 0x%" PRIx64 ">", self);
+	} else {
+		pyu_strbuf_puts(sb, "<built-in function ");
+		put_name(v, sb, name);
+		pyu_strbuf_putc(sb, '>');
+	}
+	free(name);
+	free(tname);
+}
+
+// 2.7 old-style classes and instances: <class __main__.C at 0x...>, <__main__.C instance at
+// 0x...>.
+static void repr_py2_classic(struct pyu_values *v, uint64_t obj, bool instance,
+			     struct pyu_strbuf *sb)
+{
+	uint64_t cls = obj, name, dict = 0, mod = 0;
+	char *n = NULL, *m = NULL;
+	struct pyu_error *err = NULL;
+	if (instance)
+		err = field_u64(v, obj, v->vl.instance.klass, &cls);
+	if (!err)
+		err = field_u64(v, cls, v->vl.instance.cl_name, &name);
+	if (!err)
+		err = read_name_obj(v, name, &n);
+	if (err) {
+		unreadable(v, sb, instance ? "instance" : "class", obj, err);
+		return;
+	}
+	// cl_dict follows cl_bases, which follows PyObject_HEAD: one word before cl_name.
+	if (!field_u64(v, cls, v->vl.instance.cl_name - 8, &dict) && dict &&
+	    get_dict_str(v, dict, "__module__", &mod))
+		pyu_error_destroy(read_name_obj(v, mod, &m));
+	if (instance)
+		pyu_strbuf_putc(sb, '<');
+	else
+		pyu_strbuf_puts(sb, "<class ");
+	put_name(v, sb, m ? m : "?");
+	pyu_strbuf_putc(sb, '.');
+	put_name(v, sb, n);
+	pyu_strbuf_printf(sb, "%s at 0x%" PRIx64 ">", instance ? " instance" : "", obj);
+	free(n);
+	free(m);
+}
+
+static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb)
+{
+	if (over_output(v, sb))
+		return;
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, addr, &type, &te);
+	if (err) {
+		unreadable(v, sb, "object", addr, err);
+		return;
+	}
+	double d[2];
+	int64_t n;
+	char fbuf[PYU_FLOAT_REPR_MAX];
+	switch ((enum kind)te.kind) {
+	case K_NONE:
+		pyu_strbuf_puts(sb, "None");
+		return;
+	case K_ELLIPSIS:
+		pyu_strbuf_puts(sb, "Ellipsis");
+		return;
+	case K_NOTIMPL:
+		pyu_strbuf_puts(sb, "NotImplemented");
+		return;
+	case K_BOOL:
+		if ((err = read_small_int(v, addr, v->vl.py2 ? K_PY2INT : K_INT, &n)) != NULL)
+			unreadable(v, sb, "bool", addr, err);
+		else
+			pyu_strbuf_puts(sb, n ? "True" : "False");
+		return;
+	case K_PY2INT:
+		if ((err = read_small_int(v, addr, K_PY2INT, &n)) != NULL)
+			unreadable(v, sb, "int", addr, err);
+		else
+			pyu_strbuf_printf(sb, "%" PRId64, n);
+		return;
+	case K_INT:
+		repr_int(v, addr, v->vl.py2, sb);
+		return;
+	case K_FLOAT:
+	case K_COMPLEX: {
+		int32_t off = te.kind == K_FLOAT ? v->vl.float_fval : v->vl.complex_cval;
+		size_t len = te.kind == K_FLOAT ? 8 : 16;
+		if (off == PYU_NO_FIELD)
+			err = pyu_error_create(PYU_ERR_UNSUPPORTED, "no layout");
+		else
+			err = rd(v, addr + (uint64_t)off, d, len);
+		if (err) {
+			unreadable(v, sb, te.kind == K_FLOAT ? "float" : "complex", addr, err);
+		} else if (te.kind == K_FLOAT) {
+			pyu_float_repr(d[0], true, fbuf);
+			pyu_strbuf_puts(sb, fbuf);
+		} else {
+			pyu_complex_repr(sb, d[0], d[1]);
+		}
+		return;
+	}
+	case K_STR:
+	case K_PY2STR:
+	case K_BYTES:
+		repr_text_obj(v, addr, (enum kind)te.kind, sb);
+		return;
+	case K_BYTEARRAY: {
+		char *name = NULL;
+		if ((err = type_short_name(v, type, &name)) != NULL) {
+			unreadable(v, sb, "bytearray", addr, err);
+			return;
+		}
+		put_name(v, sb, name);
+		free(name);
+		pyu_strbuf_putc(sb, '(');
+		repr_text_obj(v, addr, K_BYTEARRAY, sb);
+		pyu_strbuf_putc(sb, ')');
+		return;
+	}
+	case K_TUPLE:
+	case K_LIST:
+		repr_sequence(v, addr, (enum kind)te.kind, sb);
+		return;
+	case K_DICT:
+		repr_dict(v, addr, sb);
+		return;
+	case K_SET:
+	case K_FROZENSET:
+		repr_set(v, addr, type, te, sb);
+		return;
+	case K_EXC:
+		repr_exception(v, addr, type, sb);
+		return;
+	case K_TYPE:
+		repr_type(v, addr, sb);
+		return;
+	case K_MODULE:
+		repr_module(v, addr, sb);
+		return;
+	case K_FUNCTION:
+		repr_function(v, addr, sb);
+		return;
+	case K_CFUNCTION:
+		repr_cfunction(v, addr, sb);
+		return;
+	case K_PY2_INSTANCE:
+	case K_PY2_CLASS:
+		repr_py2_classic(v, addr, te.kind == K_PY2_INSTANCE, sb);
+		return;
+	case K_UNKNOWN:
+	case K_OTHER:
+		break;
+	}
+	default_form(v, addr, type, sb);
+}
+
+void pyu_value_repr(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *out,
+		    bool *truncated)
+{
+	struct pyu_strbuf sb;
+	// Room for the bound plus the largest piece appended after the last check.
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	v->depth = 0;
+	v->cut = false;
+	repr_obj(v, addr, &sb);
+	size_t len = sb.len;
+	if (sb.nomem || sb.too_long || len > v->lim.output) {
+		// Cut at the bound, on a character boundary.
+		len = len < v->lim.output ? len : v->lim.output;
+		while (len > 0 && (sb.buf[len] & 0xc0) == 0x80)
+			len--;
+		pyu_strbuf_append(out, sb.buf, len);
+		pyu_strbuf_puts(out, "...");
+		v->cut = true;
+	} else if (len) {
+		pyu_strbuf_append(out, sb.buf, len);
+	}
+	pyu_strbuf_release(&sb);
+	if (v->cut && truncated)
+		*truncated = true;
+}
+
+struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char **ret)
+{
+	uint64_t type;
+	char *raw = NULL, *out = NULL;
+	struct pyu_error *err = type_of(v, addr, &type);
+	if (!err)
+		err = type_short_name(v, type, &raw);
+	if (err)
+		return pyu_error_wrap(err, "reading the type name of the object at 0x%" PRIx64,
+				      addr);
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, 4 * NAME_CHARS + 64);
+	pyu_text_name(&sb, raw, strlen(raw), v->vl.unicode_db);
+	free(raw);
+	if ((err = pyu_strbuf_finish(&sb, &out)) != NULL)
+		return err;
+	*ret = out;
+	return NULL;
+}

@@ -1,0 +1,92 @@
+// values.h - reading Python values out of target memory without running target code: repr()
+// as the interpreter itself prints it, dict iteration, attribute lookup through instance, class
+// and module dicts. Bounded in every direction (struct pyu_value_limits); anything unreadable
+// or implausible becomes an inline `<unreadable ... at 0x...: reason>` rather than a failure.
+// Per-version object layouts come from struct pyu_value_layout (value_layout.h), never from
+// version tests. Model layer: uses the target, the runtime and the layouts, nothing above.
+#ifndef PYU_VALUES_H
+#define PYU_VALUES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "runtime.h"
+#include "strbuf.h"
+#include "target.h"
+
+// Bounds on one repr (depth, items, chars, digits, output) and on one pyu_values context
+// (read_budget: bytes read from the target over the context's life; once spent, every further
+// read gives `<unreadable ...: read budget exhausted>`).
+struct pyu_value_limits {
+	uint32_t depth;   // containers nested deeper print as `...` (list/dict/tuple/set)
+	uint32_t items;   // elements shown per container; the rest become `...`
+	uint32_t chars;   // characters of a str/bytes shown; the rest become `...`
+	uint32_t digits;  // decimal digits of an int; past it `<int of N bits at 0x...>`
+	uint32_t output;  // bytes of one repr; past it the repr is cut and ends in `...`
+	uint64_t read_budget;
+};
+
+// Terminal-friendly defaults: depth 6, 100 items, 1,000 chars, 1,000 digits, 4,096 output
+// bytes, 64 MiB read per context. Cannot fail.
+void pyu_value_limits_default(struct pyu_value_limits *ret);
+
+// Per-snapshot context: target, runtime layout and value layout, limits, type addresses
+// learnt on the way, and the read budget used so far. Not thread-safe; one per snapshot.
+struct pyu_values;
+
+// Creates a context over @t for the interpreter @rt describes (rt->layout; for 3.13+ the
+// value offsets are taken from the target's _Py_DebugOffsets at rt->runtime_addr and checked
+// against the static table). @lim NULL means the defaults. @t and @rt must outlive the
+// context. Fails with PYU_ERR_UNSUPPORTED for a version without a value layout, PYU_ERR_CORRUPT
+// for debug offsets that fail validation, PYU_ERR_NOMEM. On error, *ret is unchanged.
+struct pyu_error *pyu_values_create(struct pyu_target *t, const struct pyu_runtime *rt,
+				    const struct pyu_value_limits *lim, struct pyu_values **ret);
+void pyu_values_destroy(struct pyu_values *v);
+
+// Appends repr(obj) of the object at @addr to @out, as the target's own repr() prints it for
+// the types it knows (None, bool, int, float, complex, str, bytes, bytearray, tuple, list,
+// dict, set, frozenset, exceptions, Ellipsis, NotImplemented, and the default forms of
+// functions, classes, modules, builtins and instances). Never fails as a whole: unreadable or
+// implausible parts become inline `<unreadable ... at 0x...: reason>`. Text taken from the
+// target is escaped so that it cannot carry terminal control sequences. *truncated (may be
+// NULL) is set to true when a bound cut the repr, and left alone otherwise.
+void pyu_value_repr(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *out,
+		    bool *truncated);
+
+// type(obj).__name__ of the object at @addr, escaped like any target text, malloc'd (caller
+// frees). On error (unreadable object or type), *ret is unchanged.
+struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char **ret);
+
+// Calls @visit for each (key, value) of the dict at @dict, in the order Python iterates it,
+// until it returns false. At most limits.items * 100 (and never more than the table holds)
+// entries are visited. Fails when @dict is not a readable dict (PYU_ERR_CORRUPT, PYU_ERR_FAULT);
+// a failure part way through is returned after the entries before it were visited.
+struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict,
+				   bool (*visit)(void *arg, uint64_t key, uint64_t value),
+				   void *arg);
+// The value stored under the str key @key (UTF-8) / the int key @key. PYU_ERR_NOT_FOUND when
+// absent; other errors as pyu_dict_foreach. On error, *ret is unchanged.
+struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const char *key,
+				   uint64_t *ret);
+struct pyu_error *pyu_dict_get_int(struct pyu_values *v, uint64_t dict, int64_t key,
+				   uint64_t *ret);
+
+// Attribute lookup WITHOUT running code: for a module, its dict; otherwise the instance's
+// attributes (tp_dictoffset including negative offsets, 3.11 managed dicts and values, 3.12
+// tagged pointer, 3.13+ inline values), then the dicts of the type's MRO (for a class: its own
+// MRO). No property, descriptor or __getattr__ runs. *where (may be NULL) is set to a static
+// or context-owned string: "instance", "module" or "class NAME" (valid until the context is
+// destroyed). PYU_ERR_NOT_FOUND when absent. On error, *ret and *where are unchanged.
+struct pyu_error *pyu_object_getattr(struct pyu_values *v, uint64_t obj, const char *name,
+				     uint64_t *ret, const char **where);
+
+// Calls @visit for each instance attribute of @obj (any of the layouts above; a module's
+// dict), in the order Python's vars(obj) gives, until it returns false. An object without
+// attributes visits nothing and succeeds. Errors as pyu_dict_foreach.
+struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj,
+					   bool (*visit)(void *arg, uint64_t key,
+							 uint64_t value),
+					   void *arg);
+
+#endif
