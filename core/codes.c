@@ -28,16 +28,18 @@ struct pyu_code_cache {
 	size_t used;
 	struct code_extra *extra; // parallel to pyu_stacks.codes
 	size_t extra_cap;
-	uint64_t code_type; // PyCode_Type once known (symbol or a checked tp_name)
+	struct pyu_types types; // PyCode_Type once known (a symbol, or learnt by structure)
 	uint64_t copied;    // bytes of names and tables held by the snapshot, against a budget
 };
 
-struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret)
+struct pyu_error *pyu_code_cache_create(const struct pyu_types *types,
+					struct pyu_code_cache **ret)
 {
 	struct pyu_code_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return &pyu_error_nomem;
-	c->code_type = code_type;
+	if (types)
+		c->types = *types;
 	c->slots = 256;
 	c->keys = calloc(c->slots, sizeof(*c->keys));
 	c->values = calloc(c->slots, sizeof(*c->values));
@@ -112,34 +114,6 @@ static void free_code_info(struct pyu_code_info *ci)
 	free(ci->table);
 }
 
-// Is @type the code type? Known from a symbol, or checked once by its tp_name.
-static struct pyu_error *check_code_type(struct pyu_walk *w, uint64_t addr, uint64_t type)
-{
-	struct pyu_code_cache *c = w->codes;
-	if (c->code_type)
-		return type == c->code_type
-			? NULL
-			: pyu_error_create(PYU_ERR_CORRUPT,
-					   "object at 0x%" PRIx64 " is not a code object (type 0x%"
-					   PRIx64 ")", addr, type);
-	uint64_t name_ptr;
-	char *name = NULL;
-	struct pyu_error *err = pyu_target_read_u64(
-		w->t, type + (uint64_t)w->rt->layout.type_tp_name, &name_ptr);
-	if (!err)
-		err = pyu_target_read_cstr(w->t, name_ptr, 16, &name);
-	if (err)
-		return pyu_error_wrap(err, "checking the type of the code object at 0x%" PRIx64,
-				      addr);
-	bool is_code = strcmp(name, "code") == 0;
-	free(name);
-	if (!is_code)
-		return pyu_error_create(PYU_ERR_CORRUPT,
-					"object at 0x%" PRIx64 " is not a code object", addr);
-	c->code_type = type;
-	return NULL;
-}
-
 // Reads the code object at @addr into a new pyu_code_info. On error, nothing is added.
 static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu_code_info *ci,
 				   int32_t *firsttraceable)
@@ -149,7 +123,8 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 	struct pyu_error *err = pyu_target_read(w->t, addr, buf, (size_t)l->code.size);
 	if (err)
 		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, addr);
-	err = check_code_type(w, addr, pyu_get_u64(buf, l->ob_type));
+	err = pyu_type_check(&w->codes->types, w->t, l, PYU_TYPE_CODE, pyu_get_u64(buf, l->ob_type),
+			     addr);
 	if (err)
 		return err;
 	memset(ci, 0, sizeof(*ci));

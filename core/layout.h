@@ -84,6 +84,8 @@ struct pyu_layout {
 	// _PyRuntimeState (3.7+; -1 before).
 	struct {
 		int32_t interpreters_head;
+		int32_t interpreters_main; // the main interpreter (last on the list); checks a
+		                           // _PyRuntime found by scanning memory
 		int32_t tstate_current;  // gilstate.tstate_current (3.7 - 3.11)
 	} runtime;
 

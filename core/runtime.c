@@ -525,7 +525,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	if (best_m)
 		snprintf(rt.image, sizeof(rt.image), "%s", best_m->path);
 	rt.runtime_addr = best.runtime;
-	rt.code_type = best.code_type;
+	rt.types.addr[PYU_TYPE_CODE] = best.code_type;
 	rt.debug_build = best.debug;
 	rt.free_threaded = best.ft;
 

@@ -10,6 +10,7 @@
 #include "layout.h"
 #include "stacks.h"
 #include "target.h"
+#include "types.h"
 
 #define PYU_RUNTIME_NOTES 1024
 
@@ -22,7 +23,8 @@ struct pyu_runtime {
 	uint64_t runtime_addr;      // _PyRuntime (3.7+), 0 before
 	uint64_t interp_head_addr;  // where the pointer to the first interpreter is stored
 	uint64_t tstate_current_addr; // where the GIL holder's thread state pointer is; 0 none
-	uint64_t code_type;         // &PyCode_Type when a symbol gave it, else 0
+	struct pyu_types types;     // type addresses from symbols or learnt while finding
+	bool memory_only;           // found without reading any file of the target
 	char image[256];            // the file the interpreter was found in (target's name)
 	char notes[PYU_RUNTIME_NOTES]; // how it was found; debug-offset mismatches
 };
@@ -88,9 +90,10 @@ struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t o
 // _co_firsttraceable of code @index (a code-unit index; 0 before 3.11). Cannot fail.
 int32_t pyu_code_firsttraceable(const struct pyu_walk *w, int32_t index);
 
-// The code cache (codes.c). @code_type: &PyCode_Type when known, else 0 (then the type is
-// checked once by its tp_name).
-struct pyu_error *pyu_code_cache_create(uint64_t code_type, struct pyu_code_cache **ret);
+// The code cache (codes.c). @types: type addresses known so far (copied; the code type is
+// learnt by structure on first use when unknown, see types.h).
+struct pyu_error *pyu_code_cache_create(const struct pyu_types *types,
+					struct pyu_code_cache **ret);
 void pyu_code_cache_destroy(struct pyu_code_cache *c);
 
 // Appends a snapshot-level error message (formatted); out of memory is ignored silently

@@ -70,7 +70,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	}
 	struct pyu_stacks *s = calloc(1, sizeof(*s));
 	struct pyu_code_cache *codes = NULL;
-	if (!s || (err = pyu_code_cache_create(rt->code_type, &codes)) != NULL) {
+	if (!s || (err = pyu_code_cache_create(&rt->types, &codes)) != NULL) {
 		free(s);
 		free(rt);
 		return err ? err : &pyu_error_nomem;

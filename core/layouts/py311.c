@@ -21,6 +21,7 @@ const struct pyu_layout pyu_layout_py311 = {
 	.trace_refs_in_debug = false,
 	.runtime = {
 		.interpreters_head = 40,
+		.interpreters_main = 48,
 		.tstate_current = 576,
 	},
 	.interp = {

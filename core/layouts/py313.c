@@ -21,6 +21,7 @@ const struct pyu_layout pyu_layout_py313 = {
 	.trace_refs_in_debug = false,
 	.runtime = {
 		.interpreters_head = 632,
+		.interpreters_main = 640,
 		.tstate_current = -1,
 	},
 	.interp = {

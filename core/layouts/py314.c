@@ -23,6 +23,7 @@ const struct pyu_layout pyu_layout_py314 = {
 	.trace_refs_in_debug = false,
 	.runtime = {
 		.interpreters_head = 808,
+		.interpreters_main = 816,
 		.tstate_current = -1,
 	},
 	.interp = {

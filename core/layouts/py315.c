@@ -23,6 +23,7 @@ const struct pyu_layout pyu_layout_py315 = {
 	.trace_refs_in_debug = false,
 	.runtime = {
 		.interpreters_head = 936,
+		.interpreters_main = 944,
 		.tstate_current = -1,
 	},
 	.interp = {

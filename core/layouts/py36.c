@@ -21,6 +21,7 @@ const struct pyu_layout pyu_layout_py36 = {
 	.trace_refs_in_debug = true,
 	.runtime = {
 		.interpreters_head = -1,
+		.interpreters_main = -1,
 		.tstate_current = -1,
 	},
 	.interp = {

@@ -21,6 +21,7 @@ const struct pyu_layout pyu_layout_py37 = {
 	.trace_refs_in_debug = true,
 	.runtime = {
 		.interpreters_head = 24,
+		.interpreters_main = 32,
 		.tstate_current = 1480,
 	},
 	.interp = {

@@ -21,6 +21,7 @@ const struct pyu_layout pyu_layout_py39 = {
 	.trace_refs_in_debug = false,
 	.runtime = {
 		.interpreters_head = 32,
+		.interpreters_main = 40,
 		.tstate_current = 568,
 	},
 	.interp = {

@@ -259,13 +259,14 @@ START_TEST(test_traced_frame_lineno)
 END_TEST
 
 // Thread lists: a cycle and an unreadable thread state become snapshot errors; several
-// interpreters are all walked; the code type is recognised by name when no symbol gave it.
+// interpreters are all walked; the code type is recognised by structure when no symbol gave
+// it.
 START_TEST(test_thread_lists)
 {
 	struct fake_py p;
 	fp_init(&p, 0x030c01f0);
 	const struct pyu_layout *l = p.l;
-	p.rt.code_type = 0;
+	p.rt.types.addr[PYU_TYPE_CODE] = 0;
 	uint64_t code = fp_code(&p, "f", 1, 4);
 	uint64_t t1 = fp_thread(&p, 1, 1);
 	uint64_t t2 = fp_thread(&p, 2, 2);
@@ -299,23 +300,60 @@ START_TEST(test_thread_lists)
 }
 END_TEST
 
-// A code object that is not one by name, when no symbol gave the code type.
-START_TEST(test_code_type_by_name)
+// Without a symbol for the code type, code objects are recognised by their type's structure
+// (its metatype is `type`, sizes and flags as the layout says), never by tp_name, and every
+// code object must then have the type learnt from the first: look-alikes fail each check.
+START_TEST(test_code_type_by_structure)
 {
-	struct fake_py p;
-	fp_init(&p, 0x030b07f0);
-	p.rt.code_type = 0;
-	uint64_t code = fp_code(&p, "f", 1, 4);
-	uint64_t fake = fp_code(&p, "fake", 1, 4);
-	fm_u64(&p.m, fake + (uint64_t)p.l->ob_type, fm_type(&p.m, "codex", 0));
-	uint64_t ts = fp_thread(&p, 1, 1);
-	fp_set_top(&p, ts, fp_frame(&p, fake, 1, fp_frame(&p, code, 1, 0, 0), 0));
-	struct pyu_stacks *s = fp_collect(&p);
-	ck_assert_uint_eq(s->threads[0].frame_count, 2);
-	expect_err(&s->threads[0].frames[0], "not a code object");
-	expect_py(s, &s->threads[0].frames[1], "f", 3, 2);
-	pyu_stacks_destroy(s);
-	fm_destroy(&p.m);
+	static const uint32_t vs[] = {0x02070000, 0x030a0000, 0x030b07f0, 0x030c01f0};
+	for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++) {
+		struct fake_py p;
+		fp_init(&p, vs[v]);
+		const struct pyu_layout *l = p.l;
+		p.rt.types.addr[PYU_TYPE_CODE] = 0;
+		uint64_t code = fp_code(&p, "f", 1, 4);
+		// Wrong sizes; a heap type; a metatype that is not `type`; a second type shaped
+		// like code (not the one learnt); a type object in unreadable memory.
+		uint64_t wrong_size = fp_code(&p, "wrong_size", 1, 4);
+		fm_u64(&p.m, wrong_size + (uint64_t)l->ob_type, fm_type(&p.m, "code", 0));
+		uint64_t heap = fp_code(&p, "heap", 1, 4);
+		uint64_t heap_type = fm_code_type(&p.m, "code");
+		fm_u64(&p.m, heap_type + (uint64_t)l->type_tp_flags,
+		       PYU_TPFLAGS_READY | PYU_TPFLAGS_HEAPTYPE);
+		fm_u64(&p.m, heap + (uint64_t)l->ob_type, heap_type);
+		uint64_t meta = fp_code(&p, "meta", 1, 4);
+		uint64_t meta_type = fm_code_type(&p.m, "code");
+		fm_u64(&p.m, meta_type + (uint64_t)l->ob_type, p.m.str_type);
+		fm_u64(&p.m, meta + (uint64_t)l->ob_type, meta_type);
+		uint64_t twin = fp_code(&p, "twin", 1, 4);
+		fm_u64(&p.m, twin + (uint64_t)l->ob_type, fm_code_type(&p.m, "code"));
+		uint64_t lost = fp_code(&p, "lost", 1, 4);
+		fm_u64(&p.m, lost + (uint64_t)l->ob_type, 0x30000000);
+		uint64_t f = fp_frame(&p, code, 1, 0, 0);
+		f = fp_frame(&p, code, 1, f, 0);
+		f = fp_frame(&p, twin, 1, f, 0);
+		f = fp_frame(&p, meta, 1, f, 0);
+		f = fp_frame(&p, heap, 1, f, 0);
+		f = fp_frame(&p, wrong_size, 1, f, 0);
+		f = fp_frame(&p, lost, 1, f, 0);
+		uint64_t ts = fp_thread(&p, 1, 1);
+		fp_set_top(&p, ts, f);
+		struct pyu_stacks *s = fp_collect(&p);
+		struct pyu_thread_info *th = &s->threads[0];
+		ck_assert_uint_eq(th->frame_count, 7);
+		expect_err(&th->frames[0], "cannot read memory at 0x30000000");
+		expect_err(&th->frames[1], "not a code object");
+		expect_err(&th->frames[2], "not a code object");
+		expect_err(&th->frames[3], "not a code object");
+		// The twin is the first to pass the structure checks: its type is learnt, and
+		// the later code objects, of another type, fail the consistency check (errors,
+		// never frames read with a guessed type).
+		expect_py(s, &th->frames[4], "twin", 3, 2);
+		expect_err(&th->frames[5], "is not the code type at");
+		expect_err(&th->frames[6], "is not the code type at");
+		pyu_stacks_destroy(s);
+		fm_destroy(&p.m);
+	}
 }
 END_TEST
 
@@ -541,7 +579,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_incomplete_and_lineno);
 	tcase_add_test(tc, test_traced_frame_lineno);
 	tcase_add_test(tc, test_thread_lists);
-	tcase_add_test(tc, test_code_type_by_name);
+	tcase_add_test(tc, test_code_type_by_structure);
 	tcase_add_loop_test(tc, test_entry_frame_missing, 5, NVERSIONS); // 3.12+
 	tcase_add_loop_test(tc, test_frame_and_data_stack_missing, 0, NVERSIONS);
 	tcase_add_loop_test(tc, test_random_damage, 0, NVERSIONS);

@@ -12,6 +12,7 @@
 #include "layout.h"
 #include "objects.h"
 #include "target.h"
+#include "types.h"
 
 #define FM_BASE 0x100000ull
 #define FM_SIZE (4u << 20)
@@ -22,7 +23,7 @@ struct fakemem {
 	uint64_t limit; // reads at or past this address fail (to truncate memory)
 	struct pyu_target *t;
 	const struct pyu_layout *l;
-	uint64_t str_type, bytes_type, code_type;
+	uint64_t type_type, str_type, bytes_type, code_type;
 };
 
 static inline uint64_t fm_read(void *arg, uint64_t addr, void *buf, uint64_t len)
@@ -68,14 +69,33 @@ static inline void fm_u8(struct fakemem *m, uint64_t addr, uint8_t v)
 	fm_put(m, addr, &v, 1);
 }
 
-static inline uint64_t fm_type(struct fakemem *m, const char *name, uint64_t flags)
+// A static type object: its type is `type` (m->type_type, whose own type is itself), it is
+// ready, and it carries @name, @flags and the sizes given.
+static inline uint64_t fm_type_sized(struct fakemem *m, const char *name, uint64_t flags,
+				     int64_t basicsize, int64_t itemsize)
 {
 	uint64_t type = fm_alloc(m, 512);
 	uint64_t n = fm_alloc(m, strlen(name) + 1);
 	fm_put(m, n, name, strlen(name) + 1);
+	fm_u64(m, type + (uint64_t)m->l->ob_type, m->type_type ? m->type_type : type);
 	fm_u64(m, type + (uint64_t)m->l->type_tp_name, n);
-	fm_u64(m, type + (uint64_t)m->l->type_tp_flags, flags);
+	fm_u64(m, type + (uint64_t)m->l->type_tp_name + 8, (uint64_t)basicsize);
+	fm_u64(m, type + (uint64_t)m->l->type_tp_name + 16, (uint64_t)itemsize);
+	fm_u64(m, type + (uint64_t)m->l->type_tp_flags, flags | PYU_TPFLAGS_READY);
 	return type;
+}
+
+static inline uint64_t fm_type(struct fakemem *m, const char *name, uint64_t flags)
+{
+	return fm_type_sized(m, name, flags, 16, 0);
+}
+
+// A type shaped like the code type of the layout (types.h), under another name if wanted.
+static inline uint64_t fm_code_type(struct fakemem *m, const char *name)
+{
+	struct pyu_type_shape shape;
+	ck_assert(pyu_type_shape(m->l, PYU_TYPE_CODE, &shape));
+	return fm_type_sized(m, name, 0, shape.basicsize, shape.itemsize);
 }
 
 // A compact str of code points @cps (kind chosen like CPython: ascii, 1, 2 or 4 bytes).
@@ -133,10 +153,11 @@ static inline void fm_init(struct fakemem *m, const struct pyu_layout *l)
 	m->l = l;
 	ck_assert_ptr_null(pyu_target_open_callback(fm_read, m, &m->t));
 	ck_assert_ptr_null(pyu_target_add_mapping(m->t, FM_BASE, FM_BASE + FM_SIZE, 0, 1, NULL));
+	m->type_type = fm_type_sized(m, "type", PYU_TPFLAGS_TYPE_SUBCLASS, 880, 40);
 	m->str_type = fm_type(m, "str", PYU_TPFLAGS_UNICODE_SUBCLASS);
 	m->bytes_type = fm_type(m, l->str == PYU_STR_PY2 ? "str" : "bytes",
 				PYU_TPFLAGS_BYTES_SUBCLASS);
-	m->code_type = fm_type(m, "code", 0);
+	m->code_type = fm_code_type(m, "code");
 }
 
 static inline void fm_destroy(struct fakemem *m)

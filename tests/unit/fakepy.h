@@ -27,7 +27,7 @@ static inline void fp_init_build(struct fake_py *p, uint32_t version_hex, bool d
 	const struct pyu_layout *l = p->l;
 	uint64_t runtime = fm_alloc(m, 2048);
 	p->rt.version_exact = true;
-	p->rt.code_type = m->code_type;
+	p->rt.types.addr[PYU_TYPE_CODE] = m->code_type;
 	p->interp = fm_alloc(m, 8192);
 	if (l->runtime.interpreters_head != PYU_NO_FIELD) {
 		p->rt.runtime_addr = runtime;
@@ -161,7 +161,7 @@ static inline struct pyu_stacks *fp_collect(struct fake_py *p)
 {
 	struct pyu_stacks *s = calloc(1, sizeof(*s));
 	struct pyu_code_cache *c;
-	ck_assert_ptr_null(pyu_code_cache_create(p->rt.code_type, &c));
+	ck_assert_ptr_null(pyu_code_cache_create(&p->rt.types, &c));
 	struct pyu_walk w = {p->m.t, &p->rt, s, c};
 	struct pyu_error *err = pyu_walk_threads(&w);
 	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
