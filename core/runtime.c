@@ -42,7 +42,7 @@ static const char *base_name(const char *path)
 
 // Parses "pythonX.Y<flags>" out of a file name such as libpython3.6m.so.1.0, python3.14d or
 // python2.7. Returns 0 when the name carries no version; *debug / *ft from the ABI flags.
-static uint32_t version_from_name(const char *path, bool *debug, bool *ft)
+uint32_t pyu_version_from_name(const char *path, bool *debug, bool *ft)
 {
 	const char *name = base_name(path);
 	const char *p = strstr(name, "python");
@@ -185,7 +185,7 @@ static void examine(struct pyu_target *t, const struct pyu_symsrc *src, const ch
 	uint64_t bias = src->bias;
 	struct pyu_elf_symbol sym;
 	struct pyu_elf_section sec;
-	f->name_version = version_from_name(name, &f->debug, &f->ft);
+	f->name_version = pyu_version_from_name(name, &f->debug, &f->ft);
 	if (has_symbol(src, "_PyRuntime", &sym)) {
 		f->runtime = bias + sym.value;
 		snprintf(f->how, sizeof(f->how), "symbol _PyRuntime in %s", name);
@@ -442,7 +442,7 @@ static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_le
 
 // PY_VERSION_HEX from the text sys.version starts with ("3.9.18 (main, ...", "3.13.0rc2+ ...")
 // in Py_GetVersion()'s buffer, accepted only when it agrees with @minor_hex. 0 when unusable.
-static uint32_t version_from_text(struct pyu_target *t, uint64_t addr, uint32_t minor_hex)
+uint32_t pyu_version_from_text(struct pyu_target *t, uint64_t addr, uint32_t minor_hex)
 {
 	char *text = NULL;
 	struct pyu_error *err = pyu_target_read_cstr(t, addr, 32, &text);
@@ -495,19 +495,32 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	struct pyu_error *err = NULL;
 	uint64_t cookie_at = 0;
 	if (!best_m && !in_memory) {
-		cookie_at = scan_for_cookie(t, errs, sizeof(errs));
+		// Memory alone: 2.7 - 3.12 by a structure scan of the interpreter file's writable
+		// data, 3.13+ by the debug offsets cookie. What was scanned leads the error.
+		char scan_errs[1024] = "";
+		err = pyu_runtime_scan(t, &rt, scan_errs, sizeof(scan_errs));
+		if (!err) {
+			*ret = rt;
+			return NULL;
+		}
+		if (err == &pyu_error_nomem)
+			return err;
+		pyu_error_destroy(err);
+		err = NULL;
+		cookie_at = scan_for_cookie(t, scan_errs, sizeof(scan_errs));
 		if (!cookie_at) {
 			const char *notice = pyu_target_notice(t);
 			return pyu_error_create(PYU_ERR_NOT_PYTHON,
-						"no CPython interpreter found: %s%s", errs,
-						notice ? notice : "");
+						"no CPython interpreter found: %s%s%s", scan_errs,
+						errs, notice ? notice : "");
 		}
+		rt.memory_only = true;
 		best.runtime = cookie_at;
 		snprintf(best.how, sizeof(best.how), "_Py_DebugOffsets cookie at 0x%" PRIx64,
 			 cookie_at);
 		const struct pyu_mapping *m = pyu_target_find_mapping(t, cookie_at);
 		if (m && m->path)
-			best.name_version = version_from_name(m->path, &best.debug, &best.ft);
+			best.name_version = pyu_version_from_name(m->path, &best.debug, &best.ft);
 	}
 	// PyInterpreterState_Head() reads _PyRuntime.interpreters.head from 3.7 on: with the
 	// version known, the decoded address gives _PyRuntime itself.
@@ -580,7 +593,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			return pyu_error_wrap(err, "interpreter found by %s", best.how);
 		uint32_t exact = best.py_version;
 		for (size_t i = 0; !exact && i < best.version_texts; i++)
-			exact = version_from_text(t, best.version_text[i], v);
+			exact = pyu_version_from_text(t, best.version_text[i], v);
 		rt.version_exact = exact != 0;
 		if (exact)
 			rt.version_hex = exact;

@@ -34,6 +34,20 @@ struct pyu_runtime {
 // failed step named; PYU_ERR_NOT_PYTHON or PYU_ERR_UNSUPPORTED), *ret is unchanged.
 struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret);
 
+// Finds a CPython 2.7 - 3.12 interpreter in memory alone (runtime_scan.c): the version from
+// the names of the files the target maps, the interpreter list head by scanning their writable
+// data for a structure that validates. Appends what was scanned to @errs when nothing
+// validates (PYU_ERR_NOT_PYTHON). On error, *ret is unchanged.
+struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret, char *errs,
+				   size_t errs_len);
+
+// PY_VERSION_HEX major.minor from a file name such as libpython3.6m.so.1.0, python3.14d or
+// python2.7 (0 when it carries none); *debug / *ft set from the ABI flags. Cannot fail.
+uint32_t pyu_version_from_name(const char *path, bool *debug, bool *ft);
+// The exact PY_VERSION_HEX from the sys.version text at @addr ("3.9.18 (main, ..."), or 0 when
+// unreadable or not of the minor version of @minor_hex. Cannot fail.
+uint32_t pyu_version_from_text(struct pyu_target *t, uint64_t addr, uint32_t minor_hex);
+
 // Builds the layout for a version and build: static table, trace-refs shift, validation. Used
 // by pyu_runtime_find() and by tests that fake a runtime. On error, *ret is unchanged.
 struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t version_hex,

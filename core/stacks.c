@@ -82,6 +82,11 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	s->free_threaded = rt->free_threaded;
 	if (rt->notes[0])
 		pyu_stacks_add_note(s, "%s", rt->notes);
+	if (rt->memory_only)
+		pyu_stacks_add_note(s, "read from memory alone: no file of the interpreter was "
+				    "used (none found here with the target's build ID); frames, "
+				    "lines and columns come from the target's memory, source lines "
+				    "only from .py files found here");
 	const char *notice = pyu_target_notice(t);
 	if (notice)
 		pyu_stacks_add_note(s, "%s", notice);
