@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "carets.h"
 #include "format.h"
 #include "include/pyunwind.h"
 #include "linetable.h"
@@ -41,31 +42,6 @@ static void put_text(struct pyu_strbuf *sb, const char *s)
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r' || c == '\n';
-}
-
-// East Asian wide and fullwidth characters take two terminal columns; traceback.py counts
-// them so (3.11+). The main blocks are enough for aligning carets.
-static bool is_wide(uint32_t cp)
-{
-	return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0x303E) ||
-	       (cp >= 0x3041 && cp <= 0x33FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
-	       (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xA000 && cp <= 0xA4CF) ||
-	       (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
-	       (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
-	       (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) ||
-	       (cp >= 0x1F900 && cp <= 0x1F9FF) || (cp >= 0x20000 && cp <= 0x3FFFD);
-}
-
-// Terminal width of the first @chars characters of @s (@n bytes).
-static size_t display_width(const char *s, size_t n, size_t chars)
-{
-	size_t width = 0, i = 0;
-	for (size_t c = 0; c < chars && i < n; c++) {
-		uint32_t cp;
-		i += pyu_utf8_next((const unsigned char *)s + i, n - i, &cp);
-		width += is_wide(cp) ? 2 : 1;
-	}
-	return width;
 }
 
 // Whether the file still looks like the source @c was compiled from: the line at
@@ -111,51 +87,36 @@ static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code
 	return has_word(text, n, name) && (has_word(text, n, "def") || has_word(text, n, "class"));
 }
 
-// Appends the source line (stripped like traceback does) and, when the location has columns,
-// the caret line under it. CPython 3.11's rule: columns are UTF-8 byte offsets into the raw
-// line; a range that goes on past this line runs to its end; no carets when they would cover
-// the whole stripped line. Appends nothing when the line is not available.
+// Appends the source lines and caret lines the target's own traceback module prints for a frame
+// at @loc (carets.c), or nothing when the file is not readable here.
 static void source_with_carets(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
-			       const struct pyu_code_info *c, const struct pyu_location *loc)
+			       const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
+			       const struct pyu_location *loc)
 {
-	const char *raw, *file = c->filename;
-	size_t n;
+	const char *file = c->filename;
 	if (!file || loc->line == PYU_NO_LINE || pyu_source_line_count(cache, file) < 0)
 		return;
-	if (!source_matches(cache, c) || !pyu_source_line(cache, file, loc->line, &raw, &n)) {
+	const char *first;
+	size_t first_len;
+	if (!source_matches(cache, c) ||
+	    (loc->line >= 1 && !pyu_source_line(cache, file, loc->line, &first, &first_len))) {
 		pyu_strbuf_puts(sb, SOURCE_INDENT "(source not shown: the file has changed since this "
 					"code was compiled)\n");
 		return;
 	}
-	size_t lead = 0, end = n;
-	while (lead < n && is_space(raw[lead]))
-		lead++;
-	while (end > lead && is_space(raw[end - 1]))
-		end--;
-	if (lead == end)
-		return; // a blank line: traceback prints nothing for it
-	pyu_strbuf_puts(sb, SOURCE_INDENT);
-	pyu_strbuf_text(sb, raw + lead, end - lead);
-	pyu_strbuf_putc(sb, '\n');
-
-	if (loc->column == PYU_NO_COLUMN || loc->end_column == PYU_NO_COLUMN ||
-	    loc->column < 0 || loc->end_column < 0 || loc->end_line == PYU_NO_LINE ||
-	    loc->end_line < loc->line)
-		return;
-	size_t stripped_chars = pyu_utf8_chars(raw + lead, end - lead, end - lead);
-	size_t start_c = pyu_utf8_chars(raw, n, (size_t)loc->column);
-	size_t end_c = loc->end_line == loc->line ? pyu_utf8_chars(raw, n, (size_t)loc->end_column)
-						  : pyu_utf8_chars(raw, n, end);
-	size_t lead_c = lead; // leading whitespace is ASCII, one column each
-	if (start_c < lead_c)
-		start_c = lead_c;
-	if (end_c <= start_c || end_c - start_c >= stripped_chars)
-		return;
-	size_t dp_start = display_width(raw, n, start_c), dp_end = display_width(raw, n, end_c);
-	pyu_strbuf_puts(sb, SOURCE_INDENT);
-	pyu_strbuf_repeat(sb, ' ', dp_start - lead_c);
-	pyu_strbuf_repeat(sb, '^', dp_end - dp_start);
-	pyu_strbuf_putc(sb, '\n');
+	static const char *const none = "";
+	const char *lines[PYU_CARETS_MAX_LINES];
+	size_t lens[PYU_CARETS_MAX_LINES];
+	int64_t last = loc->end_line == PYU_NO_LINE || loc->end_line < loc->line ? loc->line
+										  : loc->end_line;
+	size_t count = 0;
+	for (int64_t n = loc->line; n <= last && count < PYU_CARETS_MAX_LINES; n++, count++) {
+		lines[count] = none; // line 0 reads as empty, as linecache gives it
+		lens[count] = 0;
+		if (n >= 1 && !pyu_source_line(cache, file, n, &lines[count], &lens[count]))
+			break; // past the end: the renderer reads the rest as empty
+	}
+	pyu_carets_render(rules, lines, lens, count, loc, SOURCE_INDENT, sb);
 }
 
 // ---- text -------------------------------------------------------------------------------
@@ -227,7 +188,7 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	}
 	text_location(sb, c, f);
 	if (flags & PYU_FMT_SOURCE)
-		source_with_carets(sb, cache, c, &f->loc);
+		source_with_carets(sb, cache, pyu_caret_rules_for(s->hexversion), c, &f->loc);
 }
 
 static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
@@ -490,7 +451,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_
 	}
 	text_location(&sb, c, f);
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
-	source_with_carets(&sb, cache, c, &f->loc);
+	source_with_carets(&sb, cache, pyu_caret_rules_for(s->hexversion), c, &f->loc);
 	pyu_source_cache_destroy(cache);
 	const struct pyu_location *l = &f->loc;
 	pyu_strbuf_puts(&sb, "    line ");

@@ -187,7 +187,7 @@ START_TEST(test_carets_non_ascii)
 		pyframe(0, loc(2, 2, 12, 25), 2, 0x10),
 		// é alone: bytes 19..21
 		pyframe(0, loc(2, 2, 19, 21), 4, 0x20),
-		// x after a tab: traceback strips the tab, carets counted from it
+		// x after a tab: traceback strips the tab; its trailing spaces shift the carets left
 		pyframe(0, loc(3, 3, 8, 9), 6, 0x30),
 	};
 	struct pyu_thread_info threads[] = {thread(1, -1, -1, NULL, frames, 3)};
@@ -202,7 +202,7 @@ START_TEST(test_carets_non_ascii)
 				    "                    ^\n"
 				    "#2  File \"@\", line 3, in g\n"
 				    "        yield  x\n"
-				    "               ^\n",
+				    "             ^\n",
 				    path));
 	free(out);
 	remove_file(path);
