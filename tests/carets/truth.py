@@ -3,6 +3,7 @@
 # versions), what the interpreter's own traceback module prints for a frame there. Prints one
 # JSON object per line: {"file", "line", "end_line", "column", "end_column", "text"} where text
 # is what follows the '  File ...' line, each line's 4-space traceback indent removed.
+# With --positions, renders the positions given on stdin instead (see positions()).
 # Python 2.7 and 3.x.
 import json
 import linecache
@@ -57,5 +58,15 @@ def main(paths):
             sys.stdout.write("\n")
 
 
+def positions():
+    # --positions: reads [[file, line, end_line, column, end_column], ...] on stdin, prints
+    # the list of texts as JSON (the frames of a target, rendered by its own interpreter)
+    out = [render(*p) if p[1] is not None else "" for p in json.load(sys.stdin)]
+    sys.stdout.write(json.dumps(out))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:] == ["--positions"]:
+        positions()
+    else:
+        main(sys.argv[1:])
