@@ -334,8 +334,9 @@ def check_thread_switch(py, debugger):
 # ---- golden text ----------------------------------------------------------------------------
 
 def normalize(text, t):
-    prefix = os.path.dirname(os.path.dirname(os.path.realpath(t.python)))
-    text = text.replace(prefix, "<prefix>")
+    for python in (os.path.realpath(t.python), os.path.abspath(t.python)):
+        # the interpreter's prefix, through symbolic links (a shared cache) or not
+        text = text.replace(os.path.dirname(os.path.dirname(python)), "<prefix>")
     text = text.replace(REPO, "<repo>")
     text = re.sub(r"0x[0-9a-f]+", "0x…", text)
     text = re.sub(r"\btid \d+", "tid N", text)
