@@ -182,7 +182,7 @@ void pyu_text_repr(struct pyu_strbuf *out, const uint8_t *data, size_t n, unsign
 		dquote |= ch == '"';
 	}
 	char quote = squote && !dquote ? '"' : '\'';
-	if (style == PYU_TEXT_BYTES)
+	if (style == PYU_TEXT_BYTES || style == PYU_TEXT_BYTEARRAY)
 		pyu_strbuf_putc(out, 'b');
 	else if (style == PYU_TEXT_PY2_UNICODE)
 		pyu_strbuf_putc(out, 'u');
@@ -194,8 +194,9 @@ void pyu_text_repr(struct pyu_strbuf *out, const uint8_t *data, size_t n, unsign
 		uint32_t ch = unit_at(data, i, kind);
 		const char *esc = NULL;
 		bool hex = false, plain = false;
-		if (ch == (uint32_t)quote || ch == '\\')
-			esc = ch == '\\' ? "\\\\" : quote == '"' ? "\\\"" : "\\'";
+		if (ch == (uint32_t)quote || ch == '\\' ||
+		    (ch == '\'' && style == PYU_TEXT_BYTEARRAY))
+			esc = ch == '\\' ? "\\\\" : ch == '"' ? "\\\"" : "\\'";
 		else if (ch == '\t')
 			esc = "\\t";
 		else if (ch == '\n')

@@ -28,6 +28,7 @@ enum pyu_text_style {
 	PYU_TEXT_PY2_UNICODE, // 2.7 unicode: u'...', everything past 0x7e escaped
 	PYU_TEXT_BYTES,      // 3.x bytes: b'...'
 	PYU_TEXT_PY2_STR,    // 2.7 str: '...' with bytes past 0x7e escaped
+	PYU_TEXT_BYTEARRAY,  // bytearray's b'...': as bytes, but ' is escaped whatever the quote
 };
 
 // Appends the repr of @n code units of width @kind (1, 2 or 4 bytes, little-endian) at @data

@@ -56,7 +56,8 @@ struct pyu_value_layout {
 	                           // old-style classes and instances
 	uint8_t exc_single_comma;  // ValueError('boom',) (2.7, 3.6) rather than ValueError('boom')
 	uint8_t module_spec;       // module repr from __spec__ (3.4+), else __name__/__file__
-	uint8_t loader_module_repr; // the builtin/frozen importers' module_repr() wins (<= 3.11)
+	uint8_t loader_module_repr; // the builtin/frozen importers' module_repr() wins (<= 3.10)
+	uint8_t bytearray_escapes_quote; // bytearray(b"'") prints as bytearray(b"\'") (<= 3.14)
 	uint8_t unicode_db;        // index into the printable table's versions (printable.h)
 
 	struct {

@@ -1212,7 +1212,9 @@ static void repr_text_obj(struct pyu_values *v, uint64_t obj, enum kind k, struc
 		unreadable(v, sb, k == K_STR ? "str" : "bytes", obj, err);
 		return;
 	}
-	enum pyu_text_style style = k == K_BYTES || k == K_BYTEARRAY ? PYU_TEXT_BYTES
+	enum pyu_text_style style = k == K_BYTES ? PYU_TEXT_BYTES
+		: k == K_BYTEARRAY ? (v->vl.bytearray_escapes_quote ? PYU_TEXT_BYTEARRAY
+						      : PYU_TEXT_BYTES)
 		: k == K_PY2STR ? PYU_TEXT_PY2_STR
 		: v->vl.py2 ? PYU_TEXT_PY2_UNICODE : PYU_TEXT_STR;
 	bool cut = tx.total > tx.n;
@@ -1520,7 +1522,7 @@ static void repr_module(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *s
 	uint64_t loader = 0;
 	if (v->vl.loader_module_repr && get_dict_str(v, dict, "__loader__", &loader) &&
 	    is_kind(v, loader, K_TYPE)) {
-		// 3.4 - 3.11: loader.module_repr() of the builtin and frozen importers comes first.
+		// 3.4 - 3.10: loader.module_repr() of the builtin and frozen importers comes first.
 		char *ln = NULL;
 		const char *how = NULL;
 		if (!type_short_name(v, loader, &ln))

@@ -13,6 +13,7 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 	.exc_single_comma = 1,
 	.module_spec = 0,
 	.loader_module_repr = 0,
+	.bytearray_escapes_quote = 1,
 	.unicode_db = 0,
 	.cfunc = {
 		.ml = 16,

@@ -13,6 +13,7 @@ const struct pyu_value_layout pyu_value_layout_py310 = {
 	.exc_single_comma = 0,
 	.module_spec = 1,
 	.loader_module_repr = 1,
+	.bytearray_escapes_quote = 1,
 	.unicode_db = 3,
 	.cfunc = {
 		.ml = 16,

@@ -13,6 +13,7 @@ const struct pyu_value_layout pyu_value_layout_py312 = {
 	.exc_single_comma = 0,
 	.module_spec = 1,
 	.loader_module_repr = 0,
+	.bytearray_escapes_quote = 1,
 	.unicode_db = 5,
 	.cfunc = {
 		.ml = 16,

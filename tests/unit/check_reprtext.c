@@ -83,6 +83,11 @@ START_TEST(test_str_kinds_and_cut)
 	s = text(u4, 2, 4, PYU_TEXT_PY2_UNICODE, false);
 	ck_assert_str_eq(s, "u'\\xe9\\U0001f600'");
 	free(s);
+	// bytearray (<= 3.14) escapes ' even when it picked "...".
+	const uint8_t ba[] = {'x', '\''};
+	s = text(ba, 2, 1, PYU_TEXT_BYTEARRAY, false);
+	ck_assert_str_eq(s, "b\"x\\'\"");
+	free(s);
 	const uint8_t b[] = {0xff, '"', '\n'};
 	s = text(b, 3, 1, PYU_TEXT_PY2_STR, false);
 	ck_assert_str_eq(s, "'\\xff\"\\n'");
