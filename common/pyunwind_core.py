@@ -27,8 +27,12 @@ def _candidate_libraries(adapter_dir):
     if env:
         yield env
     here = os.path.realpath(adapter_dir)
-    # Build tree: <checkout>/{gdb,lldb,common}/ next to <checkout>/build/.
+    # An installed Python package (pip, the Debian package) carries it inside.
+    yield os.path.join(here, "libpyunwind.so")
+    # Build tree: <checkout>/{gdb,lldb,common}/ next to <checkout>/build/; the Python
+    # package at <checkout>/python/pyunwind/.
     yield os.path.join(here, os.pardir, "build", "libpyunwind.so")
+    yield os.path.join(here, os.pardir, os.pardir, "build", "libpyunwind.so")
     # Install tree: PREFIX/share/pyunwind/<adapter>/ next to PREFIX/lib/.
     yield os.path.join(here, os.pardir, os.pardir, os.pardir, "lib", "libpyunwind.so")
 

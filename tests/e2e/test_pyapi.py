@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+# test_pyapi - the `pyunwind` Python package, installed the ways users install it, driven under
+# every interpreter of the matrix that runs pip (3.8+): a wheel built once by `pip wheel` from
+# the checkout (the in-tree backend, offline), `pip install --target` of it per interpreter,
+# and `pip install .` straight from the checkout once. Each interpreter then runs
+# tests/e2e/pyapi_check.py (with only the installed package on its path) against a live
+# process of its own and a shared kernel crash core; the documents it gets must equal the
+# targets' truth, and the API's triage document must equal `pyunwind triage --json`.
+#
+#   tests/e2e/test_pyapi.py [-j N] [FILTER...]     (make test-pyapi)
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
+from e2e.test_triage import foreign_core, WORK as TRIAGE_WORK  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+CHECK = os.path.join(REPO, "tests", "e2e", "pyapi_check.py")
+FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
+          "instruction_offset")
+WORK = tempfile.mkdtemp(prefix="pyu-pyapi-")
+SHARED = {}
+
+
+def run(cmd, timeout=300, **kw):
+    p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                       **kw)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8",
+                                                                              "replace")
+
+
+def runs_pip(py):
+    return tuple(int(x) for x in py.version.split(".")[:2]) >= (3, 8) and \
+        run([py.path, "-m", "pip", "--version"])[0] == 0
+
+
+def setup(pys):
+    """The wheel, a crash core, a core that is not Python, a text file."""
+    wheels = os.path.join(WORK, "wheels")
+    rc, out, err = run(["/usr/bin/python3", "-m", "pip", "wheel", "--no-index", "--no-deps",
+                        "-w", wheels, REPO], timeout=600)
+    if rc != 0:
+        raise HarnessError("pip wheel of the checkout failed:\n%s%s" % (out[-2000:],
+                                                                         err[-2000:]))
+    SHARED["wheel"] = os.path.join(wheels, [n for n in os.listdir(wheels)
+                                            if n.endswith(".whl")][0])
+    with Target(pys[-1], "scenario", mode="crash") as t:
+        core = os.path.join(WORK, "crash.core")
+        shutil.move(t.crash_core(), core)
+        SHARED["core"], SHARED["core_truth"] = core, t.truth
+    fc = foreign_core()
+    if not fc:
+        raise HarnessError("no core of a non-Python program appeared")
+    SHARED["foreign"] = fc
+    SHARED["text"] = os.path.join(WORK, "text.txt")
+    with open(SHARED["text"], "w") as f:
+        f.write("not a core\n")
+    rc, out, err = run([CLI, "triage", "--json", core])
+    SHARED["cli_triage"] = json.loads(out)
+
+
+def case(py, from_source):
+    def go():
+        if "error" in SHARED:
+            raise AssertionError(SHARED["error"])
+        site = os.path.join(WORK, "site-" + py.label)
+        what = REPO if from_source else SHARED["wheel"]
+        rc, out, err = run([py.path, "-m", "pip", "install", "--no-index", "--no-deps",
+                            "--disable-pip-version-check", "--target", site, what], timeout=600)
+        assert rc == 0, "pip install %s: status %d\n%s%s" % (what, rc, out[-1500:], err[-1500:])
+        env = dict(os.environ, PYTHONPATH=site)
+        env.pop("PYUNWIND_LIB", None)
+        with Target(py, "scenario") as t:
+            with t.stopped():
+                rc, out, err = run([py.path, CHECK, str(t.pid), SHARED["core"],
+                                    SHARED["foreign"], SHARED["text"]], env=env, cwd=WORK)
+            assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
+            got = json.loads(out)
+            problems = list(got["problems"])
+            problems += ["live: " + p for p in compare(t.truth, got["live"], fields=FIELDS)]
+        problems += ["core: " + p for p in compare(SHARED["core_truth"], got["core"],
+                                                   fields=FIELDS)]
+        want = dict(SHARED["cli_triage"])
+        if got["triage"] != want:
+            diff = [k for k in set(want) | set(got["triage"])
+                    if want.get(k) != got["triage"].get(k)]
+            problems.append("triage document differs from the CLI's in %s" % sorted(diff))
+        assert not problems, "\n".join(problems[:15])
+    return go
+
+
+def main():
+    pys = [py for py in selected() if runs_pip(py)]
+    cases = []
+    if pys:
+        try:
+            setup(pys)
+        except (HarnessError, OSError, ValueError, subprocess.SubprocessError) as e:
+            SHARED["error"] = "set-up: %s" % e
+        cases = [("pyapi %s%s" % (py.label, " (pip install . from the checkout)"
+                                  if i == 0 else ""), case(py, i == 0))
+                 for i, py in enumerate(pys)]
+    else:
+        cases = [("pyapi: an interpreter that runs pip",
+                  lambda: (_ for _ in ()).throw(AssertionError("none in the matrix")))]
+    try:
+        return run_cases(cases, prefix="test-pyapi")
+    finally:
+        if not os.environ.get("PYUNWIND_KEEP"):
+            shutil.rmtree(WORK, ignore_errors=True)
+            shutil.rmtree(TRIAGE_WORK, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
