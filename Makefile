@@ -32,14 +32,14 @@ $(CONFIG): FORCE | $(DEPS_FIRST)
 
 $(BUILD)/obj/%.o: %.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) $(CORE_DEFS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS_COMMON) $(CORE_DEFS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/san/%.o: %.c $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) $(CORE_DEFS) $(SAN_FLAGS) -c $< -o $@
 
 $(BUILD)/libpyunwind.so: $(CORE_OBJS)
-	$(CC) -shared -o $@ $^ $(CORE_LIBS)
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(CORE_LIBS)
 
 # Static archives for the unit tests, which call hidden internal functions.
 $(BUILD)/libpyunwind.a: $(CORE_OBJS)
@@ -49,7 +49,7 @@ $(BUILD)/libpyunwind-san.a: $(SAN_OBJS)
 
 CLI_SRCS := $(sort $(wildcard core/cli/*.c))
 $(BUILD)/pyunwind: $(CLI_SRCS) $(wildcard core/cli/*.h) $(BUILD)/libpyunwind.a $(CORE_HDRS)
-	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $(CLI_SRCS) $(BUILD)/libpyunwind.a $(CORE_LIBS) -pthread
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_SRCS) $(BUILD)/libpyunwind.a $(CORE_LIBS) -pthread
 
 deps:
 	@tools/install-deps
@@ -64,8 +64,9 @@ test: deps pythons all
 demo: deps pythons all
 	@tools/demo
 
+# DESTDIR stages the files (packaging); LIBDIR (default lib) is where the library goes under PREFIX.
 install: all
-	@tools/install "$(PREFIX)"
+	@DESTDIR="$(DESTDIR)" LIBDIR="$(LIBDIR)" tools/install "$(PREFIX)"
 
 bench: deps pythons all
 	@bench/run

@@ -33,8 +33,10 @@ def _candidate_libraries(adapter_dir):
     # package at <checkout>/python/pyunwind/.
     yield os.path.join(here, os.pardir, "build", "libpyunwind.so")
     yield os.path.join(here, os.pardir, os.pardir, "build", "libpyunwind.so")
-    # Install tree: PREFIX/share/pyunwind/<adapter>/ next to PREFIX/lib/.
+    # Install tree: PREFIX/share/pyunwind/<adapter>/ next to PREFIX/lib/ (or PREFIX/lib/pyunwind/,
+    # the Debian package's private directory).
     yield os.path.join(here, os.pardir, os.pardir, os.pardir, "lib", "libpyunwind.so")
+    yield os.path.join(here, os.pardir, os.pardir, os.pardir, "lib", "pyunwind", "libpyunwind.so")
 
 
 class Library(object):
