@@ -1,0 +1,330 @@
+// locals.c - a frame's locals as frame.f_locals has them. 2.7 - 3.10: fast-local slots of the
+// frame object named by co_varnames, then co_cellvars and co_freevars (cells); 3.11+: the
+// interpreter frame's localsplus slots named by co_localsplusnames and typed by
+// co_localspluskinds (3.14+: tagged stack references). Module and class bodies keep their
+// locals in a dict, which this file only locates. Every count read from the target is bounded.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "locals.h"
+#include "objects.h"
+
+const char *pyu_local_kind_name(enum pyu_local_kind kind)
+{
+	switch (kind) {
+	case PYU_LOCAL_ARGUMENT: return "argument";
+	case PYU_LOCAL_LOCAL: return "local";
+	case PYU_LOCAL_CELL: return "cell";
+	case PYU_LOCAL_FREE: return "free";
+	case PYU_LOCAL_DICT: return "dict";
+	}
+	return "local";
+}
+
+struct pyu_error *pyu_locals_add(struct pyu_locals *ls, const char *name,
+				 enum pyu_local_kind kind, uint64_t address)
+{
+	if (ls->count >= PYU_LOCALS_MAX) {
+		ls->truncated = true;
+		return NULL;
+	}
+	// Grows in powers of two: count is the capacity's measure.
+	if ((ls->count & (ls->count - 1)) == 0) {
+		uint32_t cap = ls->count ? ls->count * 2 : 8;
+		struct pyu_local *items = realloc(ls->items, cap * sizeof(*items));
+		if (!items)
+			return &pyu_error_nomem;
+		ls->items = items;
+	}
+	char *copy = strdup(name);
+	if (!copy)
+		return &pyu_error_nomem;
+	ls->items[ls->count++] = (struct pyu_local){copy, kind, address};
+	return NULL;
+}
+
+void pyu_locals_clear(struct pyu_locals *ls)
+{
+	for (uint32_t i = 0; i < ls->count; i++)
+		free(ls->items[i].name);
+	free(ls->items);
+	memset(ls, 0, sizeof(*ls));
+}
+
+// The names of a tuple of str (co_varnames, co_localsplusnames, ...): *ret[i] is NULL for a
+// name that cannot be read. At most PYU_LOCALS_MAX names. On error, *ret is unchanged.
+static struct pyu_error *read_names(struct pyu_target *t, const struct pyu_layout *l,
+				    uint64_t tuple, char ***ret, uint32_t *ret_count)
+{
+	uint64_t n = 0;
+	if (tuple) {
+		struct pyu_error *err = pyu_target_read_u64(t, tuple + (uint64_t)l->ob_size, &n);
+		if (err)
+			return pyu_error_wrap(err, "reading the names tuple at 0x%" PRIx64, tuple);
+		if (n > PYU_LOCALS_MAX)
+			return pyu_error_create(PYU_ERR_CORRUPT,
+						"names tuple at 0x%" PRIx64 " claims %" PRIu64
+						" items", tuple, n);
+	}
+	char **names = calloc(n ? n : 1, sizeof(*names));
+	if (!names)
+		return &pyu_error_nomem;
+	uint64_t items[64];
+	for (uint64_t i = 0; i < n; i += 64) {
+		uint64_t chunk = n - i < 64 ? n - i : 64;
+		struct pyu_error *err = pyu_target_read(t, tuple + (uint64_t)l->tuple_item + 8 * i,
+							items, 8 * chunk);
+		if (err) {
+			pyu_error_destroy(err);
+			break;
+		}
+		for (uint64_t k = 0; k < chunk; k++) {
+			err = pyu_read_str(t, l, items[k], PYU_LOCAL_NAME_MAX, &names[i + k]);
+			if (err == &pyu_error_nomem) {
+				for (uint64_t j = 0; j < n; j++)
+					free(names[j]);
+				free(names);
+				return err;
+			}
+			pyu_error_destroy(err);
+		}
+	}
+	*ret = names;
+	*ret_count = (uint32_t)n;
+	return NULL;
+}
+
+static void free_names(char **names, uint32_t n)
+{
+	for (uint32_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+// Whether the object at @addr is a cell (its type is named "cell"). Cannot fail: false when
+// unreadable.
+static bool is_cell(struct pyu_target *t, const struct pyu_layout *l, uint64_t addr)
+{
+	uint64_t type, name;
+	char text[8];
+	struct pyu_error *err = pyu_target_read_u64(t, addr + (uint64_t)l->ob_type, &type);
+	if (!err)
+		err = pyu_target_read_u64(t, type + (uint64_t)l->type_tp_name, &name);
+	if (!err)
+		err = pyu_target_read(t, name, text, 5);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	return memcmp(text, "cell", 5) == 0;
+}
+
+// The object a cell holds; 0 for an empty or unreadable cell. Cannot fail.
+static uint64_t cell_contents(struct pyu_target *t, const struct pyu_layout *l, uint64_t cell)
+{
+	uint64_t v = 0;
+	struct pyu_error *err = cell ? pyu_target_read_u64(t, cell + (uint64_t)l->cell_ref, &v)
+				     : NULL;
+	if (err) {
+		pyu_error_destroy(err);
+		return 0;
+	}
+	return v;
+}
+
+// Reads @n slots at @addr into @slots, untagging 3.14+ stack references (the NULL reference
+// and non-object tags become 0). Slots that cannot be read are 0. Cannot fail.
+static void read_slots(struct pyu_target *t, const struct pyu_layout *l, uint64_t addr,
+		       uint64_t *slots, uint32_t n)
+{
+	struct pyu_error *err = n ? pyu_target_read(t, addr, slots, 8 * (size_t)n) : NULL;
+	if (err) {
+		pyu_error_destroy(err);
+		memset(slots, 0, 8 * (size_t)n);
+		return;
+	}
+	if (!l->stackref_mask)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		slots[i] = (slots[i] & 2) ? 0 : slots[i] & ~l->stackref_mask;
+}
+
+// Number of parameters: positional (incl. positional-only), keyword-only, *args, **kwargs.
+static uint32_t parameter_count(const uint8_t *code, const struct pyu_layout *l)
+{
+	int32_t flags = pyu_get_i32(code, l->code.flags);
+	int64_t n = pyu_get_i32(code, l->code.argcount);
+	if (l->code.kwonlyargcount != PYU_NO_FIELD)
+		n += pyu_get_i32(code, l->code.kwonlyargcount);
+	n += (flags & PYU_CO_VARARGS) != 0;
+	n += (flags & PYU_CO_VARKEYWORDS) != 0;
+	return n < 0 ? 0 : n > PYU_LOCALS_MAX ? PYU_LOCALS_MAX : (uint32_t)n;
+}
+
+// 2.7 - 3.10: co_varnames slots, then a cell per co_cellvars and per co_freevars name. An
+// argument that is also a cell variable is reported once, as an argument, with the cell's
+// value (3.x moves it into the cell and clears its slot; 2.7 copies it).
+static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct pyu_layout *l,
+					     uint64_t frame, const uint8_t *code,
+					     uint32_t max_items, struct pyu_locals *ls)
+{
+	char **var = NULL, **cellv = NULL, **freev = NULL;
+	uint32_t nvar = 0, ncell = 0, nfree = 0;
+	struct pyu_error *err = read_names(t, l, pyu_get_u64(code, l->code.varnames), &var, &nvar);
+	if (!err)
+		err = read_names(t, l, pyu_get_u64(code, l->code.cellvars), &cellv, &ncell);
+	if (!err)
+		err = read_names(t, l, pyu_get_u64(code, l->code.freevars), &freev, &nfree);
+	int32_t nlocals = pyu_get_i32(code, l->code.nlocals);
+	if (!err && (nlocals < 0 || (uint32_t)nlocals != nvar))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "co_nlocals %" PRId32 " but %" PRIu32
+				       " co_varnames", nlocals, nvar);
+	uint64_t *slots = NULL;
+	uint32_t total = nvar + ncell + nfree;
+	if (!err && !(slots = calloc(total ? total : 1, sizeof(*slots))))
+		err = &pyu_error_nomem;
+	if (err)
+		goto out;
+	read_slots(t, l, frame + (uint64_t)l->frame.f_localsplus, slots, total);
+	for (uint32_t i = nvar; i < total; i++)
+		slots[i] = cell_contents(t, l, slots[i]);
+	uint32_t params = parameter_count(code, l);
+	for (uint32_t i = 0; i < total && !err; i++) {
+		const char *name = i < nvar ? var[i] : i < nvar + ncell ? cellv[i - nvar]
+									: freev[i - nvar - ncell];
+		uint64_t value = slots[i];
+		if (!name)
+			continue;
+		enum pyu_local_kind kind = i < nvar ? (i < params ? PYU_LOCAL_ARGUMENT : PYU_LOCAL_LOCAL)
+				       : i < nvar + ncell ? PYU_LOCAL_CELL : PYU_LOCAL_FREE;
+		if (i < nvar) {
+			// A variable that is also a cell lives in the cell.
+			for (uint32_t c = 0; c < ncell; c++)
+				if (cellv[c] && !strcmp(cellv[c], name)) {
+					value = slots[nvar + c];
+					break;
+				}
+		} else if (i < nvar + ncell) {
+			bool is_var = false;
+			for (uint32_t v = 0; v < nvar && !is_var; v++)
+				is_var = var[v] && !strcmp(var[v], name);
+			if (is_var)
+				continue; // reported with the variables
+		}
+		if (!value)
+			continue;
+		if (max_items && ls->count >= max_items) {
+			ls->truncated = true;
+			break;
+		}
+		err = pyu_locals_add(ls, name, kind, value);
+	}
+out:
+	free(slots);
+	free_names(var, nvar);
+	free_names(cellv, ncell);
+	free_names(freev, nfree);
+	return err;
+}
+
+// 3.11+: localsplus slots with their kinds.
+static struct pyu_error *interpreter_frame_locals(struct pyu_target *t,
+						  const struct pyu_layout *l, uint64_t frame,
+						  const uint8_t *code, uint32_t max_items,
+						  struct pyu_locals *ls)
+{
+	char **names = NULL;
+	uint32_t n = 0;
+	uint8_t *kinds = NULL;
+	size_t nkinds = 0;
+	uint64_t *slots = NULL;
+	struct pyu_error *err = read_names(t, l, pyu_get_u64(code, l->code.localsplusnames),
+					   &names, &n);
+	if (!err)
+		err = pyu_read_bytes(t, l, pyu_get_u64(code, l->code.localspluskinds),
+				     PYU_LOCALS_MAX, &kinds, &nkinds);
+	int32_t nplus = pyu_get_i32(code, l->code.nlocalsplus);
+	if (!err && (nkinds != n || nplus < 0 || (uint32_t)nplus != n))
+		err = pyu_error_create(PYU_ERR_CORRUPT,
+				       "%" PRIu32 " local names, %zu kinds, co_nlocalsplus %" PRId32,
+				       n, nkinds, nplus);
+	if (!err && !(slots = calloc(n ? n : 1, sizeof(*slots))))
+		err = &pyu_error_nomem;
+	if (err)
+		goto out;
+	read_slots(t, l, frame + (uint64_t)l->iframe.localsplus, slots, n);
+	uint32_t params = parameter_count(code, l);
+	for (uint32_t i = 0; i < n && !err; i++) {
+		uint8_t k = kinds[i];
+		uint64_t value = slots[i];
+		if (!names[i] || !value || (k & PYU_CO_FAST_HIDDEN))
+			continue;
+		enum pyu_local_kind kind = PYU_LOCAL_LOCAL;
+		if (k & PYU_CO_FAST_FREE) {
+			value = cell_contents(t, l, value);
+			kind = PYU_LOCAL_FREE;
+		} else if (k & PYU_CO_FAST_CELL) {
+			// Before MAKE_CELL ran, an argument's slot still holds the raw value.
+			if (is_cell(t, l, value))
+				value = cell_contents(t, l, value);
+			kind = PYU_LOCAL_CELL;
+		}
+		if (i < params)
+			kind = PYU_LOCAL_ARGUMENT;
+		if (!value)
+			continue;
+		if (max_items && ls->count >= max_items) {
+			ls->truncated = true;
+			break;
+		}
+		err = pyu_locals_add(ls, names[i], kind, value);
+	}
+out:
+	free(slots);
+	free(kinds);
+	free_names(names, n);
+	return err;
+}
+
+struct pyu_error *pyu_frame_locals(struct pyu_target *t, const struct pyu_layout *l,
+				   uint64_t frame, uint64_t code, uint32_t max_items,
+				   struct pyu_locals *ret)
+{
+	uint8_t cbuf[PYU_LAYOUT_MAX_STRUCT], fbuf[PYU_LAYOUT_MAX_STRUCT];
+	bool objects = l->chain == PYU_CHAIN_FRAME_OBJECT;
+	int32_t fsize = objects ? l->frame.size : l->iframe.size;
+	int32_t off_locals = objects ? l->frame.f_locals : l->iframe.f_locals;
+	int32_t off_globals = objects ? l->frame.f_globals : l->iframe.f_globals;
+	int32_t off_builtins = objects ? l->frame.f_builtins : l->iframe.f_builtins;
+	if (l->code.flags == PYU_NO_FIELD || l->code.argcount == PYU_NO_FIELD ||
+	    off_locals == PYU_NO_FIELD || off_globals == PYU_NO_FIELD ||
+	    (objects ? l->frame.f_localsplus == PYU_NO_FIELD || l->code.varnames == PYU_NO_FIELD
+		     : l->iframe.localsplus == PYU_NO_FIELD ||
+			       l->code.localsplusnames == PYU_NO_FIELD ||
+			       l->code.localspluskinds == PYU_NO_FIELD))
+		return pyu_error_create(PYU_ERR_UNSUPPORTED,
+					"the layout of %s does not say where locals are", l->name);
+	struct pyu_error *err = pyu_target_read(t, frame, fbuf, (size_t)fsize);
+	if (!err)
+		err = pyu_target_read(t, code, cbuf, (size_t)l->code.size);
+	if (err)
+		return pyu_error_wrap(err, "reading the locals of the frame at 0x%" PRIx64, frame);
+	struct pyu_locals ls = {0};
+	ls.globals = pyu_get_u64(fbuf, off_globals);
+	ls.builtins = off_builtins != PYU_NO_FIELD ? pyu_get_u64(fbuf, off_builtins) : 0;
+	if (!(pyu_get_i32(cbuf, l->code.flags) & PYU_CO_OPTIMIZED)) {
+		ls.dict = pyu_get_u64(fbuf, off_locals);
+	} else {
+		err = objects ? frame_object_locals(t, l, frame, cbuf, max_items, &ls)
+			      : interpreter_frame_locals(t, l, frame, cbuf, max_items, &ls);
+		if (err) {
+			pyu_locals_clear(&ls);
+			return pyu_error_wrap(err, "reading the locals of the frame at 0x%" PRIx64,
+					      frame);
+		}
+	}
+	*ret = ls;
+	return NULL;
+}
