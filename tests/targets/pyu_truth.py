@@ -54,7 +54,13 @@ def arrive():
         _native_ids[threading.current_thread().ident] = native_id()
 
 
-def _frame_entry(f, lasti=None):
+# Optional hooks a target may set: FRAME_EXTRA(frame) and THREAD_EXTRA(ident) return dicts
+# merged into the frame's / thread's truth entry. They run once, on the settled threads.
+FRAME_EXTRA = None
+THREAD_EXTRA = None
+
+
+def _frame_entry(f, lasti=None, extras=False):
     code = f.f_code
     if lasti is None:
         lasti = f.f_lasti
@@ -71,14 +77,16 @@ def _frame_entry(f, lasti=None):
             p = pos[lasti // 2]
             entry["positions"] = list(p)
             entry["end_line"], entry["column"], entry["end_column"] = p[1], p[2], p[3]
+    if extras and FRAME_EXTRA is not None:
+        entry.update(FRAME_EXTRA(f))
     return entry
 
 
-def stack_of(frame):
+def stack_of(frame, extras=False):
     """Innermost-first list of frame entries, walked to the bottom."""
     frames = []
     while frame is not None:
-        frames.append(_frame_entry(frame))
+        frames.append(_frame_entry(frame, extras=extras))
         frame = frame.f_back
     return frames
 
@@ -87,17 +95,21 @@ def _thread_names():
     return dict((t.ident, t.name) for t in threading.enumerate())
 
 
-def _thread_entry(ident, frame, names):
+def _thread_entry(ident, frame, names, extras=False):
     name = names.get(ident)
-    return {"thread_id": ident, "native_thread_id": _native_ids.get(ident),
-            "name": name,
-            "scenario": name[len("scenario-"):] if name and name.startswith("scenario-") else None,
-            "frames": stack_of(frame)}
+    entry = {"thread_id": ident, "native_thread_id": _native_ids.get(ident),
+             "name": name,
+             "scenario": (name[len("scenario-"):] if name and name.startswith("scenario-")
+                          else None),
+             "frames": stack_of(frame, extras)}
+    if extras and THREAD_EXTRA is not None:
+        entry.update(THREAD_EXTRA(ident))
+    return entry
 
 
-def collect(exclude):
+def collect(exclude, extras=False):
     names = _thread_names()
-    return [_thread_entry(ident, frame, names)
+    return [_thread_entry(ident, frame, names, extras)
             for ident, frame in sorted(sys._current_frames().items()) if ident not in exclude]
 
 
@@ -156,6 +168,8 @@ def _reporter(outdir, expected, mode, exclude, timeout):
         write_json(outdir, "error.json", {"error": "threads did not settle",
                                               "arrived": len(_arrived), "expected": expected})
         return
+    if FRAME_EXTRA is not None or THREAD_EXTRA is not None:
+        threads = collect(exclude, extras=True)
     _report["threads"] = threads
     if mode != "crash":
         write_json(outdir, "truth.json", _document(threads, mode))
