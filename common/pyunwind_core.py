@@ -6,12 +6,17 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
 PYU_FMT_TABLE = 0x4
 PYU_FMT_ALL = 0x8
+PYU_FMT_LOCALS = 0x10
+
+# Value bounds (enum pyu_limit): option name -> limit number. 0 restores the default.
+LIMIT_OPTIONS = {"--max-depth": 1, "--max-items": 2, "--max-chars": 3, "--max-digits": 4,
+                 "--max-repr": 5}
 
 
 class PyunwindError(Exception):
@@ -107,6 +112,11 @@ class Library(object):
             "pyu_format_line": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, PP]),
             "pyu_format_list": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64,
                                     ctypes.c_int64, PP]),
+            "pyu_stacks_set_limit": (P, [P, ctypes.c_uint32, ctypes.c_uint64]),
+            "pyu_format_locals": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                      PP]),
+            "pyu_format_print": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p,
+                                     ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -239,6 +249,19 @@ class Stacks(_Handle):
     def listing(self, thread, frame, first, last):
         return self._text(self.lib.lib.pyu_format_list, thread, frame, first, last)
 
+    def set_limits(self, limits):
+        """@limits: {limit number: value}; every limit not named returns to its default."""
+        for which in sorted(set(LIMIT_OPTIONS.values())):
+            self.lib.check(self.lib.lib.pyu_stacks_set_limit(self.handle, which,
+                                                             limits.get(which, 0)))
+
+    def locals(self, thread, frame, flags):
+        return self._text(self.lib.lib.pyu_format_locals, thread, frame, flags)
+
+    def print_path(self, thread, frame, path, flags):
+        return self._text(self.lib.lib.pyu_format_print, thread, frame,
+                          path.encode("utf-8", "surrogateescape"), flags)
+
 
 
 # ---- command logic shared by both debuggers ---------------------------------------------------
@@ -269,6 +292,28 @@ def _parse_int(text, what):
         return int(text, 0)
     except ValueError:
         raise PyunwindError("%s: expected a number, got %r" % (what, text))
+
+
+def _take_limit(words, i, limits):
+    """If words[i] is a limit option (--max-items N or --max-items=N), stores it in @limits
+    and returns the index of the next word; otherwise returns None."""
+    w = words[i]
+    name, eq, value = w.partition("=")
+    if name not in LIMIT_OPTIONS:
+        return None
+    if not eq:
+        if i + 1 >= len(words):
+            raise PyunwindError("%s needs a number" % name)
+        i += 1
+        value = words[i]
+    n = _parse_int(value, name)
+    if n < 1:
+        raise PyunwindError("%s must be at least 1" % name)
+    limits[LIMIT_OPTIONS[name]] = n
+    return i + 1
+
+
+LIMITS_USAGE = "[--max-depth N] [--max-items N] [--max-chars N] [--max-digits N] [--max-repr N]"
 
 
 def _split(arg):
@@ -355,17 +400,23 @@ class Session(object):
     # Each command returns the text to print.
 
     def py_bt(self, view, arg):
-        flags, limit = PYU_FMT_SOURCE, 0
+        flags, limit, limits = PYU_FMT_SOURCE, 0, {}
         words = _split(arg)
         i = 0
         while i < len(words):
             w = words[i]
+            nxt = _take_limit(words, i, limits)
+            if nxt is not None:
+                i = nxt
+                continue
             if w in ("-a", "--all"):
                 flags |= PYU_FMT_ALL
             elif w in ("-j", "--json"):
                 flags |= PYU_FMT_JSON
             elif w == "--no-source":
                 flags &= ~PYU_FMT_SOURCE
+            elif w == "--locals":
+                flags |= PYU_FMT_LOCALS
             elif w in ("-l", "--limit") and i + 1 < len(words):
                 i += 1
                 limit = _parse_int(words[i], "--limit")
@@ -374,12 +425,55 @@ class Session(object):
             elif w.startswith("--limit="):
                 limit = _parse_int(w.split("=", 1)[1], "--limit")
             else:
-                raise PyunwindError("py-bt: unknown argument %r; usage: "
-                                    "py-bt [--all] [--json] [--limit N]" % w)
+                raise PyunwindError("py-bt: unknown argument %r; usage: py-bt [--all] [--json] "
+                                    "[--limit N] [--no-source] [--locals] %s" % (w, LIMITS_USAGE))
             i += 1
         stacks = self.stacks(view)
         thread = 0 if flags & PYU_FMT_ALL else self._thread(view, stacks)
+        stacks.set_limits(limits)
         return stacks.bt(thread, flags, limit)
+
+    def _value_args(self, cmd, arg, usage):
+        """Parses [--json] and the limit options; returns (flags, limits, other words)."""
+        flags, limits, rest = 0, {}, []
+        words = _split(arg)
+        i = 0
+        while i < len(words):
+            nxt = _take_limit(words, i, limits)
+            if nxt is not None:
+                i = nxt
+                continue
+            w = words[i]
+            if w in ("-j", "--json"):
+                flags |= PYU_FMT_JSON
+            elif w.startswith("-") and not w.lstrip("-").isdigit():
+                raise PyunwindError("%s: unknown argument %r; usage: %s" % (cmd, w, usage))
+            else:
+                rest.append(w)
+            i += 1
+        return flags, limits, rest
+
+    def py_locals(self, view, arg):
+        usage = "py-locals [N] [--json] " + LIMITS_USAGE
+        flags, limits, rest = self._value_args("py-locals", arg, usage)
+        if len(rest) > 1:
+            raise PyunwindError("py-locals: usage: " + usage)
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        frame = self._frame(stacks, thread, rest[0] if rest else None)
+        stacks.set_limits(limits)
+        return stacks.locals(thread, frame, flags)
+
+    def py_print(self, view, arg):
+        usage = "py-print NAME[.ATTR...] [--json] " + LIMITS_USAGE
+        flags, limits, rest = self._value_args("py-print", arg, usage)
+        if len(rest) != 1:
+            raise PyunwindError("py-print: usage: " + usage)
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        frame = self._frame(stacks, thread, None)
+        stacks.set_limits(limits)
+        return stacks.print_path(thread, frame, rest[0], flags)
 
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
@@ -443,11 +537,24 @@ class Session(object):
 
 HELP = {
     "py-bt": """Print the Python stack of the selected thread, innermost frame first.
-Usage: py-bt [--all] [--json] [--limit N] [--no-source]
+Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [value limits]
   --all        every Python thread of every interpreter, with thread ids and GIL holder
   --json       the machine-readable JSON document (schema in pyunwind's README), nothing else
   --limit N    at most N frames per thread
-  --no-source  leave out the source lines""",
+  --no-source  leave out the source lines
+  --locals     each frame's locals (name = repr), each thread's name and the exception it
+               is handling""" + "\n" + "VALUE_LIMITS",
+    "py-locals": """Print the locals of the selected Python frame, or of frame #N.
+Usage: py-locals [N] [--json] [value limits]
+One "name = repr" a line, in the code's own order: arguments (*args, **kwargs included),
+locals, cell and free variables; unbound names are left out. Module and class bodies show
+their locals dict. Nothing in the target runs: reprs are read from memory.
+  --json  a JSON list of {"name", "kind", "type", "repr", "address"}""" + "\n" + "VALUE_LIMITS",
+    "py-print": """Print a name as the selected Python frame sees it.
+Usage: py-print NAME[.ATTR...] [--json] [value limits]
+Looks NAME up as Python would (local, enclosing, global, builtin) and says where it was
+found; .ATTR parts follow instance, class and module dicts without running properties,
+descriptors or __getattr__.""" + "\n" + "VALUE_LIMITS",
     "py-line": """Show the location of the selected Python frame, or of frame #N.
 Usage: py-line [N] [--table]
 Prints file, line, end line, columns, instruction offset and the source line with carets.
@@ -463,6 +570,16 @@ Usage: py-down [N]""",
 }
 
 
+_VALUE_LIMITS = """Value limits (defaults suit a terminal):
+  --max-depth N   containers nested deeper print as ...
+  --max-items N   elements shown per container
+  --max-chars N   characters shown of a str or bytes
+  --max-digits N  decimal digits of an int before a short form
+  --max-repr N    bytes of one repr"""
+for _k in HELP:
+    HELP[_k] = HELP[_k].replace("VALUE_LIMITS", _VALUE_LIMITS)
+
+
 def run(session, view, name, arg):
     """Runs command @name; returns its text. Raises PyunwindError for user errors."""
     if name == "py-bt":
@@ -471,6 +588,10 @@ def run(session, view, name, arg):
         return session.py_line(view, arg)
     if name == "py-list":
         return session.py_list(view, arg)
+    if name == "py-locals":
+        return session.py_locals(view, arg)
+    if name == "py-print":
+        return session.py_print(view, arg)
     if name == "py-up":
         return session.py_move(view, arg, +1)
     if name == "py-down":

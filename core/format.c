@@ -9,10 +9,12 @@
 #include "carets.h"
 #include "format.h"
 #include "include/pyunwind.h"
+#include "inspect.h"
 #include "linetable.h"
 #include "source.h"
 #include "stacks.h"
 #include "strbuf.h"
+#include "values.h"
 
 #define PYU_MAX_TABLE_RANGES 1000000u // bound on the ranges py-line --table prints
 #define SOURCE_INDENT "        "     // source lines sit 4 columns right of "File"
@@ -129,12 +131,14 @@ static void put_int_or(struct pyu_strbuf *sb, int64_t v, bool absent, const char
 		pyu_strbuf_printf(sb, "%" PRId64, v);
 }
 
-static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_info *th)
+static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_info *th,
+			       uint32_t flags)
 {
 	pyu_strbuf_printf(sb, "Thread 0x%" PRIx64, th->thread_id);
 	if (th->native_thread_id >= 0)
 		pyu_strbuf_printf(sb, " (tid %" PRId64 ")", th->native_thread_id);
-	if (th->name) {
+	// Names are read with the values (--locals), so plain py-bt text never depends on them.
+	if (th->name && (flags & PYU_FMT_LOCALS)) {
 		pyu_strbuf_puts(sb, " \"");
 		put_text(sb, th->name);
 		pyu_strbuf_putc(sb, '"');
@@ -142,6 +146,39 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_in
 	if (th->holds_gil == 1)
 		pyu_strbuf_puts(sb, ", holds the GIL");
 	pyu_strbuf_puts(sb, ":\n");
+	if ((flags & PYU_FMT_LOCALS) && th->exc_repr) {
+		pyu_strbuf_puts(sb, "    handling ");
+		put_text(sb, th->exc_repr);
+		pyu_strbuf_putc(sb, '\n');
+	}
+}
+
+// "name = repr" lines of a frame's locals, each after @indent; a line saying why when they
+// cannot be read.
+static void text_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+			uint32_t frame, const char *indent)
+{
+	struct pyu_shown_locals sl;
+	struct pyu_error *err = pyu_frame_shown_locals(s, thread, frame, &sl);
+	if (err) {
+		pyu_strbuf_puts(sb, indent);
+		pyu_strbuf_puts(sb, "<locals not readable: ");
+		put_text(sb, pyu_error_message(err));
+		pyu_strbuf_puts(sb, ">\n");
+		pyu_error_destroy(err);
+		return;
+	}
+	for (uint32_t i = 0; i < sl.count; i++) {
+		pyu_strbuf_puts(sb, indent);
+		put_text(sb, sl.items[i].name);
+		pyu_strbuf_puts(sb, " = ");
+		put_text(sb, sl.items[i].repr);
+		pyu_strbuf_putc(sb, '\n');
+	}
+	if (sl.truncated)
+		pyu_strbuf_printf(sb, "%s(more locals not shown: limit %u)\n", indent,
+				  PYU_LOCALS_MAX);
+	pyu_shown_locals_clear(&sl);
 }
 
 // "#N  " padded to four columns, at least one space after the number.
@@ -176,10 +213,10 @@ static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 	pyu_strbuf_putc(sb, '\n');
 }
 
-static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		       const struct pyu_frame_info *f, uint32_t i, uint32_t flags,
-		       struct pyu_source_cache *cache)
+static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+		       uint32_t i, uint32_t flags, struct pyu_source_cache *cache)
 {
+	const struct pyu_frame_info *f = &s->threads[thread].frames[i];
 	frame_number(sb, i);
 	const struct pyu_code_info *c = code_of(s, f);
 	if (!c) {
@@ -189,18 +226,20 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	text_location(sb, c, f);
 	if (flags & PYU_FMT_SOURCE)
 		source_with_carets(sb, cache, pyu_caret_rules_for(s->hexversion), c, &f->loc);
+	if (flags & PYU_FMT_LOCALS)
+		text_locals(sb, s, thread, i, "    ");
 }
 
-static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-			const struct pyu_thread_info *th, uint32_t flags, uint32_t limit,
-			struct pyu_source_cache *cache)
+static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+			uint32_t flags, uint32_t limit, struct pyu_source_cache *cache)
 {
-	text_thread_header(sb, th);
+	const struct pyu_thread_info *th = &s->threads[thread];
+	text_thread_header(sb, th, flags);
 	if (!th->frame_count)
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
 	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
 	for (uint32_t i = 0; i < shown; i++)
-		text_frame(sb, s, &th->frames[i], i, flags, cache);
+		text_frame(sb, s, thread, i, flags, cache);
 	if (shown < th->frame_count)
 		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n",
 				  th->frame_count - shown, th->frame_count - shown == 1 ? "" : "s",
@@ -239,8 +278,55 @@ static void json_int_or_null(struct pyu_strbuf *sb, int64_t v, bool absent)
 		pyu_strbuf_printf(sb, "%" PRId64, v);
 }
 
+static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
+{
+	pyu_strbuf_printf(sb, "\"0x%" PRIx64 "\"", addr);
+}
+
+// ", \"locals\": [...]" of a frame (and "locals_error" when they cannot be read).
+static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+			uint32_t frame, bool alone)
+{
+	struct pyu_shown_locals sl;
+	struct pyu_error *err = pyu_frame_shown_locals(s, thread, frame, &sl);
+	if (!alone)
+		pyu_strbuf_puts(sb, ", \"locals\": ");
+	if (err) {
+		pyu_strbuf_puts(sb, "[]");
+		if (!alone) {
+			pyu_strbuf_puts(sb, ", \"locals_error\": ");
+			pyu_strbuf_json_cstr(sb, pyu_error_message(err));
+		}
+		pyu_error_destroy(err);
+		return;
+	}
+	pyu_strbuf_putc(sb, '[');
+	for (uint32_t i = 0; i < sl.count; i++) {
+		const struct pyu_shown_local *x = &sl.items[i];
+		pyu_strbuf_puts(sb, i ? ",\n      {\"name\": " : "\n      {\"name\": ");
+		pyu_strbuf_json_cstr(sb, x->name);
+		pyu_strbuf_puts(sb, ", \"kind\": ");
+		pyu_strbuf_json_cstr(sb, pyu_local_kind_name(x->kind));
+		pyu_strbuf_puts(sb, ", \"type\": ");
+		pyu_strbuf_json_cstr(sb, x->type);
+		pyu_strbuf_puts(sb, ", \"repr\": ");
+		pyu_strbuf_json_cstr(sb, x->repr);
+		pyu_strbuf_puts(sb, ", \"address\": ");
+		json_addr(sb, x->address);
+		if (x->truncated)
+			pyu_strbuf_puts(sb, ", \"truncated\": true");
+		pyu_strbuf_putc(sb, '}');
+	}
+	pyu_strbuf_putc(sb, ']');
+	if (sl.truncated && !alone)
+		pyu_strbuf_puts(sb, ", \"locals_truncated\": true");
+	pyu_shown_locals_clear(&sl);
+}
+
+// Frame @f, which is frame @frame of thread @thread (they matter only with PYU_FMT_LOCALS).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		       const struct pyu_frame_info *f)
+		       const struct pyu_frame_info *f, uint32_t thread, uint32_t frame,
+		       uint32_t flags)
 {
 	const struct pyu_code_info *c = code_of(s, f);
 	if (!c) {
@@ -269,13 +355,17 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_puts(sb, ", \"instruction_offset\": ");
 	json_int_or_null(sb, f->instruction_offset, f->instruction_offset < 0);
 	pyu_strbuf_printf(sb, ", \"code_address\": \"0x%" PRIx64 "\", \"frame_address\": \"0x%" PRIx64
-			  "\"}",
+			  "\"",
 			  c->address, f->frame_address);
+	if (flags & PYU_FMT_LOCALS)
+		json_locals(sb, s, thread, frame, false);
+	pyu_strbuf_putc(sb, '}');
 }
 
-static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-			const struct pyu_thread_info *th, uint32_t limit)
+static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+			uint32_t flags, uint32_t limit)
 {
+	const struct pyu_thread_info *th = &s->threads[thread];
 	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
 	pyu_strbuf_printf(sb, "  {\"thread_id\": %" PRIu64 ", \"native_thread_id\": ", th->thread_id);
 	json_int_or_null(sb, th->native_thread_id, th->native_thread_id < 0);
@@ -283,6 +373,20 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_puts(sb, th->holds_gil == 1 ? "true" : th->holds_gil == 0 ? "false" : "null");
 	pyu_strbuf_puts(sb, ", \"name\": ");
 	pyu_strbuf_json_cstr(sb, th->name);
+	pyu_strbuf_puts(sb, ", \"exception\": ");
+	if (th->exc_repr) {
+		pyu_strbuf_puts(sb, "{\"type\": ");
+		pyu_strbuf_json_cstr(sb, th->exc_type);
+		pyu_strbuf_puts(sb, ", \"repr\": ");
+		pyu_strbuf_json_cstr(sb, th->exc_repr);
+		pyu_strbuf_puts(sb, ", \"address\": ");
+		json_addr(sb, th->exc_address);
+		if (th->exc_truncated)
+			pyu_strbuf_puts(sb, ", \"truncated\": true");
+		pyu_strbuf_putc(sb, '}');
+	} else {
+		pyu_strbuf_puts(sb, "null");
+	}
 	pyu_strbuf_puts(sb, ", \"interpreter_id\": ");
 	json_int_or_null(sb, th->interpreter_id, th->interpreter_id < 0);
 	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
@@ -290,13 +394,13 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		json_frame(sb, s, &th->frames[i]);
+		json_frame(sb, s, &th->frames[i], thread, i, flags);
 	}
 	pyu_strbuf_puts(sb, "]}");
 }
 
 static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t first,
-			  uint32_t count, uint32_t limit)
+			  uint32_t count, uint32_t flags, uint32_t limit)
 {
 	pyu_strbuf_puts(sb, "{\"pyunwind\": 1,\n \"python\": {\"version\": ");
 	pyu_strbuf_json_cstr(sb, s->version);
@@ -306,7 +410,7 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uin
 			  s->free_threaded ? "true" : "false");
 	for (uint32_t i = 0; i < count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
-		json_thread(sb, s, &s->threads[first + i], limit);
+		json_thread(sb, s, first + i, flags, limit);
 	}
 	pyu_strbuf_puts(sb, "],\n \"errors\": [");
 	for (uint32_t i = 0; i < s->error_count; i++) {
@@ -362,8 +466,10 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	uint32_t first = all ? 0 : thread, count = all ? s->thread_count : 1;
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (flags & (PYU_FMT_JSON | PYU_FMT_LOCALS))
+		pyu_stacks_read_thread_values(s);
 	if (flags & PYU_FMT_JSON) {
-		json_document(&sb, s, first, count, limit);
+		json_document(&sb, s, first, count, flags, limit);
 		return pyu_strbuf_finish(&sb, ret);
 	}
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
@@ -372,7 +478,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	for (uint32_t i = 0; i < count; i++) {
 		if (i || all)
 			pyu_strbuf_putc(&sb, '\n');
-		text_thread(&sb, s, &s->threads[first + i], flags, limit, cache);
+		text_thread(&sb, s, first + i, flags, limit, cache);
 	}
 	if (s->error_count)
 		pyu_strbuf_putc(&sb, '\n');
@@ -532,10 +638,89 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 	return pyu_strbuf_finish(&sb, ret);
 }
 
+PYU_PUBLIC struct pyu_error *pyu_format_locals(const struct pyu_stacks *s, uint32_t thread,
+					       uint32_t frame, uint32_t flags, char **ret)
+{
+	struct pyu_error *err = check_frame(s, thread, frame);
+	if (err)
+		return err;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (flags & PYU_FMT_JSON) {
+		json_locals(&sb, s, thread, frame, true);
+		pyu_strbuf_putc(&sb, '\n');
+		return pyu_strbuf_finish(&sb, ret);
+	}
+	struct pyu_shown_locals sl;
+	err = pyu_frame_shown_locals(s, thread, frame, &sl);
+	if (err) {
+		pyu_strbuf_release(&sb);
+		return err;
+	}
+	if (!sl.count)
+		pyu_strbuf_puts(&sb, "(no locals)\n");
+	for (uint32_t i = 0; i < sl.count; i++) {
+		put_text(&sb, sl.items[i].name);
+		pyu_strbuf_puts(&sb, " = ");
+		put_text(&sb, sl.items[i].repr);
+		pyu_strbuf_putc(&sb, '\n');
+	}
+	if (sl.truncated)
+		pyu_strbuf_printf(&sb, "(more locals not shown: limit %u)\n", PYU_LOCALS_MAX);
+	pyu_shown_locals_clear(&sl);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_print(const struct pyu_stacks *s, uint32_t thread,
+					      uint32_t frame, const char *path, uint32_t flags,
+					      char **ret)
+{
+	struct pyu_error *err = check_frame(s, thread, frame);
+	if (err)
+		return err;
+	char *where = NULL;
+	uint64_t addr = 0;
+	struct pyu_values *v;
+	err = pyu_frame_lookup(s, thread, frame, path, &where, &addr);
+	if (!err)
+		err = pyu_stacks_values(s, &v);
+	if (err) {
+		free(where);
+		return err;
+	}
+	struct pyu_strbuf repr, sb;
+	pyu_strbuf_init(&repr, PYU_STRBUF_MAX);
+	pyu_value_repr(v, addr, &repr, NULL);
+	char *text = NULL;
+	err = pyu_strbuf_finish(&repr, &text);
+	if (err) {
+		free(where);
+		return err;
+	}
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (flags & PYU_FMT_JSON) {
+		pyu_strbuf_puts(&sb, "{\"found\": ");
+		pyu_strbuf_json_cstr(&sb, where);
+		pyu_strbuf_puts(&sb, ", \"repr\": ");
+		pyu_strbuf_json_cstr(&sb, text);
+		pyu_strbuf_puts(&sb, ", \"address\": ");
+		json_addr(&sb, addr);
+		pyu_strbuf_puts(&sb, "}\n");
+	} else {
+		put_text(&sb, where);
+		pyu_strbuf_puts(&sb, " = ");
+		put_text(&sb, text);
+		pyu_strbuf_putc(&sb, '\n');
+	}
+	free(where);
+	free(text);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
 // ---- pieces other formatters reuse (format.h) ---------------------------------------------
 
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f);
+	json_frame(sb, s, f, 0, 0, 0);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "inspect.h"
 #include "runtime.h"
 
 static void add_string(char ***list, uint32_t *count, const char *fmt, va_list ap)
@@ -70,7 +71,10 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	}
 	struct pyu_stacks *s = calloc(1, sizeof(*s));
 	struct pyu_code_cache *codes = NULL;
-	if (!s || (err = pyu_code_cache_create(&rt->types, &codes)) != NULL) {
+	if (!s || (err = pyu_inspect_create(&s->inspect)) != NULL ||
+	    (err = pyu_code_cache_create(&rt->types, &codes)) != NULL) {
+		if (s)
+			pyu_inspect_destroy(s->inspect);
 		free(s);
 		free(rt);
 		return err ? err : &pyu_error_nomem;
@@ -98,7 +102,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_add_error(s, "no Python thread states in the interpreter list at 0x%"
 				     PRIx64, rt->interp_head_addr);
 	pyu_code_cache_destroy(codes);
-	free(rt);
+	s->runtime = rt; // values are read on demand, after the walk
 	if (err) {
 		pyu_stacks_destroy(s);
 		return err;
@@ -124,6 +128,8 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 			free(th->frames[k].reason);
 		free(th->frames);
 		free(th->name);
+		free(th->exc_type);
+		free(th->exc_repr);
 	}
 	free(s->threads);
 	for (uint32_t i = 0; i < s->error_count; i++)
@@ -132,7 +138,17 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	for (uint32_t i = 0; i < s->note_count; i++)
 		free(s->notes[i]);
 	free(s->notes);
+	pyu_inspect_destroy(s->inspect); // before the runtime its value reader points to
+	free(s->runtime);
 	free(s);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_limit(struct pyu_stacks *s, uint32_t which,
+						  uint64_t value)
+{
+	if (!s || !s->inspect)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	return pyu_inspect_set_limit(s->inspect, which, value);
 }
 
 PYU_PUBLIC uint32_t pyu_stacks_thread_count(const struct pyu_stacks *s)

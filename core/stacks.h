@@ -43,10 +43,19 @@ struct pyu_thread_info {
 	int32_t holds_gil;          // 1, 0, or -1 when unknown
 	int64_t interpreter_id;     // 0 for the main interpreter; -1 unknown
 	uint64_t tstate_address;
-	char *name;                 // NULL when unknown
+	char *name;                 // NULL when unknown (filled by pyu_stacks_read_thread_values)
 	struct pyu_frame_info *frames; // innermost first
 	uint32_t frame_count;
+	uint64_t interp_address;    // the PyInterpreterState the thread state belongs to
+	// The exception sys.exc_info() gives in the thread (pyu_stacks_read_thread_values):
+	uint64_t exc_address;       // 0 when none / unknown
+	char *exc_type;             // type name, owned
+	char *exc_repr;             // owned
+	bool exc_truncated;
 };
+
+struct pyu_runtime;
+struct pyu_inspect;
 
 struct pyu_stacks {
 	struct pyu_target *target;  // not owned; must outlive the snapshot
@@ -62,6 +71,8 @@ struct pyu_stacks {
 	uint32_t error_count;
 	char **notes;               // how the interpreter was found, debug-offset mismatches,
 	uint32_t note_count;        // chains continued past missing entry frames (owned strings)
+	struct pyu_runtime *runtime; // the interpreter found (owned), for reading values later
+	struct pyu_inspect *inspect; // value state made on demand (owned; inspect.h)
 };
 
 #endif

@@ -156,6 +156,7 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		if (err)
 			return err;
 		th->tstate_address = tstate;
+		th->interp_address = interp;
 		th->interpreter_id = interp_id;
 		th->thread_id = pyu_get_u64(buf, l->tstate.thread_id);
 		if (l->tstate.native_thread_id != PYU_NO_FIELD)

@@ -1,4 +1,4 @@
-# pyunwind.py for lldb - adds py-bt, py-line, py-list, py-up and py-down.
+# pyunwind.py for lldb - adds py-bt, py-line, py-list, py-locals, py-print, py-up and py-down.
 # Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
 # lldb's SB API and the C core (through common/pyunwind_core.py).
 import os
@@ -185,6 +185,14 @@ class PyList(_Command):
     name = "py-list"
 
 
+class PyLocals(_Command):
+    name = "py-locals"
+
+
+class PyPrint(_Command):
+    name = "py-print"
+
+
 class PyUp(_Command):
     name = "py-up"
 
@@ -194,6 +202,6 @@ class PyDown(_Command):
 
 
 def __lldb_init_module(debugger, internal_dict):
-    for cls in (PyBt, PyLine, PyList, PyUp, PyDown):
+    for cls in (PyBt, PyLine, PyList, PyLocals, PyPrint, PyUp, PyDown):
         debugger.HandleCommand("command script add --overwrite -c %s.%s %s"
                                % (__name__, cls.__name__, cls.name))

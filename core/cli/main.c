@@ -27,21 +27,30 @@
 #define STOP_TIMEOUT_MS 2000
 
 static const char usage[] =
-	"usage: pyunwind bt   [options] PID | COREFILE [EXECUTABLE]\n"
+	"usage: pyunwind bt   [options] [--locals] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind line [options] [--frame N] [--table] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
 	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
-	"py-line and py-list debugger commands do.\n"
+	"py-line, py-list, py-locals and py-print debugger commands do.\n"
 	"\n"
 	"  --all              bt: every thread (the default for bt)\n"
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
-	"  --json             bt: the JSON document instead of text\n"
+	"  --json             bt, locals, print: JSON instead of text\n"
+	"  --locals           bt: each frame's locals, each thread's name and exception\n"
+	"  --max-depth N      values: containers nested deeper print as ...\n"
+	"  --max-items N      values: elements shown per container\n"
+	"  --max-chars N      values: characters shown of a str or bytes\n"
+	"  --max-digits N     values: decimal digits of an int before a short form\n"
+	"  --max-repr N       values: bytes of one repr\n"
 	"  --limit N          bt: at most N frames per thread\n"
 	"  --no-source        bt: no source lines or carets\n"
-	"  --frame N          line, list: Python frame #N of the thread (default 0, innermost)\n"
+	"  --frame N          line, list, locals, print: Python frame #N of the thread (default 0,\n"
+	"                     innermost)\n"
 	"  --table            line: also the frame's whole decoded line table\n"
 	"  --range A,B        list: lines A to B instead of 5 around the current one\n"
 	"  --path-map FROM=TO read files the target names FROM... from TO... here (repeatable)\n"
@@ -50,12 +59,21 @@ static const char usage[] =
 	"                     default $PYUNWIND_MAX_UNPACKED or 16G)\n"
 	"  --stats            print read counters and timing to stderr\n"
 	"\n"
-	"line and list default to the thread that crashed (core files) or holds the GIL.\n"
+	"line, list, locals and print default to the thread that crashed (core files) or holds\n"
+	"the GIL.\n"
 	"Exit status: 0 ok, 1 error, 2 usage, 3 not a Python process, 4 unsupported version.\n";
+
+static const char *const limit_options[] = {
+	// Indexed by enum pyu_limit.
+	NULL, "--max-depth", "--max-items", "--max-chars", "--max-digits", "--max-repr",
+};
+#define LIMIT_COUNT (sizeof(limit_options) / sizeof(limit_options[0]))
 
 struct options {
 	const char *command;
-	bool json, source, stop, stats, table, has_thread;
+	bool json, source, stop, stats, table, has_thread, locals;
+	uint64_t limits[LIMIT_COUNT]; // 0 = default
+	const char *path;             // print: NAME[.ATTR...]
 	uint32_t limit, frame;
 	uint64_t thread; // tid or pthread id
 	uint64_t max_unpacked; // 0: the library's default
@@ -94,8 +112,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 	if (argc < 2)
 		return usage_error("%s", "no command");
 	o->command = argv[1];
-	if (strcmp(o->command, "bt") && strcmp(o->command, "line") && strcmp(o->command, "list"))
+	if (strcmp(o->command, "bt") && strcmp(o->command, "line") && strcmp(o->command, "list") &&
+	    strcmp(o->command, "locals") && strcmp(o->command, "print"))
 		return usage_error("unknown command '%s'", o->command);
+	bool print = !strcmp(o->command, "print");
 	int positional = 0;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
@@ -108,6 +128,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->has_thread = false;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true;
+		} else if (!strcmp(a, "--locals")) {
+			o->locals = true;
 		} else if (!strcmp(a, "--no-source")) {
 			o->source = false;
 		} else if (!strcmp(a, "--no-stop")) {
@@ -146,8 +168,19 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (o->map_count == MAX_PATH_MAPS)
 				return usage_error("%s", "too many --path-map options");
 			o->maps[o->map_count++] = next, i++;
+		} else if (!strncmp(a, "--max-", 6)) {
+			size_t k = 1;
+			while (k < LIMIT_COUNT && strcmp(a, limit_options[k]))
+				k++;
+			if (k == LIMIT_COUNT)
+				return usage_error("unknown option '%s'", a);
+			if (!parse_u64(next, &v) || v == 0 || v > UINT32_MAX)
+				return usage_error("%s needs a number of at least 1", a);
+			o->limits[k] = v, i++;
 		} else if (a[0] == '-' && a[1]) {
 			return usage_error("unknown option '%s'", a);
+		} else if (print && !o->path) {
+			o->path = a;
 		} else if (positional == 0) {
 			o->target = a, positional++;
 		} else if (positional == 1) {
@@ -156,6 +189,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (print && !o->path)
+		return usage_error("%s", "print needs a NAME[.ATTR...]");
 	if (!o->target)
 		return usage_error("%s", "no PID or core file given");
 	return 0;
@@ -322,10 +357,21 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		thread = default_thread(s, core);
 	}
 	char *out = NULL;
+	for (size_t k = 1; k < LIMIT_COUNT && !err; k++)
+		err = pyu_stacks_set_limit(s, (uint32_t)k, o->limits[k]);
+	if (err) {
+		pyu_stacks_destroy(s);
+		return fail(err, NULL);
+	}
 	if (!strcmp(o->command, "bt")) {
 		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
-				 (all ? PYU_FMT_ALL : 0);
+				 (all ? PYU_FMT_ALL : 0) | (o->locals ? PYU_FMT_LOCALS : 0);
 		err = pyu_format_bt(s, thread, flags, o->limit, &out);
+	} else if (!strcmp(o->command, "locals")) {
+		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
+	} else if (!strcmp(o->command, "print")) {
+		err = pyu_format_print(s, thread, o->frame, o->path, o->json ? PYU_FMT_JSON : 0,
+				       &out);
 	} else if (!strcmp(o->command, "line")) {
 		err = pyu_format_line(s, thread, o->frame,
 				      PYU_FMT_SOURCE | (o->table ? PYU_FMT_TABLE : 0), &out);

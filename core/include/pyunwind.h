@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 1
+#define PYU_ABI_VERSION 2
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -118,6 +118,20 @@ PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t 
 #define PYU_FMT_SOURCE 0x2u   // text: add the source line (and carets on 3.11+)
 #define PYU_FMT_TABLE 0x4u    // py-line: add the whole decoded line table
 #define PYU_FMT_ALL 0x8u      // py-bt: every thread, not just @thread
+#define PYU_FMT_LOCALS 0x10u  // py-bt: each frame's locals; threads' names and exceptions
+
+// Bounds on the values shown (reprs of locals, exceptions, py-print).
+enum pyu_limit {
+	PYU_LIMIT_DEPTH = 1,  // containers nested deeper print as `...`
+	PYU_LIMIT_ITEMS = 2,  // elements shown per container
+	PYU_LIMIT_CHARS = 3,  // characters shown of a str or bytes
+	PYU_LIMIT_DIGITS = 4, // decimal digits of an int before a short form
+	PYU_LIMIT_OUTPUT = 5, // bytes of one repr
+};
+// Sets one bound for every value formatted from @s from now on; 0 restores its default.
+// Fails with PYU_ERR_ARGUMENT for an unknown limit.
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_limit(struct pyu_stacks *s, uint32_t which,
+						  uint64_t value);
 
 // py-bt: the stack of @thread (or every thread with PYU_FMT_ALL), innermost first, at most
 // @limit frames per thread (0 = no limit). *ret is a NUL-terminated string for pyu_free().
@@ -126,6 +140,17 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 // py-line: the location of frame @frame of @thread; with PYU_FMT_TABLE the whole table.
 PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_t thread,
 					     uint32_t frame, uint32_t flags, char **ret);
+// py-locals: the locals of frame @frame of @thread in the code's own order, one "name = repr"
+// a line (PYU_FMT_JSON: a JSON list of {"name", "kind", "type", "repr", "address"}).
+PYU_PUBLIC struct pyu_error *pyu_format_locals(const struct pyu_stacks *s, uint32_t thread,
+					       uint32_t frame, uint32_t flags, char **ret);
+// py-print: @path ("name" or "name.attr...") looked up in frame @frame of @thread as Python
+// would (local, enclosing, global, builtin; attributes without running code), printed as
+// "local 'name' = repr" (with where each attribute was found). PYU_ERR_NOT_FOUND when a part
+// is missing, with a one-line message.
+PYU_PUBLIC struct pyu_error *pyu_format_print(const struct pyu_stacks *s, uint32_t thread,
+					      uint32_t frame, const char *path, uint32_t flags,
+					      char **ret);
 // py-list: source lines [@first, @last] of the file of frame @frame (0, 0 = around its line).
 PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_t thread,
 					     uint32_t frame, int64_t first, int64_t last,
