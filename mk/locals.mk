@@ -1,0 +1,5 @@
+# Locals, thread names and handled exceptions end to end (tests/e2e/test_locals.py): the CLI on
+# every interpreter of the matrix (live, gdb core, kernel crash core), gdb and lldb on a subset.
+.PHONY: test-locals
+test-locals: all
+	@nice /usr/bin/python3 tests/e2e/test_locals.py
