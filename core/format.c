@@ -137,8 +137,7 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_in
 	pyu_strbuf_printf(sb, "Thread 0x%" PRIx64, th->thread_id);
 	if (th->native_thread_id >= 0)
 		pyu_strbuf_printf(sb, " (tid %" PRId64 ")", th->native_thread_id);
-	// Names are read with the values (--locals), so plain py-bt text never depends on them.
-	if (th->name && (flags & PYU_FMT_LOCALS)) {
+	if (th->name) {
 		pyu_strbuf_puts(sb, " \"");
 		put_text(sb, th->name);
 		pyu_strbuf_putc(sb, '"');

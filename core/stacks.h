@@ -43,7 +43,7 @@ struct pyu_thread_info {
 	int32_t holds_gil;          // 1, 0, or -1 when unknown
 	int64_t interpreter_id;     // 0 for the main interpreter; -1 unknown
 	uint64_t tstate_address;
-	char *name;                 // NULL when unknown (filled by pyu_stacks_read_thread_values)
+	char *name;                 // NULL when unknown (read with values: JSON, --locals)
 	struct pyu_frame_info *frames; // innermost first
 	uint32_t frame_count;
 	uint64_t interp_address;    // the PyInterpreterState the thread state belongs to
