@@ -2,6 +2,7 @@
 # own Python stacks (from sys._current_frames()), prints READY and blocks until killed.
 #   python target.py deep TRUTH.json      one thread, a 1,000-deep recursion
 #   python target.py threads TRUTH.json   100 threads x 50 frames (plus the main thread)
+#   python target.py locals TRUTH.json    the same, with ten locals in every recursing frame
 # Runs on CPython 3.8+ (native thread ids); nothing here may hold the GIL while blocked.
 import json
 import os
@@ -104,11 +105,34 @@ def threads(truth):
     block_forever()
 
 
+# ---- (c) as (b), each recursing frame holding ten locals of the common types -----------------
+
+def locals_recurse(n, label, *rest, **options):
+    count = n * 3
+    ratio = n / 7.0
+    name = "frame-%d" % n
+    pair = (n, label)
+    items = [n, n + 1, n + 2]
+    table = {"n": n, "name": name}
+    if n > 1:
+        return locals_recurse(n - 1, label, count, ratio, pair=pair, items=items, table=table)
+    block_forever()
+
+
+def locals_threads(truth):
+    for i in range(THREADS):
+        threading.Thread(target=locals_recurse, args=(THREAD_FRAMES - 4, "worker-%d" % i),
+                         name="worker-%d" % i, daemon=True).start()
+    start_reporter(truth, THREADS + 1)
+    block_forever()
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("deep", "threads"):
-        sys.stderr.write("usage: target.py deep|threads TRUTH.json\n")
+    scenarios = {"deep": deep, "threads": threads, "locals": locals_threads}
+    if len(sys.argv) != 3 or sys.argv[1] not in scenarios:
+        sys.stderr.write("usage: target.py deep|threads|locals TRUTH.json\n")
         return 2
-    {"deep": deep, "threads": threads}[sys.argv[1]](sys.argv[2])
+    scenarios[sys.argv[1]](sys.argv[2])
     return 0
 
 

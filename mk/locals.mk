@@ -3,3 +3,10 @@
 .PHONY: test-locals
 test-locals: all
 	@nice /usr/bin/python3 tests/e2e/test_locals.py
+
+# The locals part of `make bench` (bench/locals-run): py-bt --all --locals from a core inside
+# gdb, and py-locals per frame against CPython's gdb helper.
+.PHONY: bench-locals
+bench-locals: all
+	@bench/locals-run
+bench: bench-locals
