@@ -59,8 +59,8 @@ void pyu_value_repr(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *out,
 struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char **ret);
 
 // Calls @visit for each (key, value) of the dict at @dict, in the order Python iterates it,
-// until it returns false. At most limits.items * 100 (and never more than the table holds)
-// entries are visited. Fails when @dict is not a readable dict (PYU_ERR_CORRUPT, PYU_ERR_FAULT);
+// until it returns false. Never more entries than the table's checked size; the read budget
+// bounds the work on a corrupt table. Fails when @dict is not a readable dict (PYU_ERR_CORRUPT, PYU_ERR_FAULT);
 // a failure part way through is returned after the entries before it were visited.
 struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict,
 				   bool (*visit)(void *arg, uint64_t key, uint64_t value),

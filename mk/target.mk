@@ -16,7 +16,8 @@ $(BUILD)/fuzz/seeds_target: tests/fuzz/seeds_target.c tests/unit/elf_fixture.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -O1 $(CHECK_CFLAGS) -Itests/unit -o $@ $< $(CHECK_LIBS)
 
-TARGET_FUZZ_BINS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/seeds_target
+TARGET_FUZZ_BINS := $(BUILD)/fuzz/fuzz_core $(BUILD)/fuzz/fuzz_elf $(BUILD)/fuzz/fuzz_values \
+	$(BUILD)/fuzz/seeds_target
 
 .PHONY: fuzz-target test-fuzz-target
 fuzz-target: $(TARGET_FUZZ_BINS)

@@ -7,3 +7,9 @@ $(BUILD)/values-probe: tests/values/probe.c $(BUILD)/libpyunwind.a $(CORE_HDRS)
 .PHONY: test-values
 test-values: all $(BUILD)/values-probe
 	@nice python3 tests/e2e/test_values.py
+
+# The value reader's fuzzer (run with the target fuzzers by tests/fuzz/run-target): it needs
+# the whole core, not just the target layer the generic fuzz_% rule links.
+$(BUILD)/fuzz/fuzz_values: tests/fuzz/fuzz_values.c $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(TARGET_FUZZ_FLAGS) -o $@ $< $(CORE_SRCS) $(CORE_LIBS)
