@@ -5,7 +5,7 @@ $(BUILD)/values-probe: tests/values/probe.c $(BUILD)/libpyunwind.a $(CORE_HDRS)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS) -o $@ $< $(BUILD)/libpyunwind.a $(CORE_LIBS)
 
 .PHONY: test-values
-test-values: all $(BUILD)/values-probe
+test-values: all $(BUILD)/values-probe $(BUILD)/values-probe-san
 	@nice python3 tests/e2e/test_values.py
 
 # The value reader's fuzzer (run with the target fuzzers by tests/fuzz/run-target): it needs
@@ -13,3 +13,7 @@ test-values: all $(BUILD)/values-probe
 $(BUILD)/fuzz/fuzz_values: tests/fuzz/fuzz_values.c $(CORE_SRCS) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(TARGET_FUZZ_FLAGS) -o $@ $< $(CORE_SRCS) $(CORE_LIBS)
+
+# The same probe over the ASan/UBSan build of the core, for the damage cases of test-values.
+$(BUILD)/values-probe-san: tests/values/probe.c $(BUILD)/libpyunwind-san.a $(CORE_HDRS)
+	$(CC) $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $< $(BUILD)/libpyunwind-san.a $(CORE_LIBS)
