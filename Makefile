@@ -5,7 +5,7 @@ BUILD := build
 PREFIX ?= /usr/local
 
 CWARN := -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(CWARN) -fPIC -fvisibility=hidden -Icore
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g $(CWARN) -fPIC -fvisibility=hidden -iquote core
 CFLAGS ?= -O2
 SAN_FLAGS := -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 

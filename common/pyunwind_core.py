@@ -6,7 +6,7 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -17,6 +17,8 @@ PYU_FMT_LOCALS = 0x10
 # Value bounds (enum pyu_limit): option name -> limit number. 0 restores the default.
 LIMIT_OPTIONS = {"--max-depth": 1, "--max-items": 2, "--max-chars": 3, "--max-digits": 4,
                  "--max-repr": 5}
+PYU_FMT_NATIVE = 0x20
+PYU_FMT_NATIVE_ALL = 0x40
 
 
 class PyunwindError(Exception):
@@ -117,6 +119,13 @@ class Library(object):
                                       PP]),
             "pyu_format_print": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p,
                                      ctypes.c_uint32, PP]),
+            "pyu_stacks_add_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint64,
+                                                ctypes.c_uint64, ctypes.c_uint64,
+                                                ctypes.c_char_p, ctypes.c_char_p,
+                                                ctypes.c_char_p, ctypes.c_int64]),
+            "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
+            "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
+            "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)

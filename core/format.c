@@ -11,6 +11,7 @@
 #include "include/pyunwind.h"
 #include "inspect.h"
 #include "linetable.h"
+#include "native.h"
 #include "source.h"
 #include "stacks.h"
 #include "strbuf.h"
@@ -199,9 +200,9 @@ static void text_error_frame(struct pyu_strbuf *sb, const struct pyu_frame_info 
 	pyu_strbuf_puts(sb, ">\n");
 }
 
-// The "File ..., line N, in name" line of a Python frame (without the frame number).
-static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
-			  const struct pyu_frame_info *f)
+// "File ..., line N, in name" of a Python frame, without the frame number or a newline.
+static void text_location_words(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+				const struct pyu_frame_info *f)
 {
 	pyu_strbuf_puts(sb, "File \"");
 	put_text(sb, c->filename ? c->filename : "???");
@@ -209,6 +210,13 @@ static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 	put_int_or(sb, f->loc.line, f->loc.line == PYU_NO_LINE, "?");
 	pyu_strbuf_puts(sb, ", in ");
 	put_text(sb, display_name(c));
+}
+
+// The "File ..., line N, in name" line of a Python frame (without the frame number).
+static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+			  const struct pyu_frame_info *f)
+{
+	text_location_words(sb, c, f);
 	pyu_strbuf_putc(sb, '\n');
 }
 
@@ -243,6 +251,57 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n",
 				  th->frame_count - shown, th->frame_count - shown == 1 ? "" : "s",
 				  limit);
+}
+
+// "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the debugger's frame level.
+static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
+			      uint32_t level)
+{
+	pyu_strbuf_printf(sb, "native #%u  0x%016" PRIx64 " in ", level, f->pc);
+	put_text(sb, f->function ? f->function : "??");
+	pyu_strbuf_puts(sb, " ()");
+	if (f->file) {
+		pyu_strbuf_puts(sb, " at ");
+		put_text(sb, f->file);
+		if (f->line > 0)
+			pyu_strbuf_printf(sb, ":%" PRId64, f->line);
+	}
+	if (f->library) {
+		pyu_strbuf_puts(sb, " from ");
+		put_text(sb, f->library);
+	}
+	pyu_strbuf_putc(sb, '\n');
+}
+
+// py-bt --native: the merged stack (see native.c), or both sides apart with the reason.
+static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+					    uint32_t thread, uint32_t flags, uint32_t limit,
+					    struct pyu_source_cache *cache)
+{
+	const struct pyu_thread_info *th = &s->threads[thread];
+	struct pyu_merge m;
+	struct pyu_error *err = pyu_merge_thread(s, th, flags & PYU_FMT_NATIVE_ALL, &m);
+	if (err)
+		return err;
+	text_thread_header(sb, th, flags);
+	if (!m.merged) {
+		pyu_strbuf_puts(sb, "(native and Python frames not merged: ");
+		put_text(sb, m.reason);
+		pyu_strbuf_puts(sb, "; both shown apart)\n");
+	}
+	uint32_t shown = limit && limit < m.count ? limit : m.count;
+	for (uint32_t i = 0; i < shown; i++) {
+		const struct pyu_merge_item *it = &m.items[i];
+		if (it->python)
+			text_frame(sb, s, thread, it->index, flags, cache);
+		else
+			text_native_frame(sb, &th->native[it->index], it->index);
+	}
+	if (shown < m.count)
+		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n", m.count - shown,
+				  m.count - shown == 1 ? "" : "s", limit);
+	pyu_merge_release(&m);
+	return NULL;
 }
 
 static void text_version(struct pyu_strbuf *sb, const struct pyu_stacks *s)
@@ -361,11 +420,10 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_putc(sb, '}');
 }
 
-static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-			uint32_t flags, uint32_t limit)
+// Everything of a thread's JSON object before its frames.
+static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_thread_info *th,
+			     uint32_t omitted)
 {
-	const struct pyu_thread_info *th = &s->threads[thread];
-	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
 	pyu_strbuf_printf(sb, "  {\"thread_id\": %" PRIu64 ", \"native_thread_id\": ", th->thread_id);
 	json_int_or_null(sb, th->native_thread_id, th->native_thread_id < 0);
 	pyu_strbuf_puts(sb, ", \"holds_gil\": ");
@@ -389,7 +447,75 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_strbuf_puts(sb, ", \"interpreter_id\": ");
 	json_int_or_null(sb, th->interpreter_id, th->interpreter_id < 0);
 	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
-			  th->tstate_address, th->frame_count - shown);
+			  th->tstate_address, omitted);
+}
+
+static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
+			      uint32_t level)
+{
+	pyu_strbuf_puts(sb, "{\"kind\": \"native\", \"function\": ");
+	pyu_strbuf_json_cstr(sb, f->function);
+	pyu_strbuf_puts(sb, ", \"library\": ");
+	pyu_strbuf_json_cstr(sb, f->library);
+	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"file\": ", f->pc);
+	pyu_strbuf_json_cstr(sb, f->file);
+	pyu_strbuf_puts(sb, ", \"line\": ");
+	json_int_or_null(sb, f->line, f->line <= 0);
+	pyu_strbuf_printf(sb, ", \"level\": %u}", level);
+}
+
+// --native: "frames" is the merged stack; when the sides do not fit, "frames" keeps the Python
+// frames, "native_frames" the native ones and "merge_error" says why (null when merged).
+static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+					    uint32_t thread, uint32_t flags, uint32_t limit)
+{
+	const struct pyu_thread_info *th = &s->threads[thread];
+	struct pyu_merge m;
+	struct pyu_error *err = pyu_merge_thread(s, th, flags & PYU_FMT_NATIVE_ALL, &m);
+	if (err)
+		return err;
+	uint32_t shown = limit && limit < m.count ? limit : m.count;
+	uint32_t omitted = 0, listed = 0;
+	for (uint32_t i = shown; i < m.count; i++)
+		if (m.merged || m.items[i].python)
+			omitted++;
+	json_thread_head(sb, th, omitted);
+	pyu_strbuf_puts(sb, "   \"merge_error\": ");
+	pyu_strbuf_json_cstr(sb, m.merged ? NULL : m.reason);
+	pyu_strbuf_puts(sb, ",\n   \"frames\": [");
+	for (uint32_t i = 0; i < shown; i++) {
+		const struct pyu_merge_item *it = &m.items[i];
+		if (!m.merged && !it->python)
+			continue;
+		pyu_strbuf_puts(sb, listed++ ? ",\n    " : "\n    ");
+		if (it->python)
+			json_frame(sb, s, &th->frames[it->index], thread, it->index, flags);
+		else
+			json_native_frame(sb, &th->native[it->index], it->index);
+	}
+	pyu_strbuf_puts(sb, "]");
+	if (!m.merged) {
+		pyu_strbuf_puts(sb, ",\n   \"native_frames\": [");
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < m.count; i++) {
+			if (m.items[i].python)
+				continue;
+			pyu_strbuf_puts(sb, k++ ? ",\n    " : "\n    ");
+			json_native_frame(sb, &th->native[m.items[i].index], m.items[i].index);
+		}
+		pyu_strbuf_puts(sb, "]");
+	}
+	pyu_strbuf_puts(sb, "}");
+	pyu_merge_release(&m);
+	return NULL;
+}
+
+static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
+			uint32_t flags, uint32_t limit)
+{
+	const struct pyu_thread_info *th = &s->threads[thread];
+	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
+	json_thread_head(sb, th, th->frame_count - shown);
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
@@ -398,9 +524,11 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_strbuf_puts(sb, "]}");
 }
 
-static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t first,
-			  uint32_t count, uint32_t flags, uint32_t limit)
+static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+				       uint32_t first, uint32_t count, uint32_t flags,
+				       uint32_t limit)
 {
+	struct pyu_error *err = NULL;
 	pyu_strbuf_puts(sb, "{\"pyunwind\": 1,\n \"python\": {\"version\": ");
 	pyu_strbuf_json_cstr(sb, s->version);
 	pyu_strbuf_printf(sb, ", \"hexversion\": %" PRIu64 ", \"debug_build\": %s, "
@@ -409,7 +537,10 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uin
 			  s->free_threaded ? "true" : "false");
 	for (uint32_t i = 0; i < count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
-		json_thread(sb, s, first + i, flags, limit);
+		if (!(flags & PYU_FMT_NATIVE))
+			json_thread(sb, s, first + i, flags, limit);
+		else if ((err = json_thread_native(sb, s, first + i, flags, limit)))
+			return err;
 	}
 	pyu_strbuf_puts(sb, "],\n \"errors\": [");
 	for (uint32_t i = 0; i < s->error_count; i++) {
@@ -425,6 +556,7 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s, uin
 		pyu_strbuf_json_cstr(sb, s->notes[i] ? s->notes[i] : "?");
 	}
 	pyu_strbuf_puts(sb, "]}\n");
+	return NULL;
 }
 
 // ---- public -----------------------------------------------------------------------------
@@ -467,17 +599,30 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
 	if (flags & (PYU_FMT_JSON | PYU_FMT_LOCALS))
 		pyu_stacks_read_thread_values(s);
+	struct pyu_error *err = NULL;
 	if (flags & PYU_FMT_JSON) {
-		json_document(&sb, s, first, count, flags, limit);
+		err = json_document(&sb, s, first, count, flags, limit);
+		if (err) {
+			pyu_strbuf_release(&sb);
+			return err;
+		}
 		return pyu_strbuf_finish(&sb, ret);
 	}
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
 	if (all)
 		text_version(&sb, s);
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0; i < count && !err; i++) {
 		if (i || all)
 			pyu_strbuf_putc(&sb, '\n');
-		text_thread(&sb, s, first + i, flags, limit, cache);
+		if (flags & PYU_FMT_NATIVE)
+			err = text_thread_native(&sb, s, first + i, flags, limit, cache);
+		else
+			text_thread(&sb, s, first + i, flags, limit, cache);
+	}
+	if (err) {
+		pyu_source_cache_destroy(cache);
+		pyu_strbuf_release(&sb);
+		return err;
 	}
 	if (s->error_count)
 		pyu_strbuf_putc(&sb, '\n');
@@ -713,6 +858,33 @@ PYU_PUBLIC struct pyu_error *pyu_format_print(const struct pyu_stacks *s, uint32
 	}
 	free(where);
 	free(text);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s, uint32_t thread,
+						     uint32_t level, char **ret)
+{
+	struct pyu_error *err = check_thread(s, thread);
+	if (err)
+		return err;
+	const struct pyu_thread_info *th = &s->threads[thread];
+	struct pyu_merge m;
+	err = pyu_merge_thread(s, th, true, &m);
+	if (err)
+		return err;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	bool first = true;
+	for (uint32_t i = 0; m.merged && i < th->frame_count; i++) {
+		const struct pyu_code_info *c = code_of(s, &th->frames[i]);
+		if (m.runner[i] != (int32_t)level || !c)
+			continue;
+		if (!first)
+			pyu_strbuf_putc(&sb, '\n');
+		first = false;
+		text_location_words(&sb, c, &th->frames[i]);
+	}
+	pyu_merge_release(&m);
 	return pyu_strbuf_finish(&sb, ret);
 }
 

@@ -293,6 +293,30 @@ static struct pyu_error *tlbc_start(struct pyu_walk *w, uint64_t code, int32_t i
 	return NULL;
 }
 
+// 3.12+: the frames from @from on run in the eval call whose entry frame is at @marker.
+static void mark_run(struct pyu_thread_info *th, uint32_t from, uint64_t marker)
+{
+	for (uint32_t k = from; k < th->frame_count; k++)
+		if (th->frames[k].kind == PYU_FRAME_PYTHON)
+			th->frames[k].entry_marker = marker;
+}
+
+// 3.11: the _PyCFrame of the next older eval call; 0 when unreadable or past the bound.
+static uint64_t older_cframe(struct pyu_walk *w, uint64_t cframe, uint32_t *steps)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	uint64_t prev;
+	if (!cframe || l->tstate.cframe_previous == PYU_NO_FIELD || ++*steps >= PYU_MAX_FRAMES)
+		return 0;
+	struct pyu_error *err = pyu_target_read_u64(w->t, cframe + (uint64_t)l->tstate.cframe_previous,
+						    &prev);
+	if (err) {
+		pyu_error_destroy(err);
+		return 0;
+	}
+	return prev;
+}
+
 // A _PyInterpreterFrame chain (3.11+).
 static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 const struct pyu_frame_start *st,
@@ -307,6 +331,14 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	uint32_t first_frame = th->frame_count, resumed = 0;
 	bool can_resume = st->chunk && st->top && l->owner_first_foreign >= 0 &&
 			  l->code.framesize != PYU_NO_FIELD;
+	// Which eval call runs each frame (native.c): 3.12+ the entry frame below its run, 3.11
+	// the _PyCFrame chain, one per run, a run ending at the frame with is_entry set.
+	bool by_entry = l->native_placement == PYU_PLACE_BY_ENTRY_FRAME;
+	bool by_cframe = l->native_placement == PYU_PLACE_BY_CFRAME &&
+			 l->iframe.is_entry != PYU_NO_FIELD;
+	uint32_t run_start = th->frame_count, cframe_steps = 0;
+	uint64_t cframe = by_cframe && !st->first_unknown ? st->cframe : 0;
+	bool cframe_ends = false;
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
 		addr = sf->n ? sf->addrs[sf->n - 1] : 0;
@@ -314,6 +346,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			resumed++;
 	}
 	for (uint32_t depth = 0; addr; depth++) {
+		if (cframe_ends) {
+			cframe = older_cframe(w, cframe, &cframe_steps);
+			cframe_ends = false;
+		}
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
 		if (depth >= PYU_MAX_FRAMES)
@@ -336,6 +372,9 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				if (below || exhausted) {
 					pyu_error_destroy(err);
 					resumed++;
+					if (by_entry) // where the entry frame was, unreadable or not
+						mark_run(th, run_start, addr);
+					run_start = th->frame_count;
 					if (!below) {
 						last = 0; // every data-stack frame was seen
 						break;
@@ -352,7 +391,12 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		last = addr;
 		uint64_t next = pyu_get_u64(buf, l->iframe.previous);
 		uint8_t owner = buf[l->iframe.owner];
+		if (by_cframe)
+			cframe_ends = buf[l->iframe.is_entry] != 0;
 		if (l->owner_first_foreign >= 0 && owner >= l->owner_first_foreign) {
+			if (by_entry)
+				mark_run(th, run_start, addr);
+			run_start = th->frame_count;
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}
@@ -412,6 +456,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.code = index;
 		f.frame_address = addr;
 		f.instruction_offset = q < 0 ? -1 : q;
+		f.entry_marker = by_cframe ? cframe : 0;
 		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;

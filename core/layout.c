@@ -55,6 +55,7 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"iframe.instr_ptr", l->iframe.instr_ptr, l->iframe.size, 8},
 		{"iframe.owner", l->iframe.owner, l->iframe.size, 1},
 		{"iframe.tlbc_index", l->iframe.tlbc_index, l->iframe.size, 4},
+		{"iframe.is_entry", l->iframe.is_entry, l->iframe.size, 1},
 		{"code.ob_size", l->code.ob_size, l->code.size, 8},
 		{"code.firstlineno", l->code.firstlineno, l->code.size, 4},
 		{"code.filename", l->code.filename, l->code.size, 8},

@@ -54,6 +54,15 @@ enum pyu_gil_rule {
 	PYU_GIL_INTERP_STRUCT,   // *(interp + ceval_gil): locked && last_holder (3.12+)
 };
 
+// How a thread's Python frames are matched to the native frames that run them (native.c).
+enum pyu_native_placement {
+	PYU_PLACE_BY_EVAL_SYMBOL, // one call of @eval_function per Python frame (2.7 - 3.10)
+	PYU_PLACE_BY_CFRAME,      // each eval call keeps a _PyCFrame on the C stack; the oldest
+	                          // frame of its run has is_entry set (3.11)
+	PYU_PLACE_BY_ENTRY_FRAME, // each eval call links a C-stack frame (owner >=
+	                          // owner_first_foreign) below the frames it runs (3.12+)
+};
+
 // How str objects are stored.
 enum pyu_str_kind {
 	PYU_STR_PY2,    // 2.7: PyStringObject (bytes) and PyUnicodeObject (Py_UNICODE *)
@@ -80,6 +89,8 @@ struct pyu_layout {
 	bool chain_ends_at_base_frame; // 3.15: the walk must reach tstate->base_frame
 	bool trace_refs_in_debug;   // Py_DEBUG implies Py_TRACE_REFS: objects grow 16 bytes
 	                            // at the front (2.7 - 3.7)
+	enum pyu_native_placement native_placement;
+	const char *eval_function;  // the eval loop's symbol, where builds export it
 
 	// _PyRuntimeState (3.7+; -1 before).
 	struct {
@@ -109,6 +120,7 @@ struct pyu_layout {
 		int32_t frame;          // PyFrameObject * (<= 3.10)
 		int32_t cframe;         // _PyCFrame * (3.11, 3.12)
 		int32_t cframe_current; // offset of current_frame inside _PyCFrame
+		int32_t cframe_previous; // offset of previous inside _PyCFrame (3.11, 3.12)
 		int32_t current_frame;  // _PyInterpreterFrame * (3.13+)
 		int32_t base_frame;     // pointer to the sentinel base frame (3.15)
 		int32_t thread_id;      // unsigned long pthread id
@@ -144,6 +156,7 @@ struct pyu_layout {
 		int32_t f_locals;   // dict * of module and class bodies, else NULL
 		int32_t f_globals;
 		int32_t f_builtins;
+		int32_t is_entry;  // bool: first frame of an eval call (3.11)
 	} iframe;
 
 	// PyCodeObject.

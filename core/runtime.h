@@ -87,6 +87,7 @@ struct pyu_frame_start {
 	uint64_t top;        // frames on the native stack (missing from some cores); 0 unknown
 	uint64_t thread_id;  // for messages
 	bool first_unknown;  // 3.11/3.12: the cframe was unreadable; start at the data stack's top
+	uint64_t cframe;     // 3.11: tstate->cframe, the innermost eval call's _PyCFrame; 0 none
 };
 
 // Walks one thread's frame chain into @th, innermost first. Fails only for out of memory;

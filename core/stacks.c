@@ -84,6 +84,9 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	version_string(rt->version_hex, rt->version_exact, s->version, sizeof(s->version));
 	s->debug_build = rt->debug_build;
 	s->free_threaded = rt->free_threaded;
+	s->placement = rt->layout.native_placement;
+	snprintf(s->eval_function, sizeof(s->eval_function), "%s",
+		 rt->layout.eval_function ? rt->layout.eval_function : "");
 	if (rt->notes[0])
 		pyu_stacks_add_note(s, "%s", rt->notes);
 	if (rt->memory_only)
@@ -130,6 +133,13 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 		free(th->name);
 		free(th->exc_type);
 		free(th->exc_repr);
+		for (uint32_t k = 0; k < th->native_count; k++) {
+			free(th->native[k].function);
+			free(th->native[k].library);
+			free(th->native[k].file);
+		}
+		free(th->native);
+		free(th->native_error);
 	}
 	free(s->threads);
 	for (uint32_t i = 0; i < s->error_count; i++)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "layout.h"
 #include "linetable.h"
 #include "target.h"
 
@@ -35,6 +36,21 @@ struct pyu_frame_info {
 	int64_t instruction_offset;  // byte offset, as frame.f_lasti reports it in Python; -1 none
 	uint64_t frame_address;
 	char *reason;                // error frames: owned message
+	// Where the eval-loop call that runs this frame keeps its marker on the C stack: 3.12+ its
+	// entry frame, 3.11 its _PyCFrame; 0 when unknown or the version has none (native.c).
+	uint64_t entry_marker;
+};
+
+// A native frame of a thread, as the debugger or the CLI's unwinder saw it. Strings are owned;
+// NULL when unknown.
+struct pyu_native_frame {
+	uint64_t pc;
+	uint64_t sp;   // the frame's stack pointer
+	uint64_t cfa;  // its canonical frame address (the caller's sp); 0 when unknown
+	char *function;
+	char *library;
+	char *file;
+	int64_t line;  // -1 when unknown
 };
 
 struct pyu_thread_info {
@@ -52,6 +68,10 @@ struct pyu_thread_info {
 	char *exc_type;             // type name, owned
 	char *exc_repr;             // owned
 	bool exc_truncated;
+	struct pyu_native_frame *native; // innermost first (pyu_stacks_add_native_frame)
+	uint32_t native_count, native_cap;
+	bool native_known;          // native frames were given (possibly none)
+	char *native_error;         // why they could not be had; owned, NULL when none
 };
 
 struct pyu_runtime;
@@ -73,6 +93,8 @@ struct pyu_stacks {
 	uint32_t note_count;        // chains continued past missing entry frames (owned strings)
 	struct pyu_runtime *runtime; // the interpreter found (owned), for reading values later
 	struct pyu_inspect *inspect; // value state made on demand (owned; inspect.h)
+	enum pyu_native_placement placement; // how Python frames are matched to native ones
+	char eval_function[64];     // the eval loop's symbol for this version
 };
 
 #endif

@@ -34,6 +34,7 @@ struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
 	t->backend_read = read;
 	t->backend_destroy = destroy;
 	t->backend_data = data;
+	t->core_fd = -1;
 	for (unsigned i = 0; i < PYU_FILE_CACHE; i++)
 		t->files[i].fd = -1;
 	*ret = t;

@@ -1018,6 +1018,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
 		return err;
 	}
 	t->image_read = core_image_read;
+	t->core_fd = fd;
 	err = load_core(t, c, core_path, executable);
 	if (err) {
 		pyu_target_destroy(t);

@@ -64,6 +64,11 @@ struct pyu_target {
 	struct pyu_crash crash; // see pyu_target_crash(); valid when has_crash
 	bool has_crash;
 
+	// For native unwinding (unwind.c): the live process's id, or the core file's descriptor
+	// (owned by the backend; the decompressed copy for a compressed core); 0 / -1 otherwise.
+	int32_t live_pid;
+	int core_fd;
+
 	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
 	uint64_t backend_reads, cached_reads;
 

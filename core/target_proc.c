@@ -267,6 +267,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 		free(p);
 		return err;
 	}
+	t->live_pid = pid;
 	err = read_maps(t, pid);
 	if (!err)
 		err = read_tasks(t, pid);

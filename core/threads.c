@@ -195,7 +195,9 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		}
 		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
 			base = pyu_get_u64(buf, l->tstate.base_frame);
-		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown};
+		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown, 0};
+		if (l->frame_source == PYU_FRAME_FROM_CFRAME)
+			start.cframe = pyu_get_u64(buf, l->tstate.cframe);
 		if (l->tstate.datastack_chunk != PYU_NO_FIELD &&
 		    l->tstate.datastack_top != PYU_NO_FIELD) {
 			start.chunk = pyu_get_u64(buf, l->tstate.datastack_chunk);

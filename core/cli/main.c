@@ -49,6 +49,9 @@ static const char usage[] =
 	"  --max-repr N       values: bytes of one repr\n"
 	"  --limit N          bt: at most N frames per thread\n"
 	"  --no-source        bt: no source lines or carets\n"
+	"  --native           bt: native frames too, with each Python frame placed inside the\n"
+	"                     native frame that runs it (the interpreter's own frames hidden)\n"
+	"  --native-all       bt: the same, keeping every native frame\n"
 	"  --frame N          line, list, locals, print: Python frame #N of the thread (default 0,\n"
 	"                     innermost)\n"
 	"  --table            line: also the frame's whole decoded line table\n"
@@ -71,7 +74,7 @@ static const char *const limit_options[] = {
 
 struct options {
 	const char *command;
-	bool json, source, stop, stats, table, has_thread, locals;
+	bool json, source, stop, stats, table, has_thread, locals, native, native_all;
 	uint64_t limits[LIMIT_COUNT]; // 0 = default
 	const char *path;             // print: NAME[.ATTR...]
 	uint32_t limit, frame;
@@ -130,6 +133,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->json = true;
 		} else if (!strcmp(a, "--locals")) {
 			o->locals = true;
+		} else if (!strcmp(a, "--native")) {
+			o->native = true;
+		} else if (!strcmp(a, "--native-all")) {
+			o->native = o->native_all = true;
 		} else if (!strcmp(a, "--no-source")) {
 			o->source = false;
 		} else if (!strcmp(a, "--no-stop")) {
@@ -363,9 +370,18 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		pyu_stacks_destroy(s);
 		return fail(err, NULL);
 	}
+	if (!strcmp(o->command, "bt") && o->native) {
+		err = pyu_stacks_unwind_native(s);
+		if (err) {
+			pyu_stacks_destroy(s);
+			return fail(err, "native frames");
+		}
+	}
 	if (!strcmp(o->command, "bt")) {
 		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
-				 (all ? PYU_FMT_ALL : 0) | (o->locals ? PYU_FMT_LOCALS : 0);
+				 (all ? PYU_FMT_ALL : 0) | (o->locals ? PYU_FMT_LOCALS : 0) |
+				 (o->native ? PYU_FMT_NATIVE : 0) |
+				 (o->native_all ? PYU_FMT_NATIVE_ALL : 0);
 		err = pyu_format_bt(s, thread, flags, o->limit, &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);

@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 2
+#define PYU_ABI_VERSION 3
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -132,6 +132,36 @@ enum pyu_limit {
 // Fails with PYU_ERR_ARGUMENT for an unknown limit.
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_limit(struct pyu_stacks *s, uint32_t which,
 						  uint64_t value);
+#define PYU_FMT_NATIVE 0x20u  // py-bt: native frames merged with the Python ones (see below)
+#define PYU_FMT_NATIVE_ALL 0x40u // with PYU_FMT_NATIVE: keep the interpreter's own frames
+
+// ---- native frames -----------------------------------------------------------------------
+// A thread's native stack, innermost first, as a debugger or an unwinder sees it: each frame's
+// pc, stack pointer @sp and canonical frame address @cfa (the caller's stack pointer; 0 when
+// unknown - the next frame's @sp is then used), and what is known of it (NULL / -1 when not).
+// The snapshot copies the strings. py-bt with PYU_FMT_NATIVE places each Python frame just
+// inner to the native frame that runs it; a thread with no native frames, or whose two sides do
+// not fit together, prints one line saying why, then both sides apart.
+PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,
+							 uint64_t pc, uint64_t sp, uint64_t cfa,
+							 const char *function,
+							 const char *library, const char *file,
+							 int64_t line);
+// Records why the native frames of @thread could not be had (shown instead of them).
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
+							 const char *message);
+// Forgets the native frames of @thread (to hand them in again).
+PYU_PUBLIC struct pyu_error *pyu_stacks_clear_native(struct pyu_stacks *s, uint32_t thread);
+// Unwinds every thread of a live process or core target with elfutils (the CLI's way; debuggers
+// hand in their own frames instead). A live process must be stopped under ptrace by the
+// caller. Threads that cannot be unwound get a native error; fails only for a target that is
+// neither a process nor a core (PYU_ERR_ARGUMENT) or out of memory.
+PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s);
+// The Python frames native frame @level of @thread runs, one "File ..., line N, in NAME" line
+// each, innermost first; "" when it runs none or the stacks cannot be merged. For decorating a
+// debugger's own backtrace. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s, uint32_t thread,
+						     uint32_t level, char **ret);
 
 // py-bt: the stack of @thread (or every thread with PYU_FMT_ALL), innermost first, at most
 // @limit frames per thread (0 = no limit). *ret is a NUL-terminated string for pyu_free().

@@ -1,0 +1,361 @@
+// native.c - a thread's native frames (handed in by a debugger adapter or unwound by the CLI)
+// and their merge with its Python frames. The decision is made from data only: each Python
+// frame's C-stack marker (the entry frame of 3.12+, the _PyCFrame of 3.11, recorded by the
+// walker) must lie inside the stack range [sp, cfa) of one native frame, the eval call that
+// runs it; older versions have one eval-loop call per Python frame, known by its symbol. When
+// the two sides do not fit together the merge says why and nothing is interleaved.
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "include/pyunwind.h"
+#include "native.h"
+#include "unwind.h"
+
+// ---- the interpreter's plumbing -------------------------------------------------------------
+
+// Prefixes of functions that only move a call from one place to the next inside the
+// interpreter; the Python frames around them say what is going on.
+static const char *const plumbing_prefixes[] = {
+	"_Py", "PyEval_", "PyObject_Call", "PyObject_Vectorcall", "PyVectorcall_",
+	"PyCFunction_Call", "PyFunction_", "_TAIL_CALL_", "method_vectorcall", "cfunction_call",
+	"call_function", "fast_function", "function_code_fastcall", "do_call_core",
+	"slot_tp_call", "ext_do_call", "function_call", "instancemethod_call", "method_call",
+	"call_trampoline", "vectorcall_",
+};
+
+bool pyu_native_is_plumbing(const char *function)
+{
+	if (!function)
+		return false;
+	if (strstr(function, "vectorcall"))
+		return true;
+	for (size_t i = 0; i < sizeof(plumbing_prefixes) / sizeof(plumbing_prefixes[0]); i++)
+		if (!strncmp(function, plumbing_prefixes[i], strlen(plumbing_prefixes[i])))
+			return true;
+	return false;
+}
+
+// @function is @want or a part of it the compiler split off ("_PyEval_EvalFrameDefault.cold").
+static bool is_function(const char *function, const char *want)
+{
+	size_t n = strlen(want);
+	return function && n && !strncmp(function, want, n) &&
+	       (function[n] == '\0' || function[n] == '.');
+}
+
+// ---- adding native frames (public) ------------------------------------------------------------
+
+static struct pyu_error *thread_of(struct pyu_stacks *s, uint32_t thread,
+				   struct pyu_thread_info **ret)
+{
+	if (!s)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	if (thread >= s->thread_count)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no thread #%u (the target has %u)",
+					thread, s->thread_count);
+	*ret = &s->threads[thread];
+	return NULL;
+}
+
+static void clear_native(struct pyu_thread_info *th)
+{
+	for (uint32_t k = 0; k < th->native_count; k++) {
+		free(th->native[k].function);
+		free(th->native[k].library);
+		free(th->native[k].file);
+	}
+	free(th->native);
+	free(th->native_error);
+	th->native = NULL;
+	th->native_count = th->native_cap = 0;
+	th->native_error = NULL;
+	th->native_known = false;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_clear_native(struct pyu_stacks *s, uint32_t thread)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	clear_native(th);
+	return NULL;
+}
+
+static char *dup_or_null(const char *text, bool *failed)
+{
+	if (!text || !*text)
+		return NULL;
+	char *copy = strdup(text);
+	if (!copy)
+		*failed = true;
+	return copy;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,
+							 uint64_t pc, uint64_t sp, uint64_t cfa,
+							 const char *function,
+							 const char *library, const char *file,
+							 int64_t line)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	if (th->native_count >= PYU_MAX_NATIVE_FRAMES)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "more than %d native frames in a thread",
+					PYU_MAX_NATIVE_FRAMES);
+	if (th->native_count == th->native_cap) {
+		uint32_t n = th->native_cap ? th->native_cap * 2 : 32;
+		struct pyu_native_frame *grown = realloc(th->native, n * sizeof(*grown));
+		if (!grown)
+			return &pyu_error_nomem;
+		th->native = grown;
+		th->native_cap = n;
+	}
+	bool failed = false;
+	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
+				     dup_or_null(library, &failed), dup_or_null(file, &failed),
+				     file && *file && line > 0 ? line : -1};
+	if (failed) {
+		free(f.function);
+		free(f.library);
+		free(f.file);
+		return &pyu_error_nomem;
+	}
+	th->native[th->native_count++] = f;
+	th->native_known = true;
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
+							 const char *message)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	char *copy = strdup(message ? message : "unknown error");
+	if (!copy)
+		return &pyu_error_nomem;
+	free(th->native_error);
+	th->native_error = copy;
+	return NULL;
+}
+
+// ---- unwinding (the CLI) ----------------------------------------------------------------------
+
+struct unwind_state {
+	struct pyu_stacks *s;
+	int64_t tid;
+	int32_t thread; // snapshot index of @tid; -1 when it runs no Python
+};
+
+static struct pyu_error *take_frame(void *arg, const struct pyu_unwound *f)
+{
+	struct unwind_state *u = arg;
+	if (f->tid != u->tid) {
+		u->tid = f->tid;
+		u->thread = pyu_stacks_find_thread(u->s, f->tid, 0);
+		if (u->thread >= 0)
+			clear_native(&u->s->threads[u->thread]);
+	}
+	if (u->thread < 0)
+		return NULL;
+	if (f->error)
+		return pyu_stacks_set_native_error(u->s, (uint32_t)u->thread, f->error);
+	if (u->s->threads[u->thread].native_count >= PYU_MAX_NATIVE_FRAMES)
+		return NULL;
+	return pyu_stacks_add_native_frame(u->s, (uint32_t)u->thread, f->pc, f->sp, 0, f->function,
+					   f->library, f->file, f->line);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s)
+{
+	if (!s)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	struct unwind_state u = {s, -1, -1};
+	struct pyu_error *err = pyu_target_unwind(s->target, take_frame, &u);
+	if (err && pyu_error_code(err) != PYU_ERR_IO && pyu_error_code(err) != PYU_ERR_UNSUPPORTED)
+		return err;
+	for (uint32_t i = 0; i < s->thread_count; i++) {
+		struct pyu_thread_info *th = &s->threads[i];
+		if (th->native_known || th->native_error)
+			continue;
+		struct pyu_error *e = pyu_stacks_set_native_error(
+			s, i, err ? pyu_error_message(err) : "the unwinder did not see this thread");
+		if (e) {
+			pyu_error_destroy(err);
+			return e;
+		}
+	}
+	pyu_error_destroy(err);
+	return NULL;
+}
+
+// ---- placing Python frames ------------------------------------------------------------------
+
+// Whether @addr is on the stack of native frame @k: [sp, cfa), the cfa being the caller's sp
+// when the unwinder did not give it. The outermost frame without a cfa holds nothing: its
+// extent is unknown, and an unwinder that lost its way ends there (a cut stack must not
+// swallow every Python frame above it).
+static bool frame_holds(const struct pyu_thread_info *th, uint32_t k, uint64_t addr)
+{
+	const struct pyu_native_frame *f = &th->native[k];
+	uint64_t hi = f->cfa ? f->cfa : k + 1 < th->native_count ? th->native[k + 1].sp : f->sp;
+	return f->sp && addr >= f->sp && addr < hi;
+}
+
+// Fills @runner by the Python frames' C-stack markers. Returns false with @reason on a mismatch.
+static bool place_by_marker(const struct pyu_thread_info *th, int32_t *runner, char *reason)
+{
+	uint32_t k = 0, n = th->native_count;
+	uint64_t prev_marker = 0;
+	int32_t prev_k = -1;
+	for (uint32_t i = 0; i < th->frame_count; i++) {
+		uint64_t m = th->frames[i].entry_marker;
+		if (!m) {
+			snprintf(reason, PYU_MERGE_REASON,
+				 "the eval call of Python frame #%u left no marker on the C stack "
+				 "that could be read", i);
+			return false;
+		}
+		if (m == prev_marker) {
+			runner[i] = prev_k;
+			continue;
+		}
+		while (k < n && !frame_holds(th, k, m))
+			k++;
+		if (k == n) {
+			snprintf(reason, PYU_MERGE_REASON,
+				 "the eval call of Python frame #%u (C-stack marker 0x%" PRIx64
+				 ") is in none of the %u native frames%s", i, m, n,
+				 prev_k < 0 ? "" : " outer to the previous one");
+			return false;
+		}
+		// Inline frames share their caller's stack: the real (outermost) frame runs it.
+		while (k + 1 < n && frame_holds(th, k + 1, m))
+			k++;
+		runner[i] = (int32_t)k;
+		prev_k = (int32_t)k;
+		prev_marker = m;
+		k++;
+	}
+	return true;
+}
+
+// Fills @runner by the eval loop's symbol: one call per Python frame, in order.
+static bool place_by_symbol(const struct pyu_stacks *s, const struct pyu_thread_info *th,
+			    int32_t *runner, char *reason)
+{
+	uint32_t evals = 0;
+	for (uint32_t k = 0; k < th->native_count; k++)
+		if (is_function(th->native[k].function, s->eval_function))
+			evals++;
+	if (evals != th->frame_count) {
+		snprintf(reason, PYU_MERGE_REASON,
+			 "%u Python frames but %u native frames of %s", th->frame_count, evals,
+			 s->eval_function[0] ? s->eval_function : "the eval loop");
+		return false;
+	}
+	uint32_t i = 0;
+	for (uint32_t k = 0; k < th->native_count && i < th->frame_count; k++)
+		if (is_function(th->native[k].function, s->eval_function))
+			runner[i++] = (int32_t)k;
+	return true;
+}
+
+static struct pyu_error *push_item(struct pyu_merge *m, uint32_t *cap, bool python,
+				   uint32_t index)
+{
+	if (m->count == *cap) {
+		uint32_t n = *cap ? *cap * 2 : 64;
+		struct pyu_merge_item *grown = realloc(m->items, n * sizeof(*grown));
+		if (!grown)
+			return &pyu_error_nomem;
+		m->items = grown;
+		*cap = n;
+	}
+	m->items[m->count++] = (struct pyu_merge_item){python, index};
+	return NULL;
+}
+
+struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_thread_info *th,
+				   bool keep_all, struct pyu_merge *ret)
+{
+	struct pyu_merge m = {0};
+	uint32_t cap = 0, n = th->native_count;
+	struct pyu_error *err = NULL;
+	if (th->native_known)
+		m.runner = malloc((th->frame_count ? th->frame_count : 1) * sizeof(*m.runner));
+	if (th->native_known && !m.runner)
+		return &pyu_error_nomem;
+	if (!th->native_known) {
+		snprintf(m.reason, sizeof(m.reason), "no native frames for this thread%s%s",
+			 th->native_error ? ": " : "", th->native_error ? th->native_error : "");
+	} else {
+		m.merged = true;
+		for (uint32_t i = 0; i < th->frame_count && m.merged; i++) {
+			if (th->frames[i].kind != PYU_FRAME_PYTHON) {
+				snprintf(m.reason, sizeof(m.reason),
+					 "Python frame #%u could not be read", i);
+				m.merged = false;
+			}
+		}
+		if (m.merged && th->frame_count)
+			m.merged = s->placement == PYU_PLACE_BY_EVAL_SYMBOL
+				? place_by_symbol(s, th, m.runner, m.reason)
+				: place_by_marker(th, m.runner, m.reason);
+	}
+	if (!m.merged) {
+		free(m.runner);
+		m.runner = NULL;
+	}
+	// Which native frames are the interpreter's own: eval calls, named plumbing, and
+	// nameless frames in the interpreter's image (a stripped build's static functions).
+	const char *interp_image = NULL;
+	uint32_t i = 0;
+	for (uint32_t k = 0; k < n && !interp_image; k++) {
+		bool eval = is_function(th->native[k].function, s->eval_function);
+		while (m.merged && i < th->frame_count && m.runner[i] <= (int32_t)k)
+			eval |= m.runner[i++] == (int32_t)k;
+		if (eval)
+			interp_image = th->native[k].library;
+	}
+	i = 0;
+	if (!m.merged)
+		for (; i < th->frame_count && !err; i++)
+			err = push_item(&m, &cap, true, i);
+	for (uint32_t k = 0; k < n && !err; k++) {
+		const struct pyu_native_frame *f = &th->native[k];
+		bool eval = is_function(f->function, s->eval_function);
+		if (m.merged) {
+			while (i < th->frame_count && m.runner[i] == (int32_t)k && !err) {
+				eval = true;
+				err = push_item(&m, &cap, true, i++);
+			}
+		}
+		bool hidden = eval || pyu_native_is_plumbing(f->function) ||
+			      (!f->function && f->library && interp_image &&
+			       !strcmp(f->library, interp_image));
+		if (!err && (keep_all || !hidden))
+			err = push_item(&m, &cap, false, k);
+	}
+	if (err) {
+		pyu_merge_release(&m);
+		return err;
+	}
+	*ret = m;
+	return NULL;
+}
+
+void pyu_merge_release(struct pyu_merge *m)
+{
+	free(m->items);
+	free(m->runner);
+	m->items = NULL;
+	m->runner = NULL;
+	m->count = 0;
+}

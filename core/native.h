@@ -1,0 +1,42 @@
+// native.h - native frames in the snapshot and their merge with the Python frames (native.c).
+#ifndef PYU_NATIVE_H
+#define PYU_NATIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "stacks.h"
+
+#define PYU_MAX_NATIVE_FRAMES 10000 // per thread
+#define PYU_MERGE_REASON 256
+
+// One line of a merged stack: Python frame @index of the thread, or native frame @index.
+struct pyu_merge_item {
+	bool python;
+	uint32_t index;
+};
+
+struct pyu_merge {
+	struct pyu_merge_item *items; // innermost first; owned
+	uint32_t count;
+	int32_t *runner;  // per Python frame: the native frame that runs it; owned; NULL unless
+	                  // merged
+	bool merged;      // false: items hold the Python frames, then the native frames
+	char reason[PYU_MERGE_REASON]; // why they could not be merged ("" when merged)
+};
+
+// Places @th's Python frames among its native frames: each one just inner to the native frame
+// of the eval-loop call that runs it (by its C-stack marker on 3.11+, by the eval loop's symbol
+// on older versions). Hides the interpreter's plumbing frames unless @keep_all. When the two
+// sides do not match, ret->merged is false and ret->reason says why; a wrong interleaving is
+// never produced. Fails only for out of memory; on error, *ret is unchanged.
+struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_thread_info *th,
+				   bool keep_all, struct pyu_merge *ret);
+void pyu_merge_release(struct pyu_merge *m);
+
+// Whether @function names a frame of the interpreter's own call machinery (eval loop,
+// vectorcall, call helpers), hidden in the merged view. Cannot fail.
+bool pyu_native_is_plumbing(const char *function);
+
+#endif

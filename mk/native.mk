@@ -1,0 +1,5 @@
+# Merged native and Python stacks end to end: the CLI (elfutils), gdb and lldb on every
+# interpreter of the matrix (live, gdb core, kernel crash core).
+.PHONY: test-native
+test-native: all
+	@nice /usr/bin/python3 tests/e2e/test_native.py

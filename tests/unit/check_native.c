@@ -1,0 +1,194 @@
+// check_native.c - the merge of native and Python frames (native.c) on hand-built snapshots:
+// placement by C-stack markers (3.11+) and by the eval loop's symbol (older), inline frames,
+// cut stacks and count mismatches (never an interleaving), hiding the interpreter's plumbing.
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkmain.h"
+#include "include/pyunwind.h"
+#include "native.h"
+
+// A snapshot with one thread of @n Python frames whose markers are @markers (0 = none).
+static struct pyu_stacks *snapshot(enum pyu_native_placement how, const uint64_t *markers,
+				   uint32_t n)
+{
+	struct pyu_stacks *s = calloc(1, sizeof(*s));
+	ck_assert_ptr_nonnull(s);
+	s->placement = how;
+	strcpy(s->eval_function, "_PyEval_EvalFrameDefault");
+	s->threads = calloc(1, sizeof(*s->threads));
+	ck_assert_ptr_nonnull(s->threads);
+	s->thread_count = 1;
+	struct pyu_thread_info *th = &s->threads[0];
+	th->frames = calloc(n ? n : 1, sizeof(*th->frames));
+	th->frame_count = n;
+	for (uint32_t i = 0; i < n; i++) {
+		th->frames[i].kind = PYU_FRAME_PYTHON;
+		th->frames[i].code = -1;
+		th->frames[i].entry_marker = markers ? markers[i] : 0;
+	}
+	return s;
+}
+
+static void native(struct pyu_stacks *s, uint64_t sp, uint64_t cfa, const char *fn,
+		   const char *lib)
+{
+	ck_assert_ptr_null(pyu_stacks_add_native_frame(s, 0, 0x1000 + sp, sp, cfa, fn, lib,
+						       NULL, -1));
+}
+
+// The merge as a string: "P0" for Python frame 0, "N3" for native frame 3, space-separated.
+static void merged(struct pyu_stacks *s, bool keep_all, bool want_merged, const char *want)
+{
+	struct pyu_merge m;
+	ck_assert_ptr_null(pyu_merge_thread(s, &s->threads[0], keep_all, &m));
+	char got[512] = "";
+	for (uint32_t i = 0; i < m.count; i++) {
+		char one[16];
+		snprintf(one, sizeof(one), "%s%c%u", i ? " " : "", m.items[i].python ? 'P' : 'N',
+			 m.items[i].index);
+		strcat(got, one);
+	}
+	ck_assert_msg(m.merged == want_merged, "merged %d (%s), wanted %d", m.merged, m.reason,
+		      want_merged);
+	ck_assert_str_eq(got, want);
+	pyu_merge_release(&m);
+}
+
+// 3.12+: callback <- qsort (libc) <- caller, each run held by the eval frame holding its marker.
+START_TEST(test_entry_frames)
+{
+	uint64_t markers[] = {0x7000 + 0x150, 0x7000 + 0x550, 0x7000 + 0x550};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 3);
+	native(s, 0x7000, 0, "futex_wait", "libc.so.6");                 // N0
+	native(s, 0x7100, 0, NULL, "python3");                           // N1 eval (callback)
+	native(s, 0x7200, 0, "_PyObject_Call", "python3");               // N2 plumbing
+	native(s, 0x7300, 0, "qsort", "libc.so.6");                      // N3
+	native(s, 0x7400, 0, "PyCFuncPtr_call", "_ctypes.so");           // N4
+	native(s, 0x7500, 0, NULL, "python3");                           // N5 eval (caller)
+	native(s, 0x7600, 0, "main", "python3");                         // N6
+	native(s, 0x7700, 0, "_start", "python3");                       // N7
+	merged(s, false, true, "N0 P0 N3 N4 P1 P2 N6 N7");
+	merged(s, true, true, "N0 P0 N1 N2 N3 N4 P1 P2 N5 N6 N7");
+	char *text = NULL;
+	ck_assert_ptr_null(pyu_format_native_frame(s, 0, 6, &text));
+	ck_assert_str_eq(text, "");
+	pyu_free(text);
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+// Inline frames share their caller's stack range: the real (outermost) frame runs the Python
+// frames; given cfas overlap the same way.
+START_TEST(test_inline_frames)
+{
+	uint64_t markers[] = {0x8180};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 1);
+	native(s, 0x8000, 0x8100, "read", "libc.so.6");
+	native(s, 0x8100, 0x8200, "inlined_helper", "python3");
+	native(s, 0x8100, 0x8200, "_PyEval_EvalFrameDefault", "python3");
+	native(s, 0x8200, 0x8300, "main", "python3");
+	native(s, 0x8300, 0x8400, "_start", "python3");
+	merged(s, false, true, "N0 N1 P0 N3 N4");
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+// A stack the unwinder lost early: the markers above it lie in no frame - not merged, both
+// sides kept. The outermost frame with no cfa must not take everything above it.
+START_TEST(test_cut_stack)
+{
+	uint64_t markers[] = {0x9150, 0x9950};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 2);
+	native(s, 0x9000, 0, "futex_wait", "libc.so.6");
+	native(s, 0x9100, 0, "_PyEval_EvalFrameDefault", "python3");
+	native(s, 0x9200, 0, NULL, "libffi.so");
+	merged(s, false, false, "P0 P1 N0 N2");
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+// Markers must go outward; one missing marker, or an unreadable Python frame, stops the merge.
+START_TEST(test_bad_markers)
+{
+	uint64_t markers[] = {0xa250, 0xa150};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 2);
+	for (uint64_t sp = 0xa000; sp < 0xa500; sp += 0x100)
+		native(s, sp, 0, "f", "x.so");
+	merged(s, true, false, "P0 P1 N0 N1 N2 N3 N4");
+	s->threads[0].frames[0].entry_marker = 0xa150;
+	s->threads[0].frames[1].entry_marker = 0;
+	merged(s, true, false, "P0 P1 N0 N1 N2 N3 N4");
+	s->threads[0].frames[1].entry_marker = 0xa350;
+	merged(s, true, true, "N0 P0 N1 N2 P1 N3 N4");
+	s->threads[0].frames[1].kind = PYU_FRAME_ERROR;
+	merged(s, true, false, "P0 P1 N0 N1 N2 N3 N4");
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+// <= 3.10: one eval call per Python frame, by symbol; a count mismatch is not merged.
+START_TEST(test_eval_symbol)
+{
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_EVAL_SYMBOL, NULL, 2);
+	native(s, 0x100, 0, "select", "libc.so.6");
+	native(s, 0x200, 0, "_PyEval_EvalFrameDefault", "libpython3.9.so");
+	native(s, 0x300, 0, "_PyFunction_Vectorcall", "libpython3.9.so");
+	native(s, 0x400, 0, "_PyEval_EvalFrameDefault.cold", "libpython3.9.so");
+	native(s, 0x500, 0, "main", "python3.9");
+	merged(s, false, true, "N0 P0 P1 N4");
+	merged(s, true, true, "N0 P0 N1 N2 P1 N3 N4");
+	s->threads[0].frame_count = 1;
+	merged(s, false, false, "P0 N0 N4");
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+// No native frames (the unwinder failed): one reason, the Python frames alone.
+START_TEST(test_no_native)
+{
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, NULL, 1);
+	ck_assert_ptr_null(pyu_stacks_set_native_error(s, 0, "ptrace refused"));
+	struct pyu_merge m;
+	ck_assert_ptr_null(pyu_merge_thread(s, &s->threads[0], false, &m));
+	ck_assert(!m.merged);
+	ck_assert_ptr_nonnull(strstr(m.reason, "ptrace refused"));
+	ck_assert_uint_eq(m.count, 1);
+	pyu_merge_release(&m);
+	struct pyu_error *err = pyu_stacks_add_native_frame(s, 7, 0, 0, 0, NULL, NULL, NULL, -1);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_NOT_FOUND);
+	pyu_error_destroy(err);
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
+START_TEST(test_plumbing_names)
+{
+	ck_assert(pyu_native_is_plumbing("_PyEval_EvalFrameDefault"));
+	ck_assert(pyu_native_is_plumbing("PyEval_EvalFrameEx"));
+	ck_assert(pyu_native_is_plumbing("method_vectorcall_O"));
+	ck_assert(pyu_native_is_plumbing("PyObject_Call"));
+	ck_assert(pyu_native_is_plumbing("_TAIL_CALL_CALL_PY_EXACT_ARGS.llvm.123"));
+	ck_assert(!pyu_native_is_plumbing("qsort"));
+	ck_assert(!pyu_native_is_plumbing("builtin_sorted"));
+	ck_assert(!pyu_native_is_plumbing(NULL));
+}
+END_TEST
+
+static Suite *native_suite(void)
+{
+	Suite *s = suite_create("native");
+	TCase *tc = tcase_create("merge");
+	tcase_add_test(tc, test_entry_frames);
+	tcase_add_test(tc, test_inline_frames);
+	tcase_add_test(tc, test_cut_stack);
+	tcase_add_test(tc, test_bad_markers);
+	tcase_add_test(tc, test_eval_symbol);
+	tcase_add_test(tc, test_no_native);
+	tcase_add_test(tc, test_plumbing_names);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PYU_CHECK_MAIN(native_suite)
