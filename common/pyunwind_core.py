@@ -225,6 +225,10 @@ class Target(_Handle):
 
 
 
+def _enc(text):
+    return text.encode("utf-8", "surrogateescape") if text else None
+
+
 class Stacks(_Handle):
     _destroy = "pyu_stacks_destroy"
 
@@ -248,6 +252,23 @@ class Stacks(_Handle):
         out = ctypes.c_void_p()
         self.lib.check(fn(self.handle, *(args + (ctypes.byref(out),))))
         return self.lib.take_string(out)
+
+    def add_native_frames(self, thread, frames):
+        """Hands the core the native frames of snapshot thread @thread, innermost first:
+        (pc, sp, cfa, function, library, file, line), unknowns None/0."""
+        lib = self.lib.lib
+        self.lib.check(lib.pyu_stacks_clear_native(self.handle, thread))
+        for pc, sp, cfa, function, library, file, line in frames:
+            self.lib.check(lib.pyu_stacks_add_native_frame(
+                self.handle, thread, pc or 0, sp or 0, cfa or 0, _enc(function),
+                _enc(library), _enc(file), line if line and line > 0 else -1))
+
+    def set_native_error(self, thread, message):
+        self.lib.check(self.lib.lib.pyu_stacks_set_native_error(self.handle, thread,
+                                                                 _enc(message)))
+
+    def native_frame_text(self, thread, level):
+        return self._text(self.lib.lib.pyu_format_native_frame, thread, level)
 
     def bt(self, thread, flags, limit):
         return self._text(self.lib.lib.pyu_format_bt, thread, flags, limit)
@@ -293,6 +314,11 @@ class DebuggerView(object):
 
     def selected_thread(self):
         """(kernel tid, pthread id) of the debugger's selected thread; either may be 0."""
+        raise NotImplementedError
+
+    def native_threads(self):
+        """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
+        unwinds it: (pc, sp, cfa, function, library, file, line) per frame, innermost first."""
         raise NotImplementedError
 
 
@@ -341,6 +367,7 @@ class Session(object):
         self._target = None
         self._stacks = None
         self._selected = {}  # thread index -> selected Python frame number
+        self._native = set()  # thread indexes whose native frames the snapshot has
 
     def lib(self):
         return Library.get(self.adapter_dir)
@@ -352,6 +379,7 @@ class Session(object):
             self._target.close()
         self._key = self._target = self._stacks = None
         self._selected = {}
+        self._native = set()
 
     def stacks(self, view):
         view.require_process()
@@ -385,6 +413,29 @@ class Session(object):
             if e != errors[0][1]:
                 msg += " (%s: %s)" % (how, e)
         raise PyunwindError(msg)
+
+    def native(self, view, stacks, threads):
+        """Hands the core the debugger's native frames of snapshot threads @threads (indexes;
+        None = all), once per stop."""
+        want = None if threads is None else set(threads) - self._native
+        if want is not None and not want:
+            return
+        for tid, pthread_id, frames in view.native_threads():
+            idx = stacks.find_thread(tid, pthread_id)
+            if idx < 0 or idx in self._native or (want is not None and idx not in want):
+                continue
+            try:
+                stacks.add_native_frames(idx, frames())
+            except PyunwindError as e:
+                stacks.set_native_error(idx, str(e))
+            self._native.add(idx)
+
+    def native_text(self, view, level):
+        """The Python frames native frame @level of the selected thread runs ("" if none)."""
+        stacks = self.stacks(view)
+        thread = self._thread(view, stacks)
+        self.native(view, stacks, [thread])
+        return stacks.native_frame_text(thread, level)
 
     def target_reads(self):
         return self._target.reads() if self._target is not None else (0, 0)
@@ -426,6 +477,10 @@ class Session(object):
                 flags &= ~PYU_FMT_SOURCE
             elif w == "--locals":
                 flags |= PYU_FMT_LOCALS
+            elif w in ("-n", "--native"):
+                flags |= PYU_FMT_NATIVE
+            elif w == "--native-all":
+                flags |= PYU_FMT_NATIVE | PYU_FMT_NATIVE_ALL
             elif w in ("-l", "--limit") and i + 1 < len(words):
                 i += 1
                 limit = _parse_int(words[i], "--limit")
@@ -435,11 +490,14 @@ class Session(object):
                 limit = _parse_int(w.split("=", 1)[1], "--limit")
             else:
                 raise PyunwindError("py-bt: unknown argument %r; usage: py-bt [--all] [--json] "
-                                    "[--limit N] [--no-source] [--locals] %s" % (w, LIMITS_USAGE))
+                                    "[--limit N] [--no-source] [--locals] "
+                                    "[--native | --native-all] %s" % (w, LIMITS_USAGE))
             i += 1
         stacks = self.stacks(view)
         thread = 0 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         stacks.set_limits(limits)
+        if flags & PYU_FMT_NATIVE:
+            self.native(view, stacks, None if flags & PYU_FMT_ALL else [thread])
         return stacks.bt(thread, flags, limit)
 
     def _value_args(self, cmd, arg, usage):
@@ -547,7 +605,11 @@ class Session(object):
 HELP = {
     "py-bt": """Print the Python stack of the selected thread, innermost frame first.
 Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [value limits]
+             [--native | --native-all]
   --all        every Python thread of every interpreter, with thread ids and GIL holder
+  --native     the native frames too, each Python frame inside the native frame that runs
+               it; the interpreter's own frames (eval loop, call helpers) hidden
+  --native-all the same with every native frame
   --json       the machine-readable JSON document (schema in pyunwind's README), nothing else
   --limit N    at most N frames per thread
   --no-source  leave out the source lines

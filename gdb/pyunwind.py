@@ -105,6 +105,69 @@ class GdbView(core.DebuggerView):
         return th.ptid[1] or th.ptid[0], pthread_id
 
 
+    def native_threads(self):
+        for th in self.inferior.threads():
+            pthread_id = 0
+            try:
+                pthread_id = int.from_bytes(bytes(th.handle()), "little")
+            except Exception:
+                pass
+            yield th.ptid[1] or th.ptid[0], pthread_id, (lambda th=th: _native_frames(th))
+
+
+_UNNAMED = ("??",)
+_MAX_NATIVE_FRAMES = 10000
+
+
+def _library(pc):
+    name = gdb.solib_name(pc)
+    if name:
+        return name
+    find = getattr(gdb.current_progspace(), "objfile_for_address", None)
+    try:
+        obj = find(pc) if find else None
+    except Exception:
+        obj = None
+    return obj.filename if obj is not None else None
+
+
+def _native_frames(thread):
+    """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per frame,
+    innermost first. The selected thread and frame are restored."""
+    saved = gdb.selected_thread()
+    try:
+        saved_frame = gdb.selected_frame()
+    except gdb.error:
+        saved_frame = None
+    frames = []
+    try:
+        thread.switch()
+        f = gdb.newest_frame()
+        while f is not None and len(frames) < _MAX_NATIVE_FRAMES:
+            pc = f.pc()
+            try:
+                sp = int(f.read_register("sp")) & 0xFFFFFFFFFFFFFFFF
+            except (gdb.error, ValueError):
+                sp = 0
+            name = f.name()
+            sal = f.find_sal()
+            path = sal.symtab.filename if sal is not None and sal.symtab is not None else None
+            frames.append((pc, sp, 0, name if name not in _UNNAMED else None, _library(pc),
+                           path, sal.line if path else 0))
+            try:
+                f = f.older()
+            except gdb.error:
+                break
+    except gdb.error as e:
+        raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
+    finally:
+        if saved is not None and saved.is_valid():
+            saved.switch()
+            if saved_frame is not None and saved_frame.is_valid():
+                saved_frame.select()
+    return frames
+
+
 class _State(object):
     def __init__(self):
         self.generation = 0

@@ -143,6 +143,36 @@ class LldbView(core.DebuggerView):
         return th.GetThreadID(), 0
 
 
+    def native_threads(self):
+        p = self.process
+        for i in range(p.GetNumThreads()):
+            th = p.GetThreadAtIndex(i)
+            yield th.GetThreadID(), 0, (lambda th=th: _native_frames(th))
+
+
+_MAX_NATIVE_FRAMES = 10000
+
+
+def _native_frames(thread):
+    """lldb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per
+    frame, innermost first."""
+    frames = []
+    for i in range(min(thread.GetNumFrames(), _MAX_NATIVE_FRAMES)):
+        f = thread.GetFrameAtIndex(i)
+        if not f.IsValid():
+            break
+        name = f.GetFunctionName()
+        if name and name.startswith("___lldb_unnamed_symbol"):
+            name = None  # lldb's name for a nameless piece of a stripped file
+        mod = f.GetModule()
+        lib = mod.GetFileSpec().fullpath if mod and mod.IsValid() else None
+        le = f.GetLineEntry()
+        path = le.GetFileSpec().fullpath if le and le.IsValid() else None
+        frames.append((f.GetPC(), f.GetSP(), f.GetCFA(), name, lib, path,
+                       le.GetLine() if path else 0))
+    return frames
+
+
 _session = core.Session(_HERE)
 
 
