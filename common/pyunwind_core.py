@@ -368,6 +368,7 @@ class Session(object):
         self._stacks = None
         self._selected = {}  # thread index -> selected Python frame number
         self._native = set()  # thread indexes whose native frames the snapshot has
+        self._failed = None  # (stop key, message) of the last stop no snapshot was had for
 
     def lib(self):
         return Library.get(self.adapter_dir)
@@ -386,6 +387,9 @@ class Session(object):
         key = view.stop_key()
         if self._stacks is not None and key is not None and key == self._key:
             return self._stacks
+        if key is not None and self._failed is not None and self._failed[0] == key:
+            raise PyunwindError(self._failed[1])  # asked again at the same stop (lldb's
+            # frame-format hook asks for every frame): the answer has not changed
         self.invalidate()
         lib = self.lib()
         errors = []
@@ -412,6 +416,7 @@ class Session(object):
         for how, e in errors[1:]:
             if e != errors[0][1]:
                 msg += " (%s: %s)" % (how, e)
+        self._failed = (key, msg)
         raise PyunwindError(msg)
 
     def native(self, view, stacks, threads):
@@ -430,10 +435,16 @@ class Session(object):
                 stacks.set_native_error(idx, str(e))
             self._native.add(idx)
 
-    def native_text(self, view, level):
-        """The Python frames native frame @level of the selected thread runs ("" if none)."""
+    def native_text(self, view, level, tid=None, pthread_id=0):
+        """The Python frames native frame @level of thread @tid (default: the selected one)
+        runs, as "File ..., line N, in NAME" lines innermost first ("" if none)."""
         stacks = self.stacks(view)
-        thread = self._thread(view, stacks)
+        if tid is None:
+            thread = self._thread(view, stacks)
+        else:
+            thread = stacks.find_thread(tid, pthread_id)
+            if thread < 0:
+                return ""
         self.native(view, stacks, [thread])
         return stacks.native_frame_text(thread, level)
 

@@ -141,7 +141,8 @@ def _native_frames(thread):
         saved_frame = None
     frames = []
     try:
-        thread.switch()
+        if saved is None or saved.ptid != thread.ptid:
+            thread.switch()
         f = gdb.newest_frame()
         while f is not None and len(frames) < _MAX_NATIVE_FRAMES:
             pc = f.pc()
@@ -162,8 +163,10 @@ def _native_frames(thread):
         raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
     finally:
         if saved is not None and saved.is_valid():
-            saved.switch()
-            if saved_frame is not None and saved_frame.is_valid():
+            if saved.ptid != thread.ptid:
+                saved.switch()
+            if saved_frame is not None and saved_frame.is_valid() and \
+                    saved_frame != gdb.selected_frame():
                 saved_frame.select()
     return frames
 
@@ -200,6 +203,59 @@ def _make_command(name):
     return Command
 
 
+# ---- Python frames in gdb's own `bt` ----------------------------------------------------------
+
+try:
+    from gdb.FrameDecorator import FrameDecorator as _FrameDecorator
+except ImportError:  # a gdb without frame filters
+    _FrameDecorator = None
+
+
+if _FrameDecorator is not None:
+    class _PythonFrames(_FrameDecorator):
+        """An eval-loop frame with the Python frames it runs after its function name."""
+
+        def __init__(self, base, text):
+            super(_PythonFrames, self).__init__(base)
+            self._text = text
+
+        def function(self):
+            name = super(_PythonFrames, self).function()
+            if not isinstance(name, str):
+                name = "??"
+            return "%s [Python: %s]" % (name, "; ".join(self._text.splitlines()))
+
+
+class _FrameFilter(object):
+    """Decorates `bt` with the Python frames each eval-loop frame runs. `bt -no-filters` or
+    `disable frame-filter global pyunwind` give gdb's own backtrace back. Never raises: any
+    failure leaves the backtrace undecorated."""
+
+    def __init__(self):
+        self.name = "pyunwind"
+        self.priority = 100
+        self.enabled = True
+
+    def filter(self, frames):
+        if _FrameDecorator is None:
+            return frames
+        try:
+            view = GdbView()
+            view.require_process()
+            _state.session.stacks(view)
+        except Exception:
+            return frames
+        return (self._decorate(view, d) for d in frames)
+
+    @staticmethod
+    def _decorate(view, d):
+        try:
+            text = _state.session.native_text(view, d.inferior_frame().level())
+        except Exception:
+            return d
+        return _PythonFrames(d, text) if text else d
+
+
 # Loading twice re-registers the commands but keeps one state and one set of event handlers.
 try:
     _state  # noqa: F821 - defined by an earlier load of this file in the same gdb
@@ -213,3 +269,4 @@ except NameError:
 
 for _name in sorted(core.HELP):
     _make_command(_name)()
+gdb.frame_filters["pyunwind"] = _FrameFilter()

@@ -231,7 +231,45 @@ class PyDown(_Command):
     name = "py-down"
 
 
+def frame_python(frame, internal_dict):
+    """lldb's frame-format hook (${script.frame:pyunwind.frame_python}): " [Python: ...]"
+    after an eval-loop frame, naming the Python frames it runs; "" for every other frame.
+    Never raises."""
+    try:
+        thread = frame.GetThread()
+        process = thread.GetProcess()
+        view = LldbView(process.GetTarget().GetDebugger(), None)
+        view.target, view.process = process.GetTarget(), process
+        text = _session.native_text(view, frame.GetFrameID(), thread.GetThreadID())
+    except Exception:
+        return ""
+    if not text:
+        return ""
+    return " [Python: %s]" % "; ".join(text.splitlines())
+
+
+_HOOK = "${script.frame:%s.frame_python}" % __name__
+
+
+def _install_frame_format(debugger):
+    """Adds the hook to lldb's current frame-format, just before its final newline, so `bt`
+    keeps lldb's own layout. `settings clear frame-format` removes it."""
+    result = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand("settings show frame-format", result)
+    out = result.GetOutput() or ""
+    start, end = out.find('"'), out.rfind('"')
+    if start < 0 or end <= start or _HOOK in out:
+        return
+    fmt = out[start + 1:end]
+    if fmt.endswith("\\n"):
+        fmt = fmt[:-2] + _HOOK + "\\n"
+    else:
+        fmt += _HOOK
+    debugger.HandleCommand("settings set frame-format \"%s\"" % fmt)
+
+
 def __lldb_init_module(debugger, internal_dict):
     for cls in (PyBt, PyLine, PyList, PyLocals, PyPrint, PyUp, PyDown):
         debugger.HandleCommand("command script add --overwrite -c %s.%s %s"
                                % (__name__, cls.__name__, cls.name))
+    _install_frame_format(debugger)

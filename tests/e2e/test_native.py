@@ -38,15 +38,51 @@ def cli_json(*args):
     return json.loads(p.stdout.decode("utf-8"))
 
 
-def debugger_json(kind, target_args):
+SEP = "@@pyunwind-native-next@@"
+
+
+def debugger_json(kind, target_args, backtraces=False):
+    """py-bt --native --all --json in gdb or lldb; with @backtraces also the debugger's own
+    backtrace of every thread (gdb: with and without frame filters). Returns (doc, [texts])."""
+    cmds = ["py-bt --native --all --json"]
+    if backtraces:
+        cmds += ["thread apply all bt", "thread apply all bt -no-filters"] if kind == "gdb" \
+            else ["bt all"]
     run = gdb_batch if kind == "gdb" else lldb_batch
-    rc, out, err = run(target_args, ["py-bt --native --all --json"], timeout=240)
-    start = out.find('{"pyunwind"')
-    if start < 0:
+    sep = ("echo %s\\n" % SEP) if kind == "gdb" else ("script print('%s' + '%s')"
+                                                     % (SEP[:5], SEP[5:]))
+    seq = []
+    for c in cmds:
+        seq += [c, sep]
+    rc, out, err = run(target_args, seq, timeout=240)
+    parts = out.split(SEP + "\n")
+    start = parts[0].find('{"pyunwind"')
+    if start < 0 or len(parts) < len(cmds):
         raise AssertionError("%s printed no JSON (status %d):\n%s\n%s"
                              % (kind, rc, out[-3000:], err[-3000:]))
-    doc, _ = json.JSONDecoder().raw_decode(out[start:])
-    return doc
+    doc, _ = json.JSONDecoder().raw_decode(parts[0][start:])
+    return doc, parts[1:len(cmds)]
+
+
+def check_bt_decoration(kind, texts, where):
+    """The debugger's own backtrace names the Python frames around qsort: the callback on an
+    eval-loop frame inner to qsort, the caller on one outer to it; gdb's without filters not."""
+    lines = texts[0].splitlines()
+    pos = lambda pred: next((i for i, l in enumerate(lines) if pred(l)), -1)  # noqa: E731
+    cb = pos(lambda l: "[Python: " in l and "in compare_blocks" in l)
+    q = pos(lambda l: "qsort" in l and "[Python: " not in l and l.lstrip().startswith(
+        ("#", "frame #")) and cb >= 0 and lines.index(l) > cb)
+    caller = pos(lambda l: "[Python: " in l and "in run_qsort" in l)
+    if not (0 <= cb < q < caller):
+        raise AssertionError("%s %s bt: expected [Python: compare_blocks] < qsort < "
+                             "[Python: run_qsort], found at %s:\n%s"
+                             % (where, kind, (cb, q, caller), texts[0][-4000:]))
+    if kind == "gdb" and "[Python: " in texts[1]:
+        raise AssertionError("%s: bt -no-filters still shows Python frames" % where)
+
+
+def debugger_doc(kind, target_args):
+    return debugger_json(kind, target_args)[0]
 
 
 def scenario_of(tt):
@@ -140,15 +176,17 @@ def case_park(py):
         with Target(py, "native") as t:
             unm = cli_unmergeable(py)
             check_doc(t.truth, cli_json(t.pid), "cli live", unm)
-            check_doc(t.truth, debugger_json("gdb", ["-p", str(t.pid)]), "gdb live")
-            check_doc(t.truth, debugger_json("lldb", ["-p", str(t.pid)]), "lldb live")
+            for kind in ("gdb", "lldb"):
+                doc, texts = debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
+                check_doc(t.truth, doc, kind + " live")
+                check_bt_decoration(kind, texts, "live")
             core = t.gcore()
             # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the
             # unstable builds' root) zero in its cores: no native stack can be unwound there.
             gunm = ("qsort", "getattr", "sorted", "recursion", "main") \
                 if t.gcore_warnings else unm
             check_doc(t.truth, cli_json(core, t.executable), "cli gdb core", gunm)
-            check_doc(t.truth, debugger_json("gdb", [t.executable, core]), "gdb gdb core",
+            check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb gdb core",
                       gunm if t.gcore_warnings else ())
     return run
 
@@ -159,8 +197,8 @@ def case_crash(py):
             core = t.crash_core()
             check_doc(t.truth, cli_json(core, t.executable), "cli kernel core",
                       cli_unmergeable(py))
-            check_doc(t.truth, debugger_json("gdb", [t.executable, core]), "gdb kernel core")
-            check_doc(t.truth, debugger_json("lldb", ["-c", core, t.executable]),
+            check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb kernel core")
+            check_doc(t.truth, debugger_doc("lldb", ["-c", core, t.executable]),
                       "lldb kernel core")
     return run
 
