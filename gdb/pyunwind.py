@@ -1,6 +1,7 @@
 # pyunwind.py for gdb - adds py-bt, py-line, py-list, py-locals, py-print, py-up and py-down.
 # Load with `source /path/to/gdb/pyunwind.py`. This file only translates between gdb and the C
 # core (through common/pyunwind_core.py): which target, which thread, how to read memory.
+import bisect
 import os
 import re
 import sys
@@ -106,32 +107,38 @@ class GdbView(core.DebuggerView):
 
 
     def native_threads(self):
+        libraries = _Libraries(self._mappings())
         for th in self.inferior.threads():
             pthread_id = 0
             try:
                 pthread_id = int.from_bytes(bytes(th.handle()), "little")
             except Exception:
                 pass
-            yield th.ptid[1] or th.ptid[0], pthread_id, (lambda th=th: _native_frames(th))
+            yield th.ptid[1] or th.ptid[0], pthread_id, \
+                (lambda th=th: _native_frames(th, libraries))
 
 
 _UNNAMED = ("??",)
 _MAX_NATIVE_FRAMES = 10000
 
 
-def _library(pc):
-    name = gdb.solib_name(pc)
-    if name:
-        return name
-    find = getattr(gdb.current_progspace(), "objfile_for_address", None)
-    try:
-        obj = find(pc) if find else None
-    except Exception:
-        obj = None
-    return obj.filename if obj is not None else None
+class _Libraries(object):
+    """Which mapped file holds an address, from `info proc mappings` (live or core); falls back
+    to gdb's shared-library list."""
+
+    def __init__(self, mappings):
+        self.maps = sorted((m[0], m[1], m[4]) for m in mappings if m[4] and
+                           m[4].startswith("/"))
+        self.starts = [m[0] for m in self.maps]
+
+    def __call__(self, pc):
+        i = bisect.bisect_right(self.starts, pc) - 1
+        if i >= 0 and pc < self.maps[i][1]:
+            return self.maps[i][2]
+        return gdb.solib_name(pc)
 
 
-def _native_frames(thread):
+def _native_frames(thread, libraries):
     """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per frame,
     innermost first. The selected thread and frame are restored."""
     saved = gdb.selected_thread()
@@ -153,7 +160,7 @@ def _native_frames(thread):
             name = f.name()
             sal = f.find_sal()
             path = sal.symtab.filename if sal is not None and sal.symtab is not None else None
-            frames.append((pc, sp, 0, name if name not in _UNNAMED else None, _library(pc),
+            frames.append((pc, sp, 0, name if name not in _UNNAMED else None, libraries(pc),
                            path, sal.line if path else 0))
             try:
                 f = f.older()
@@ -221,8 +228,11 @@ if _FrameDecorator is not None:
 
         def function(self):
             name = super(_PythonFrames, self).function()
-            if not isinstance(name, str):
-                name = "??"
+            if not self._text:
+                # An address makes gdb name the frame from its minimal symbols itself.
+                return "??" if name is None or name == "" else name
+            if not isinstance(name, str) or not name:
+                name = self.inferior_frame().name() or "??"
             return "%s [Python: %s]" % (name, "; ".join(self._text.splitlines()))
 
 
@@ -252,8 +262,8 @@ class _FrameFilter(object):
         try:
             text = _state.session.native_text(view, d.inferior_frame().level())
         except Exception:
-            return d
-        return _PythonFrames(d, text) if text else d
+            text = ""
+        return _PythonFrames(d, text)
 
 
 # Loading twice re-registers the commands but keeps one state and one set of event handlers.
