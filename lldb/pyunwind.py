@@ -157,13 +157,21 @@ def _native_frames(thread):
     """lldb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per
     frame, innermost first."""
     frames = []
-    for i in range(min(thread.GetNumFrames(), _MAX_NATIVE_FRAMES)):
+    n = min(thread.GetNumFrames(), _MAX_NATIVE_FRAMES)
+    for i in range(n):
         f = thread.GetFrameAtIndex(i)
         if not f.IsValid():
             break
         name = f.GetFunctionName()
         if name and name.startswith("___lldb_unnamed_symbol"):
             name = None  # lldb's name for a nameless piece of a stripped file
+        # lldb 16 sometimes lists a call site's inlined functions without the concrete frame
+        # that holds them (seen in _PyEval_EvalFrameDefault of 3.10): the last inlined frame
+        # of a stack range then stands for the concrete function, as gdb would list it.
+        nxt = thread.GetFrameAtIndex(i + 1) if i + 1 < n else None
+        if f.IsInlined() and (nxt is None or not nxt.IsValid() or
+                              nxt.GetCFA() != f.GetCFA()):
+            name = f.GetFunction().GetName() or name
         mod = f.GetModule()
         lib = mod.GetFileSpec().fullpath if mod and mod.IsValid() else None
         le = f.GetLineEntry()
