@@ -228,11 +228,10 @@ if _FrameDecorator is not None:
 
         def function(self):
             name = super(_PythonFrames, self).function()
-            if not self._text:
-                # An address makes gdb name the frame from its minimal symbols itself.
-                return "??" if name is None or name == "" else name
             if not isinstance(name, str) or not name:
-                name = self.inferior_frame().name() or "??"
+                name = self.inferior_frame().name() or "??"  # as gdb prints it without filters
+            if not self._text:
+                return name
             return "%s [Python: %s]" % (name, "; ".join(self._text.splitlines()))
 
 
