@@ -220,11 +220,12 @@ static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 	pyu_strbuf_putc(sb, '\n');
 }
 
+// Frame @i of @thread, shown as "#@number" (a stack through nested interpreters numbers on).
 static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-		       uint32_t i, uint32_t flags, struct pyu_source_cache *cache)
+		       uint32_t i, uint32_t number, uint32_t flags, struct pyu_source_cache *cache)
 {
 	const struct pyu_frame_info *f = &s->threads[thread].frames[i];
-	frame_number(sb, i);
+	frame_number(sb, number);
 	const struct pyu_code_info *c = code_of(s, f);
 	if (!c) {
 		text_error_frame(sb, f);
@@ -237,20 +238,44 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 		text_locals(sb, s, thread, i, "    ");
 }
 
+// A thread's stack; a thread nested through interpreters goes on with each caller's frames
+// after a line naming the switch ("--- interpreter 1 → 0 ---"), numbered on.
 static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
 			uint32_t flags, uint32_t limit, struct pyu_source_cache *cache)
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
-	text_thread_header(sb, th, flags);
-	if (!th->frame_count)
+	const struct pyu_thread_info *outermost = th; // the one whose thread ids are its own
+	for (uint32_t k = 0; outermost->outer && outermost->outer <= s->thread_count &&
+			     k < s->thread_count; k++)
+		outermost = &s->threads[outermost->outer - 1];
+	text_thread_header(sb, outermost, flags);
+	if (!th->frame_count && !th->outer)
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
-	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
-	for (uint32_t i = 0; i < shown; i++)
-		text_frame(sb, s, thread, i, flags, cache);
-	if (shown < th->frame_count)
-		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n",
-				  th->frame_count - shown, th->frame_count - shown == 1 ? "" : "s",
-				  limit);
+	uint32_t number = 0, hidden = 0, cur = thread;
+	const struct pyu_thread_info *prev = NULL;
+	for (uint32_t hop = 0; hop <= s->thread_count; hop++) {
+		const struct pyu_thread_info *t = &s->threads[cur];
+		if (prev && !hidden) {
+			pyu_strbuf_puts(sb, "--- interpreter ");
+			put_int_or(sb, prev->interpreter_id, prev->interpreter_id < 0, "?");
+			pyu_strbuf_puts(sb, " \xe2\x86\x92 "); // →
+			put_int_or(sb, t->interpreter_id, t->interpreter_id < 0, "?");
+			pyu_strbuf_puts(sb, " ---\n");
+		}
+		for (uint32_t i = 0; i < t->frame_count; i++) {
+			if (limit && number >= limit)
+				hidden++;
+			else
+				text_frame(sb, s, cur, i, number++, flags, cache);
+		}
+		prev = t;
+		if (!t->outer || t->outer > s->thread_count)
+			break;
+		cur = t->outer - 1;
+	}
+	if (hidden)
+		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n", hidden,
+				  hidden == 1 ? "" : "s", limit);
 }
 
 // "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the debugger's frame level.
@@ -293,7 +318,7 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct pyu_merge_item *it = &m.items[i];
 		if (it->python)
-			text_frame(sb, s, thread, it->index, flags, cache);
+			text_frame(sb, s, thread, it->index, it->index, flags, cache);
 		else
 			text_native_frame(sb, &th->native[it->index], it->index);
 	}
@@ -421,8 +446,8 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 }
 
 // Everything of a thread's JSON object before its frames.
-static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_thread_info *th,
-			     uint32_t omitted)
+static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			     const struct pyu_thread_info *th, uint32_t omitted)
 {
 	pyu_strbuf_printf(sb, "  {\"thread_id\": %" PRIu64 ", \"native_thread_id\": ", th->thread_id);
 	json_int_or_null(sb, th->native_thread_id, th->native_thread_id < 0);
@@ -446,6 +471,12 @@ static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_thread_info
 	}
 	pyu_strbuf_puts(sb, ", \"interpreter_id\": ");
 	json_int_or_null(sb, th->interpreter_id, th->interpreter_id < 0);
+	// the same OS thread in a nested interpreter: this stack goes on from that thread state's
+	if (th->inner && th->inner <= s->thread_count)
+		pyu_strbuf_printf(sb, ", \"continues\": \"0x%" PRIx64 "\"",
+				  s->threads[th->inner - 1].tstate_address);
+	else
+		pyu_strbuf_puts(sb, ", \"continues\": null");
 	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
 			  th->tstate_address, omitted);
 }
@@ -479,7 +510,7 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 	for (uint32_t i = shown; i < m.count; i++)
 		if (m.merged || m.items[i].python)
 			omitted++;
-	json_thread_head(sb, th, omitted);
+	json_thread_head(sb, s, th, omitted);
 	pyu_strbuf_puts(sb, "   \"merge_error\": ");
 	pyu_strbuf_json_cstr(sb, m.merged ? NULL : m.reason);
 	pyu_strbuf_puts(sb, ",\n   \"frames\": [");
@@ -515,7 +546,7 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
 	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
-	json_thread_head(sb, th, th->frame_count - shown);
+	json_thread_head(sb, s, th, th->frame_count - shown);
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
@@ -524,8 +555,10 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_strbuf_puts(sb, "]}");
 }
 
+// The threads [first, first + count), or with @chain thread @first and the thread states that
+// continue its stack (one OS thread through nested interpreters).
 static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-				       uint32_t first, uint32_t count, uint32_t flags,
+				       uint32_t first, uint32_t count, bool chain, uint32_t flags,
 				       uint32_t limit)
 {
 	struct pyu_error *err = NULL;
@@ -535,12 +568,21 @@ static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_s
 			  "\"free_threaded\": %s},\n \"threads\": [",
 			  s->hexversion, s->debug_build ? "true" : "false",
 			  s->free_threaded ? "true" : "false");
-	for (uint32_t i = 0; i < count; i++) {
+	for (uint32_t i = 0, t = first; i < count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
-		if (!(flags & PYU_FMT_NATIVE))
-			json_thread(sb, s, first + i, flags, limit);
-		else if ((err = json_thread_native(sb, s, first + i, flags, limit)))
-			return err;
+		if (flags & PYU_FMT_NATIVE) {
+			if ((err = json_thread_native(sb, s, first + i, flags, limit)))
+				return err;
+			continue;
+		}
+		json_thread(sb, s, chain ? t : first + i, flags, limit);
+		if (chain) {
+			uint32_t outer = s->threads[t].outer;
+			if (!outer || outer > s->thread_count || i + 1 >= s->thread_count)
+				break;
+			t = outer - 1;
+			count++;
+		}
 	}
 	pyu_strbuf_puts(sb, "],\n \"errors\": [");
 	for (uint32_t i = 0; i < s->error_count; i++) {
@@ -601,7 +643,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 		pyu_stacks_read_thread_values(s);
 	struct pyu_error *err = NULL;
 	if (flags & PYU_FMT_JSON) {
-		err = json_document(&sb, s, first, count, flags, limit);
+		err = json_document(&sb, s, first, count, !all, flags, limit);
 		if (err) {
 			pyu_strbuf_release(&sb);
 			return err;
@@ -611,8 +653,10 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
 	if (all)
 		text_version(&sb, s);
-	for (uint32_t i = 0; i < count && !err; i++) {
-		if (i || all)
+	for (uint32_t i = 0, printed = 0; i < count && !err; i++) {
+		if (all && s->threads[first + i].inner && !(flags & PYU_FMT_NATIVE))
+			continue; // shown after the thread state it continues
+		if (printed++ || all)
 			pyu_strbuf_putc(&sb, '\n');
 		if (flags & PYU_FMT_NATIVE)
 			err = text_thread_native(&sb, s, first + i, flags, limit, cache);

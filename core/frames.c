@@ -375,6 +375,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					if (by_entry) // where the entry frame was, unreadable or not
 						mark_run(th, run_start, addr);
 					run_start = th->frame_count;
+					th->entry_frame = addr; // its address is still known
 					if (!below) {
 						last = 0; // every data-stack frame was seen
 						break;
@@ -397,6 +398,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			if (by_entry)
 				mark_run(th, run_start, addr);
 			run_start = th->frame_count;
+			th->entry_frame = addr; // the last one seen is the outermost
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "inspect.h"
+#include "nesting.h"
 #include "runtime.h"
 
 static void add_string(char ***list, uint32_t *count, const char *fmt, va_list ap)
@@ -99,6 +100,8 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_add_note(s, "%s", notice);
 	struct pyu_walk w = {t, rt, s, codes};
 	err = pyu_walk_threads(&w);
+	if (!err)
+		pyu_link_nested(s);
 	// A running interpreter always has a thread state (the main thread's, until it exits):
 	// none at all means the structures found are not the live interpreter's.
 	if (!err && s->thread_count == 0 && s->error_count == 0)
@@ -171,15 +174,24 @@ PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t na
 {
 	if (!s)
 		return -1;
-	if (native_tid > 0)
-		for (uint32_t i = 0; i < s->thread_count; i++)
-			if (s->threads[i].native_thread_id == native_tid)
-				return (int32_t)i;
-	if (pthread_id)
-		for (uint32_t i = 0; i < s->thread_count; i++)
-			if (s->threads[i].thread_id == pthread_id)
-				return (int32_t)i;
-	return -1;
+	// A thread state that continues another names its OS thread only as a fall-back: 3.12
+	// runs sub-interpreter code on the thread state that created the interpreter, ids and all.
+	int32_t found = -1;
+	for (int pass = 0; pass < 2 && found < 0; pass++) {
+		if (native_tid > 0)
+			for (uint32_t i = 0; i < s->thread_count && found < 0; i++)
+				if (s->threads[i].native_thread_id == native_tid &&
+				    (pass || !s->threads[i].outer))
+					found = (int32_t)i;
+		if (pthread_id)
+			for (uint32_t i = 0; i < s->thread_count && found < 0; i++)
+				if (s->threads[i].thread_id == pthread_id && (pass || !s->threads[i].outer))
+					found = (int32_t)i;
+	}
+	// a thread in nested interpreters: its innermost thread state, whose stack goes on
+	for (uint32_t k = 0; found >= 0 && s->threads[found].inner && k < s->thread_count; k++)
+		found = (int32_t)s->threads[found].inner - 1;
+	return found;
 }
 
 PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread)

@@ -72,6 +72,12 @@ struct pyu_thread_info {
 	uint32_t native_count, native_cap;
 	bool native_known;          // native frames were given (possibly none)
 	char *native_error;         // why they could not be had; owned, NULL when none
+	uint64_t entry_frame;       // 3.12+: the outermost entry frame, which the C stack holds
+				    // (the deeper a thread's C stack, the lower); 0 unknown
+	// The same OS thread in several interpreters (nesting.c), as thread index + 1, 0 = none:
+	uint32_t inner;             // this stack continues the one of thread state #inner - 1,
+				    // which runs code in an interpreter this one called into
+	uint32_t outer;             // the stack of #outer - 1 continues this one
 };
 
 struct pyu_runtime;

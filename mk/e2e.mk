@@ -3,3 +3,8 @@
 .PHONY: test-core
 test-core: all
 	@nice python3 tests/e2e/test_core.py
+
+# One stack per OS thread across sub-interpreters (3.12+): live, gdb core, gdb and lldb.
+.PHONY: test-subinterp
+test-subinterp: all
+	@nice /usr/bin/python3 tests/e2e/test_subinterp.py
