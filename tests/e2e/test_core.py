@@ -353,19 +353,15 @@ def parse_bt_text(out):
 
 def text_case(py):
     """py-bt's source lines and carets equal what the target's traceback module prints for the
-    same frames. CPython 3.13+ tracebacks show every line of a multi-line range and mark calls
-    with ~ anchors, which py-bt does not (it follows the 3.11/3.12 layout), so those versions
-    are compared on their source lines only; so are lines with double-width characters on
-    early 3.11 releases, whose carets count characters rather than terminal columns."""
+    same frames, line for line, on every version (carets.c draws each version's layout)."""
     def run():
         with Target(py, TEXT_TARGET) as t:
             with open(os.path.join(t.workdir, "tracebacks.json"), encoding="utf-8") as f:
                 rendered = json.load(f)
-            wide_aware = rendered.pop("wide_aware")
+            rendered.pop("wide_aware")
             rc, out, err = cli("bt", t.pid)
             assert rc == 0, "bt: %s" % err
             ours = parse_bt_text(out)
-            carets = py.minor in ("3.11", "3.12")
             problems, compared = [], 0
             for ident, blocks in sorted(rendered.items()):
                 frames = ours.get(int(ident))
@@ -375,17 +371,11 @@ def text_case(py):
                 for i, block in enumerate(blocks):
                     lines = block.rstrip("\n").split("\n")
                     head = re.match(r'^  File "(.*)", line (\S+), in ', lines[0])
-                    want = [l for l in lines[1:] if carets or not re.match(r"^ *[~^]+ *$", l)]
-                    if py.minor not in ("3.11", "3.12") and want:
-                        want = want[:1]  # 3.13+: the first line of a multi-line range
+                    want = lines[1:]
                     if i + 1 >= len(frames):
                         problems.append("thread %s: no frame #%d" % (ident, i + 1))
                         break
                     file, line, got = frames[i + 1]
-                    wide = any(ord(c) >= 0x1100 for c in "".join(want))
-                    if not carets or (wide and not wide_aware):
-                        got = [l for l in got if not re.match(r"^ *[~^]+ *$", l)]
-                        want = [l for l in want if not re.match(r"^ *[~^]+ *$", l)]
                     compared += 1
                     if (file, line) != (head.group(1), head.group(2)) or got != want:
                         problems.append("thread %s frame #%d:\n  ours:    %r\n  CPython: %r"
