@@ -172,10 +172,9 @@ def cli_unmergeable(py):
 
 
 def debuggers(py):
-    """The debuggers that read @py's targets. The Py_DEBUG builds are read by the CLI alone, to
-    keep the step within its time budget (PYUNWIND_NATIVE_FULL=1: by gdb and lldb too); they
-    run the same eval loop and markers as their release builds, which all three read."""
-    if py.debug and not os.environ.get("PYUNWIND_NATIVE_FULL"):
+    """The debuggers that read @py's targets (all of them; PYUNWIND_NATIVE_CLI_ONLY=1 leaves the
+    Py_DEBUG builds to the CLI, for a quicker run)."""
+    if py.debug and os.environ.get("PYUNWIND_NATIVE_CLI_ONLY"):
         return ()
     return ("gdb", "lldb")
 
