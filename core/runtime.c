@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elf.h"
 #include "runtime.h"
@@ -100,7 +101,7 @@ struct found {
 	uint32_t name_version;   // from the file name
 	uint32_t presence_version; // from which API symbols exist
 	bool debug, ft;
-	char how[160];
+	char how[512];
 };
 
 static bool has_symbol(const struct pyu_symsrc *src, const char *name,
@@ -263,6 +264,8 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 		return;
 	}
 	examine(t, &src, m->path, f, errs, errs_len);
+	if (f->how[0] && strcmp(m->path, m->local_path) != 0)
+		appendf(f->how, sizeof(f->how), " (the file here: %s)", m->local_path);
 	pyu_elf_close(src.elf);
 }
 
@@ -275,7 +278,8 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 	for (size_t i = 0; i < count && probed < PYU_MAX_IMAGES_PROBED; i++) {
 		const struct pyu_mapping *m = pyu_target_mapping(t, i);
 		if ((m->start & 0xfff) ||
-		    (m->path && m->local_path && pyu_target_file_matches(t, m)))
+		    (m->path && m->local_path && access(m->local_path, R_OK) == 0 &&
+		     pyu_target_file_matches(t, m)))
 			continue; // files with a matching local copy were examined already
 		probed++;
 		struct pyu_image img = {0};
@@ -535,6 +539,8 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		}
 	}
 	appendf(rt.notes, sizeof(rt.notes), "found by %s; ", best.how);
+	if (in_memory)
+		rt.memory_only = true; // symbols from the ELF image in the target's own memory
 	if (best_m)
 		snprintf(rt.image, sizeof(rt.image), "%s", best_m->path);
 	rt.runtime_addr = best.runtime;
@@ -559,6 +565,12 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 					"another build): using the cookie at 0x%" PRIx64 "; ",
 					best.runtime, scanned);
 				best.runtime = rt.runtime_addr = scanned;
+				// Nothing else that file says can be trusted either: its symbols
+				// (the code type) and its pages.
+				if (best_m)
+					pyu_target_distrust_file(t, best_m);
+				rt.types.addr[PYU_TYPE_CODE] = 0;
+				rt.memory_only = true;
 				pyu_error_destroy(rerr);
 				rerr = pyu_target_read(t, best.runtime, cookie, 8);
 				has_cookie = !rerr && memcmp(cookie, "xdebugpy", 8) == 0;
@@ -594,6 +606,10 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		uint32_t exact = best.py_version;
 		for (size_t i = 0; !exact && i < best.version_texts; i++)
 			exact = pyu_version_from_text(t, best.version_text[i], v);
+		// Without the file's read-only data (memory alone), sys.version's text is still in
+		// its writable data.
+		if (!exact)
+			exact = pyu_version_in_memory(t, v);
 		rt.version_exact = exact != 0;
 		if (exact)
 			rt.version_hex = exact;

@@ -41,6 +41,11 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret, char *errs,
 				   size_t errs_len);
 
+// The exact PY_VERSION_HEX of minor version @minor_hex from the sys.version text that
+// Py_GetVersion() leaves in the writable data of a file named like that version; 0 when none
+// is found. Cannot fail.
+uint32_t pyu_version_in_memory(struct pyu_target *t, uint32_t minor_hex);
+
 // PY_VERSION_HEX major.minor from a file name such as libpython3.6m.so.1.0, python3.14d or
 // python2.7 (0 when it carries none); *debug / *ft set from the ABI flags. Cannot fail.
 uint32_t pyu_version_from_name(const char *path, bool *debug, bool *ft);

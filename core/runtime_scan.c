@@ -334,6 +334,34 @@ static void scan_image(struct pyu_target *t, const struct pyu_layout *l, const s
 	}
 }
 
+uint32_t pyu_version_in_memory(struct pyu_target *t, uint32_t minor_hex)
+{
+	struct image imgs[SCAN_IMAGES];
+	size_t n = find_images(t, imgs);
+	uint8_t *chunk = malloc(SCAN_CHUNK);
+	uint32_t exact = 0;
+	for (size_t i = 0; chunk && i < n && !exact; i++) {
+		if ((imgs[i].version >> 16) != (minor_hex >> 16))
+			continue;
+		for (size_t ri = 0; ri < imgs[i].nregions && !exact; ri++) {
+			const struct region *g = &imgs[i].regions[ri];
+			for (uint64_t a = g->start; a < g->end && !exact; a += SCAN_CHUNK) {
+				uint64_t len = g->end - a < SCAN_CHUNK ? g->end - a : SCAN_CHUNK;
+				struct pyu_error *err = pyu_target_read(t, a, chunk, (size_t)len);
+				if (err) {
+					pyu_error_destroy(err);
+					continue;
+				}
+				uint64_t at = find_version_text(chunk, (size_t)len, a, minor_hex);
+				if (at)
+					exact = pyu_version_from_text(t, at, minor_hex);
+			}
+		}
+	}
+	free(chunk);
+	return exact;
+}
+
 struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret, char *errs,
 				   size_t errs_len)
 {

@@ -92,7 +92,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_add_note(s, "%s", rt->notes);
 	if (rt->memory_only)
 		pyu_stacks_add_note(s, "read from memory alone: no file of the interpreter was "
-				    "used (none found here with the target's build ID); frames, "
+				    "used (none found here that is the target's build); frames, "
 				    "lines and columns come from the target's memory, source lines "
 				    "only from .py files found here");
 	const char *notice = pyu_target_notice(t);

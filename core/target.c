@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,6 +71,10 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 		free(t->path_maps[i].to);
 	}
 	free(t->path_maps);
+	free(t->sysroot);
+	for (size_t i = 0; i < t->search_dir_count; i++)
+		free(t->search_dirs[i]);
+	free(t->search_dirs);
 	free(t->exe_target_path);
 	free(t->exe_local_path);
 	free(t->cache);
@@ -309,6 +314,15 @@ char *pyu_target_local_path(const struct pyu_target *t, const char *path)
 	if (t->exe_target_path && strcmp(path, t->exe_target_path) == 0)
 		return dup_str(t->exe_local_path);
 	const struct pyu_path_map *m = find_path_map(t, path);
+	if (!m && t->sysroot && path[0] == '/') {
+		size_t n = strlen(t->sysroot), len = strlen(path);
+		char *r = malloc(n + len + 1);
+		if (r) {
+			memcpy(r, t->sysroot, n);
+			memcpy(r + n, path, len + 1);
+		}
+		return r;
+	}
 	if (!m)
 		return dup_str(path);
 	size_t from_len = strlen(m->from), to_len = strlen(m->to);
@@ -381,6 +395,53 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const
 	maps[t->path_map_count].to = to_copy;
 	t->path_map_count++;
 	return relocate_mappings(t);
+}
+
+static void forget_file_checks(struct pyu_target *t)
+{
+	for (size_t i = 0; i < t->file_check_count; i++) {
+		free(t->file_checks[i].path);
+		free(t->file_checks[i].local_path);
+	}
+	t->file_check_count = 0;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const char *dir)
+{
+	if (!t || !dir || dir[0] == '\0')
+		return pyu_error_create(PYU_ERR_ARGUMENT, "a sysroot needs a directory");
+	char *copy = dup_str(dir);
+	if (!copy)
+		return &pyu_error_nomem;
+	size_t n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0'; // "/" alone stays: files are then looked for where they were
+	if (strcmp(copy, "/") == 0)
+		copy[0] = '\0';
+	free(t->sysroot);
+	t->sysroot = copy[0] ? copy : NULL;
+	if (!t->sysroot)
+		free(copy);
+	return relocate_mappings(t);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, const char *dir)
+{
+	if (!t || !dir || dir[0] == '\0')
+		return pyu_error_create(PYU_ERR_ARGUMENT, "a search directory needs a name");
+	if (t->search_dir_count >= PYU_MAX_SEARCH_DIRS)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "more than %u search directories",
+					PYU_MAX_SEARCH_DIRS);
+	char **dirs = realloc(t->search_dirs, (t->search_dir_count + 1) * sizeof(*dirs));
+	if (!dirs)
+		return &pyu_error_nomem;
+	t->search_dirs = dirs;
+	char *copy = dup_str(dir);
+	if (!copy)
+		return &pyu_error_nomem;
+	dirs[t->search_dir_count++] = copy;
+	forget_file_checks(t); // files judged missing may be found now
+	return NULL;
 }
 
 struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
@@ -512,8 +573,10 @@ const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *
 	return NULL;
 }
 
-// Compares the build ID in the target's first page of @m's file with the local file's.
-static bool same_build_id(struct pyu_target *t, const struct pyu_mapping *m)
+// The GNU build ID of @m's file as the target has it (in the first page of the file's first
+// mapping, which cores keep). False when it cannot be read there.
+static bool target_build_id(struct pyu_target *t, const struct pyu_mapping *m, uint8_t *buf,
+			    size_t *len)
 {
 	const struct pyu_mapping *first = NULL;
 	for (size_t i = 0; i < t->mapping_count && !first; i++) {
@@ -522,29 +585,102 @@ static bool same_build_id(struct pyu_target *t, const struct pyu_mapping *m)
 			first = c;
 	}
 	if (!first)
-		return true;
+		return false;
 	unsigned char page[PYU_PAGE_SIZE];
-	uint64_t len = first->end - first->start < sizeof(page) ? first->end - first->start
-								: sizeof(page);
+	uint64_t want = first->end - first->start < sizeof(page) ? first->end - first->start
+								 : sizeof(page);
 	pyu_backend_read_fn read = t->image_read ? t->image_read : t->backend_read;
-	uint64_t n = read(t, first->start, page, len);
-	uint8_t want[PYU_BUILD_ID_MAX], have[PYU_BUILD_ID_MAX];
-	size_t want_len, have_len;
-	if (!pyu_elf_image_build_id(page, n > len ? len : n, want, sizeof(want), &want_len))
-		return true;
+	uint64_t n = read(t, first->start, page, want);
+	return pyu_elf_image_build_id(page, n > want ? want : n, buf, PYU_BUILD_ID_MAX, len);
+}
+
+enum file_state { FILE_MATCHES, FILE_DIFFERS, FILE_MISSING, FILE_UNKNOWN };
+
+// How the local file @path compares with the build ID @want (@want_len 0: unknown).
+static enum file_state file_state(const char *path, const uint8_t *want, size_t want_len)
+{
 	struct pyu_elf *elf;
-	struct pyu_error *err = pyu_elf_open(m->local_path, &elf);
+	if (access(path, R_OK) != 0)
+		return FILE_MISSING;
+	struct pyu_error *err = pyu_elf_open(path, &elf);
 	if (err) {
 		pyu_error_destroy(err);
-		return true; // not an ELF file here: nothing to compare
+		return FILE_UNKNOWN; // not an ELF file here: nothing to compare
 	}
+	uint8_t have[PYU_BUILD_ID_MAX];
+	size_t have_len;
 	err = pyu_elf_build_id(elf, have, sizeof(have), &have_len);
 	pyu_elf_close(elf);
 	if (err) {
 		pyu_error_destroy(err);
-		return true;
+		return FILE_UNKNOWN;
 	}
-	return want_len == have_len && memcmp(want, have, want_len) == 0;
+	if (!want_len)
+		return FILE_UNKNOWN;
+	return want_len == have_len && memcmp(want, have, want_len) == 0 ? FILE_MATCHES
+									 : FILE_DIFFERS;
+}
+
+// Points every mapping of @path at @local (a file found elsewhere with the right build ID).
+static bool use_local_file(struct pyu_target *t, const char *path, const char *local)
+{
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		struct pyu_mapping *c = &t->mappings[i];
+		if (!c->path || strcmp(c->path, path) != 0)
+			continue;
+		char *copy = dup_str(local);
+		if (!copy)
+			return false;
+		free(c->local_path);
+		c->local_path = copy;
+		c->local_path_fixed = true;
+	}
+	return true;
+}
+
+// A file with build ID @want in the search directories (DIR/BASENAME), or NULL. malloc'd.
+static char *search_dirs(const struct pyu_target *t, const char *path, const uint8_t *want,
+			 size_t want_len)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	for (size_t i = 0; i < t->search_dir_count; i++) {
+		size_t n = strlen(t->search_dirs[i]) + strlen(base) + 2;
+		char *cand = malloc(n);
+		if (!cand)
+			return NULL;
+		snprintf(cand, n, "%s/%s", t->search_dirs[i], base);
+		if (file_state(cand, want, want_len) == FILE_MATCHES)
+			return cand;
+		free(cand);
+	}
+	return NULL;
+}
+
+// Whether @m's file here is the target's; when it is missing or another build, looks in the
+// search directories (and through debuginfod) for one with the target's build ID and, when
+// found, points @m's file at it.
+static bool resolve_file(struct pyu_target *t, const struct pyu_mapping *m)
+{
+	uint8_t want[PYU_BUILD_ID_MAX];
+	size_t want_len = 0;
+	if (!target_build_id(t, m, want, &want_len))
+		want_len = 0;
+	enum file_state st = file_state(m->local_path, want, want_len);
+	if (st == FILE_MATCHES || st == FILE_UNKNOWN)
+		return true;
+	if (!want_len)
+		return st != FILE_DIFFERS; // missing: reads fail by themselves
+	char *found = search_dirs(t, m->path, want, want_len);
+	if (!found)
+		found = pyu_debuginfod_find(t, want, want_len);
+	if (!found)
+		return st == FILE_MISSING; // nothing to read anyway
+	char *path = dup_str(m->path);
+	bool ok = path && use_local_file(t, path, found);
+	free(path);
+	free(found);
+	return ok;
 }
 
 bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m)
@@ -556,7 +692,7 @@ bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m)
 		if (strcmp(c->path, m->path) == 0 && strcmp(c->local_path, m->local_path) == 0)
 			return c->matches;
 	}
-	bool matches = same_build_id(t, m);
+	bool matches = resolve_file(t, m); // may change m->local_path
 	struct pyu_file_check *checks =
 		realloc(t->file_checks, (t->file_check_count + 1) * sizeof(*checks));
 	if (!checks)
@@ -570,6 +706,20 @@ bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m)
 	}
 	checks[t->file_check_count++] = (struct pyu_file_check){p, l, matches};
 	return matches;
+}
+
+void pyu_target_distrust_file(struct pyu_target *t, const struct pyu_mapping *m)
+{
+	if (!m || !m->path || !m->local_path)
+		return;
+	pyu_target_file_matches(t, m); // makes sure the file has an entry
+	for (size_t i = 0; i < t->file_check_count; i++) {
+		struct pyu_file_check *c = &t->file_checks[i];
+		if (strcmp(c->path, m->path) == 0 && strcmp(c->local_path, m->local_path) == 0)
+			c->matches = false;
+	}
+	close_files(t);
+	pyu_target_flush_cache(t); // pages read from that file are not the target's
 }
 
 // ---- threads -------------------------------------------------------------------------------

@@ -84,6 +84,11 @@ const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *
 // it cannot tell (no build IDs, out of memory) the answer is true.
 bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m);
 
+// Records that @m's local file is not the target's build after all (what it says about the
+// target proved wrong, though no build ID could be compared): pyu_target_file_matches() then
+// answers false for it and no page is read from it. Cannot fail (out of memory: ignored).
+void pyu_target_distrust_file(struct pyu_target *t, const struct pyu_mapping *m);
+
 // Something the user should know about the target as a whole, to add to errors (e.g. "the
 // core file is truncated: ..."), or NULL. Owned by @t. Cannot fail.
 const char *pyu_target_notice(const struct pyu_target *t);

@@ -17,6 +17,7 @@
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
+#define PYU_MAX_SEARCH_DIRS 64u
 
 struct pyu_cache_page {
 	uint64_t addr; // page address; meaningful only when valid
@@ -56,6 +57,12 @@ struct pyu_target {
 	size_t thread_count, thread_cap;
 	struct pyu_path_map *path_maps;
 	size_t path_map_count;
+	// Where the target's files are looked for here (gdb's sysroot and solib-search-path):
+	// SYSROOT/PATH instead of PATH, then DIR/BASENAME of each search directory, always checked
+	// by build ID. NULL / none when not set.
+	char *sysroot;
+	char **search_dirs;
+	size_t search_dir_count;
 	// The main executable as the target names it, and the file to read for it here (set by an
 	// explicit executable argument); both NULL when not given.
 	char *exe_target_path, *exe_local_path;
@@ -95,6 +102,11 @@ uint64_t pyu_target_read_file(struct pyu_target *t, const char *path, uint64_t o
 // On error the target is unchanged.
 struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
 					    const char *local_path);
+
+// The local path (malloc'd) of the executable or library whose GNU build ID is @build_id,
+// fetched through debuginfod (debuginfod.c); NULL when not configured or not found. Cannot fail
+// otherwise.
+char *pyu_debuginfod_find(struct pyu_target *t, const uint8_t *build_id, size_t len);
 
 // pyu_target_add_mapping with every permission bit. On error the target is unchanged.
 struct pyu_error *pyu_target_add_mapping_perms(struct pyu_target *t, uint64_t start,

@@ -57,6 +57,11 @@ static const char usage[] =
 	"  --table            line: also the frame's whole decoded line table\n"
 	"  --range A,B        list: lines A to B instead of 5 around the current one\n"
 	"  --path-map FROM=TO read files the target names FROM... from TO... here (repeatable)\n"
+	"  --sysroot DIR      read a file the target names /P from DIR/P (a copy of its root)\n"
+	"  --search-path DIRS also look for the target's files as DIR/NAME in these\n"
+	"                     colon-separated directories (repeatable); files are always\n"
+	"                     checked by build ID, and fetched through debuginfod when\n"
+	"                     $DEBUGINFOD_URLS names servers\n"
 	"  --no-stop          do not stop a live process while reading it\n"
 	"  --max-unpacked SIZE  a compressed core: unpack at most SIZE bytes (K, M, G, T;\n"
 	"                     default $PYUNWIND_MAX_UNPACKED or 16G)\n"
@@ -83,6 +88,9 @@ struct options {
 	int64_t first, last;
 	const char *maps[MAX_PATH_MAPS];
 	int map_count;
+	const char *sysroot;
+	const char *search[MAX_PATH_MAPS];
+	int search_count;
 	const char *target, *executable;
 };
 
@@ -169,6 +177,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!next || sscanf(next, "%lld,%lld%c", &f, &l, &tail) != 2 || f < 1 || l < f)
 				return usage_error("--range needs FIRST,LAST, got '%s'", next ? next : "");
 			o->first = f, o->last = l, i++;
+		} else if (!strcmp(a, "--sysroot")) {
+			if (!next || !*next)
+				return usage_error("%s", "--sysroot needs a directory");
+			o->sysroot = next, i++;
+		} else if (!strcmp(a, "--search-path")) {
+			if (!next || !*next)
+				return usage_error("%s", "--search-path needs directories");
+			if (o->search_count == MAX_PATH_MAPS)
+				return usage_error("%s", "too many --search-path options");
+			o->search[o->search_count++] = next, i++;
 		} else if (!strcmp(a, "--path-map")) {
 			if (!next || !strchr(next, '=') || next[0] == '=')
 				return usage_error("--path-map needs FROM=TO, got '%s'", next ? next : "");
@@ -461,6 +479,20 @@ int main(int argc, char **argv)
 			rc = fail(err, "--path-map");
 			break;
 		}
+	}
+	if (!rc && o.sysroot && (err = pyu_target_set_sysroot(t, o.sysroot)) != NULL)
+		rc = fail(err, "--sysroot");
+	for (int i = 0; !rc && i < o.search_count; i++) {
+		char *dirs = strdup(o.search[i]);
+		if (!dirs) {
+			rc = fail(&pyu_error_nomem, NULL);
+			break;
+		}
+		for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !rc;
+		     d = strtok_r(NULL, ":", &save))
+			if ((err = pyu_target_add_search_dir(t, d)) != NULL)
+				rc = fail(err, "--search-path");
+		free(dirs);
 	}
 	if (!rc)
 		rc = run(&o, t, !live);

@@ -87,6 +87,15 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t
 // from another machine or container. Applies to mappings added afterwards and to core notes.
 PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,
 						     const char *to);
+// Where the target's files are looked for on this machine, as gdb's `set sysroot` and
+// `set solib-search-path` do: a file the target names /P is read from @dir/P (a copy of the
+// crashed machine's root); a path map matching /P still wins. Search directories are tried,
+// in the order added, as DIR/BASENAME when the file is missing or another build, and then
+// debuginfod (elfutils' client, the servers of $DEBUGINFOD_URLS, its cache) by build ID.
+// A file is used only when its GNU build ID equals the target's (when the target's copy of
+// the file's first page shows one); else the stack is read from the target's memory alone.
+PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const char *dir);
+PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, const char *dir);
 PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t);
 
 // Counters for `make bench`: reads that reached the backend (process, core file or callback)

@@ -365,6 +365,20 @@ START_TEST(test_path_maps)
 	struct pyu_error *err = pyu_target_add_path_map(t, "", "/x");
 	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
 	pyu_error_destroy(err);
+	// A sysroot prefixes the paths no map matches (existing mappings follow); "/" undoes it.
+	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x5000, 0x6000, 0, 0, "/lib/z.so"));
+	ck_assert_ptr_null(pyu_target_set_sysroot(t, "/crashed/root//"));
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x5000)->local_path, "/crashed/root/lib/z.so");
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x3000)->local_path, "/sysroot/lib/y.so");
+	ck_assert_ptr_null(pyu_target_set_sysroot(t, "/"));
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x5000)->local_path, "/lib/z.so");
+	err = pyu_target_set_sysroot(t, "");
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
+	ck_assert_ptr_null(pyu_target_add_search_dir(t, "/somewhere"));
+	err = pyu_target_add_search_dir(t, NULL);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(err);
 	pyu_target_destroy(t);
 }
 END_TEST
