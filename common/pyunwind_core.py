@@ -102,6 +102,8 @@ class Library(object):
                                            ctypes.c_uint32, ctypes.c_char_p]),
             "pyu_target_add_thread": (P, [P, ctypes.c_int64]),
             "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
+            "pyu_target_set_sysroot": (P, [P, ctypes.c_char_p]),
+            "pyu_target_add_search_dir": (P, [P, ctypes.c_char_p]),
             "pyu_target_destroy": (None, [P]),
             "pyu_target_backend_reads": (ctypes.c_uint64, [P]),
             "pyu_target_cached_reads": (ctypes.c_uint64, [P]),
@@ -218,6 +220,16 @@ class Target(_Handle):
             t.close()
             raise
         return t
+
+    def look_for_files(self, sysroot=None, search_dirs=()):
+        """Where the target's files are looked for (the debugger's sysroot and search
+        paths); every file is still checked by build ID."""
+        if sysroot:
+            self.lib.check(self.lib.lib.pyu_target_set_sysroot(self.handle, sysroot.encode()))
+        for d in search_dirs:
+            if d:
+                self.lib.check(self.lib.lib.pyu_target_add_search_dir(self.handle, d.encode()))
+        return self
 
     def reads(self):
         return (self.lib.lib.pyu_target_backend_reads(self.handle),

@@ -57,9 +57,23 @@ class GdbView(core.DebuggerView):
             path = self._core_file()
             if path and os.path.exists(path):
                 yield "reading the core file", \
-                    lambda: core.Target.open_core(lib, path, inf.progspace.filename)
+                    lambda: core.Target.open_core(lib, path, inf.progspace.filename) \
+                    .look_for_files(*self._file_settings())
         yield "through gdb's memory reads", \
             lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+
+    @staticmethod
+    def _file_settings():
+        """gdb's sysroot (a local directory; "target:" means the files where they are) and
+        solib-search-path, for finding a core's files."""
+        try:
+            sysroot = gdb.parameter("sysroot") or ""
+            search = gdb.parameter("solib-search-path") or ""
+        except (gdb.error, RuntimeError):
+            return None, []
+        if sysroot.startswith("target:"):
+            sysroot = sysroot[len("target:"):]
+        return sysroot or None, [d for d in search.split(":") if d]
 
     def _read(self, addr, size):
         try:

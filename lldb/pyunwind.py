@@ -78,13 +78,28 @@ class LldbView(core.DebuggerView):
             cores = _mapped_core_files()
             if len(cores) == 1:
                 yield "reading the core file", \
-                    lambda: core.Target.open_core(lib, cores[0], exe_path)
+                    lambda: core.Target.open_core(lib, cores[0], exe_path) \
+                    .look_for_files(None, self._search_paths())
         elif not forced and self.target.GetPlatform().GetName() == "host" and pid > 0 \
                 and self._same_executable(pid, exe_path):
             yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
             return
         yield "through lldb's memory reads", \
             lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+
+    def _search_paths(self):
+        """lldb's target.exec-search-paths and target.debug-file-search-paths, for finding a
+        core's files (each still checked by build ID)."""
+        dirs = []
+        try:
+            dbg = self.target.GetDebugger()
+            for name in ("target.exec-search-paths", "target.debug-file-search-paths"):
+                values = dbg.GetInternalVariableValue(name, dbg.GetInstanceName())
+                for i in range(values.GetSize()):
+                    dirs.append(values.GetStringAtIndex(i))
+        except Exception:  # an lldb without these settings: nothing extra to search
+            return []
+        return [d for d in dirs if d]
 
     @staticmethod
     def _same_executable(pid, exe_path):

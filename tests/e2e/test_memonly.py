@@ -29,13 +29,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import REPO, Target, compare, run_cases, selected  # noqa: E402
+from harness import REPO, Target, compare, gdb_batch, run_cases, selected  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 DAMAGED_LABELS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
 SCAN_TIME_LIMIT = 60  # seconds for one read of a damaged core
+GDB_LABELS = ("pyenv-3.12", "debian-3.11")  # gdb's sysroot and solib-search-path followed
 
 
 # No debuginfod unless a case asks for it: a missing file must not reach out to the network.
@@ -387,6 +388,17 @@ def interpreter_case(py, server):
                                       "%s, debuginfod without a build ID in the core" % what)
                     report.append("%s: no build ID in the core, debuginfod not asked" % what)
                 shutil.rmtree(cache, ignore_errors=True)
+                if what == "kernel core" and py.label in GDB_LABELS:
+                    # gdb's own settings: sysroot (empty) and solib-search-path (loose files).
+                    loose = os.path.join(work, "loose")
+                    os.makedirs(loose, exist_ok=True)
+                    for path in files:
+                        shutil.copy(path, loose)
+                    rc, out, err = gdb_batch(["-iex", "set sysroot " + empty,
+                                              "-iex", "set solib-search-path /nonexistent:" +
+                                              loose, "--core", core], ["py-bt --all --json"])
+                    doc4 = json.loads(out[out.index("{"):out.rindex("}") + 1])
+                    check_with_files(truth, doc4, loose, "%s in gdb, solib-search-path" % what)
                 if what == "kernel core":
                     check_no_source(core, empty, truth)
                     if py.label in DAMAGED_LABELS:
