@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 3
+#define PYU_ABI_VERSION 4
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
