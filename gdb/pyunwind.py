@@ -1,6 +1,6 @@
 # pyunwind.py for gdb - adds py-bt, py-line, py-list, py-locals, py-print, py-up and py-down.
 # Load with `source /path/to/gdb/pyunwind.py`. This file only translates between gdb and the C
-# core (through common/pyunwind_core.py): which target, which thread, how to read memory.
+# core (through python/pyunwind/pyunwind_core.py): which target, which thread, how to read memory.
 import bisect
 import os
 import re
@@ -9,7 +9,9 @@ import sys
 import gdb
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
-for _d in (os.path.join(_HERE, os.pardir, "common"), os.path.join(_HERE, os.pardir, "python")):
+# The shared binding is the `pyunwind` Python package's pyunwind_core module, beside this
+# directory in a checkout and in an install (PREFIX/share/pyunwind/{gdb,lldb,python}).
+for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
     _d = os.path.normpath(_d)
     if os.path.isdir(_d) and _d not in sys.path:
         sys.path.insert(0, _d)

@@ -1,13 +1,15 @@
 # pyunwind.py for lldb - adds py-bt, py-line, py-list, py-locals, py-print, py-up and py-down.
 # Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
-# lldb's SB API and the C core (through common/pyunwind_core.py).
+# lldb's SB API and the C core (through python/pyunwind/pyunwind_core.py).
 import os
 import sys
 
 import lldb
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
-for _d in (os.path.join(_HERE, os.pardir, "common"), os.path.join(_HERE, os.pardir, "python")):
+# The shared binding is the `pyunwind` Python package's pyunwind_core module, beside this
+# directory in a checkout and in an install (PREFIX/share/pyunwind/{gdb,lldb,python}).
+for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
     _d = os.path.normpath(_d)
     if os.path.isdir(_d) and _d not in sys.path:
         sys.path.insert(0, _d)

@@ -1,6 +1,6 @@
 # pyunwind_build - the in-tree PEP 517 build backend of pyproject.toml: `pip install .` builds
-# the C library with make and packs the `pyunwind` Python package (python/pyunwind, the shared
-# binding common/pyunwind_core.py as pyunwind/_core.py, and libpyunwind.so) into a wheel. It
+# the C library with make and packs the `pyunwind` Python package (python/pyunwind, with the
+# binding it shares with the debugger adapters, and libpyunwind.so) into a wheel. It
 # needs nothing but the standard library and the C toolchain, so it works with no network and
 # no setuptools (pip's isolated build installs no requirements: there are none).
 import base64
@@ -71,8 +71,6 @@ def package_files():
     pkg = os.path.join(ROOT, "python", "pyunwind")
     out = [(n, os.path.join(pkg, n)) for n in sorted(os.listdir(pkg))
            if n.endswith(".py") or n == "py.typed"]
-    if not any(n == "_core.py" for n, _ in out):
-        out.append(("_core.py", os.path.join(ROOT, "common", "pyunwind_core.py")))
     out.append(("libpyunwind.so", os.path.join(ROOT, "build", "libpyunwind.so")))
     return out
 
@@ -110,8 +108,8 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     return name
 
 
-SDIST_PATHS = ("Makefile", "README.md", "pyproject.toml", "core", "mk", "common", "gdb", "lldb",
-               "python", "tools")
+SDIST_PATHS = ("Makefile", "README.md", "pyproject.toml", "core", "mk", "gdb", "lldb", "python",
+               "tools", "doc")
 
 
 def build_sdist(sdist_directory, config_settings=None):
