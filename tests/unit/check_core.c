@@ -462,6 +462,89 @@ static struct pyu_target *core_with_raw_note(struct fixture *f, const struct fx_
 	return open_core_ok(f->core, NULL);
 }
 
+// Appends an x86-64 siginfo_t (128 bytes) note: si_signo, si_code, si_addr.
+static void add_siginfo(struct fx_buf *note, int32_t signo, int32_t code, uint64_t addr,
+			size_t len)
+{
+	struct fx_buf si = {0};
+	fx_zero(&si, 128);
+	fx_set(&si, 0, (uint32_t)signo, 4);
+	fx_set(&si, 8, (uint32_t)code, 4);
+	fx_set(&si, 16, addr, 8);
+	struct fx_note n = {"CORE", 0x53494749, si.data, len};
+	fx_note(note, &n);
+	fx_free(&si);
+}
+
+static void add_prstatus(struct fx_buf *note, int32_t tid, int16_t cursig)
+{
+	struct fx_buf st = {0};
+	fx_prstatus(&st, tid);
+	fx_set(&st, 12, (uint16_t)cursig, 2);
+	struct fx_note n = {"CORE", 1, st.data, st.len};
+	fx_note(note, &n);
+	fx_free(&st);
+}
+
+// How the process ended comes from the first thread's NT_PRSTATUS and the NT_SIGINFO after it;
+// later threads' notes, short notes and signals without an address leave their fields unset.
+START_TEST(test_core_crash_signal)
+{
+	struct fixture f;
+	fixture_init(&f, NULL);
+	struct pyu_crash c;
+	struct pyu_target *t = open_core_ok(f.core, NULL); // two threads, no signal recorded
+	ck_assert(pyu_target_crash(t, &c));
+	ck_assert_int_eq(c.tid, 100);
+	ck_assert_int_eq(c.signal, 0);
+	ck_assert(!c.has_code && !c.has_address);
+	pyu_target_destroy(t);
+
+	struct fx_buf note = {0};
+	add_prstatus(&note, 7, 11);
+	add_siginfo(&note, 11, 1, 0xdead0, 128);
+	add_prstatus(&note, 8, 0);
+	add_siginfo(&note, 5, 1, 0xbad, 128); // another thread's: not the crash
+	t = core_with_raw_note(&f, &note);
+	ck_assert(pyu_target_crash(t, &c));
+	ck_assert_int_eq(c.tid, 7);
+	ck_assert_int_eq(c.signal, 11);
+	ck_assert(c.has_code && c.code == 1 && c.has_address);
+	ck_assert_uint_eq(c.address, 0xdead0);
+	pyu_target_destroy(t);
+	fx_free(&note);
+
+	// abort(): SIGABRT sent by the process itself (si_code <= 0) has no fault address; the
+	// signal comes from NT_SIGINFO when pr_cursig is 0.
+	add_prstatus(&note, 9, 0);
+	add_siginfo(&note, 6, -6, 0x1234, 128);
+	t = core_with_raw_note(&f, &note);
+	ck_assert(pyu_target_crash(t, &c));
+	ck_assert_int_eq(c.signal, 6);
+	ck_assert(c.has_code && c.code == -6 && !c.has_address);
+	pyu_target_destroy(t);
+	fx_free(&note);
+
+	// A NT_SIGINFO too short for si_addr is ignored.
+	add_prstatus(&note, 10, 11);
+	add_siginfo(&note, 11, 1, 0x10, 20);
+	t = core_with_raw_note(&f, &note);
+	ck_assert(pyu_target_crash(t, &c));
+	ck_assert_int_eq(c.signal, 11);
+	ck_assert(!c.has_code && !c.has_address);
+	pyu_target_destroy(t);
+	fx_free(&note);
+
+	// No NT_PRSTATUS: nothing known.
+	add_siginfo(&note, 11, 1, 0x10, 128);
+	t = core_with_raw_note(&f, &note);
+	ck_assert(!pyu_target_crash(t, &c));
+	pyu_target_destroy(t);
+	fx_free(&note);
+	fixture_fini(&f);
+}
+END_TEST
+
 START_TEST(test_core_absurd_notes)
 {
 	struct fixture f;
@@ -1328,6 +1411,7 @@ static Suite *core_suite(void)
 	tcase_add_test(tc, test_core_truncated);
 	tcase_add_test(tc, test_core_garbage_notes);
 	tcase_add_test(tc, test_core_absurd_notes);
+	tcase_add_test(tc, test_core_crash_signal);
 	tcase_add_test(tc, test_core_absurd_headers);
 	tcase_add_test(tc, test_core_compressed);
 	tcase_add_test(tc, test_parse_size);
