@@ -445,6 +445,23 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_putc(sb, '}');
 }
 
+void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_info *th)
+{
+	if (!th || !th->exc_repr) {
+		pyu_strbuf_puts(sb, "null");
+		return;
+	}
+	pyu_strbuf_puts(sb, "{\"type\": ");
+	pyu_strbuf_json_cstr(sb, th->exc_type);
+	pyu_strbuf_puts(sb, ", \"repr\": ");
+	pyu_strbuf_json_cstr(sb, th->exc_repr);
+	pyu_strbuf_puts(sb, ", \"address\": ");
+	json_addr(sb, th->exc_address);
+	if (th->exc_truncated)
+		pyu_strbuf_puts(sb, ", \"truncated\": true");
+	pyu_strbuf_putc(sb, '}');
+}
+
 // Everything of a thread's JSON object before its frames.
 static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			     const struct pyu_thread_info *th, uint32_t omitted)
@@ -456,19 +473,7 @@ static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_puts(sb, ", \"name\": ");
 	pyu_strbuf_json_cstr(sb, th->name);
 	pyu_strbuf_puts(sb, ", \"exception\": ");
-	if (th->exc_repr) {
-		pyu_strbuf_puts(sb, "{\"type\": ");
-		pyu_strbuf_json_cstr(sb, th->exc_type);
-		pyu_strbuf_puts(sb, ", \"repr\": ");
-		pyu_strbuf_json_cstr(sb, th->exc_repr);
-		pyu_strbuf_puts(sb, ", \"address\": ");
-		json_addr(sb, th->exc_address);
-		if (th->exc_truncated)
-			pyu_strbuf_puts(sb, ", \"truncated\": true");
-		pyu_strbuf_putc(sb, '}');
-	} else {
-		pyu_strbuf_puts(sb, "null");
-	}
+	pyu_format_json_exception(sb, th);
 	pyu_strbuf_puts(sb, ", \"interpreter_id\": ");
 	json_int_or_null(sb, th->interpreter_id, th->interpreter_id < 0);
 	// the same OS thread in a nested interpreter: this stack goes on from that thread state's

@@ -11,4 +11,9 @@
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f);
 
+// Appends the exception thread @th is handling (sys.exc_info(), read by
+// pyu_stacks_read_thread_values) as the bt document's "exception" object, or null (also for a
+// NULL @th). Cannot fail.
+void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_info *th);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "format.h"
 #include "include/pyunwind.h"
+#include "inspect.h"
 #include "stacks.h"
 #include "strbuf.h"
 #include "target.h"
@@ -182,8 +183,12 @@ PYU_PUBLIC struct pyu_error *pyu_format_triage(const struct pyu_stacks *s, const
 	pyu_strbuf_printf(&sb, ", \"signature\": \"%016" PRIx64 "\", \"signature_frames\": ",
 			  sig.hash);
 	json_strings(&sb, sig.frames, sig.frame_count);
-	pyu_strbuf_puts(&sb, ", \"frames\": [");
+	// The exception the crashing thread was handling (an except block), as bt --json has it.
+	pyu_stacks_read_thread_values(s);
 	const struct pyu_thread_info *th = thread >= 0 ? &s->threads[thread] : NULL;
+	pyu_strbuf_puts(&sb, ", \"exception\": ");
+	pyu_format_json_exception(&sb, th);
+	pyu_strbuf_puts(&sb, ", \"frames\": [");
 	for (uint32_t i = 0; th && i < th->frame_count; i++) {
 		if (i)
 			pyu_strbuf_puts(&sb, ", ");

@@ -224,13 +224,15 @@ class Thread:
     tstate_address: int
     frames: Tuple[Frame, ...]
     frames_omitted: int = 0
+    #: The exception sys.exc_info() gives in the thread ({"type", "repr", "address"}) or None.
+    exception: Optional[Dict[str, Any]] = field(default=None, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Thread":
         return cls(d["thread_id"], d.get("native_thread_id"), d.get("holds_gil"), d.get("name"),
                    d.get("interpreter_id"), _address(d.get("tstate_address")),
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
-                   d.get("frames_omitted", 0))
+                   d.get("frames_omitted", 0), d.get("exception"))
 
     def __iter__(self) -> Iterator[Frame]:
         return iter(self.frames)

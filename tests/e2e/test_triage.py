@@ -228,6 +228,7 @@ def case_json_lines():
         if kind == "ok":
             path, truth = CORES[what]
             check_doc(doc, truth, doc["path"], doc["path"])
+            assert "exception" in doc, "%s: no exception key" % doc["path"]
         else:
             e = doc.get("error") or {}
             assert doc.get("ok") is False and isinstance(e.get("code"), int) and \
@@ -303,6 +304,55 @@ def case_progress():
     assert "cores/s" not in out, "progress on stdout"
 
 
+EXC_PROGRAM = """import ctypes
+def load():
+    try:
+        raise ValueError("bad record 42")
+    except ValueError:
+        ctypes.memset(0, 0, 1)
+load()
+"""
+
+
+def case_exception(py):
+    """A crash inside an except block: the triage document names the exception being handled,
+    as bt --json does for that thread, and as the program raised it."""
+    def run_case():
+        d = tempfile.mkdtemp(dir=WORK)
+        prog = os.path.join(d, "exc.py")
+        with open(prog, "w") as f:
+            f.write(EXC_PROGRAM)
+
+        def limits():
+            resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY,
+                                                      resource.RLIM_INFINITY))
+        p = subprocess.run([py.path, prog], cwd=d, preexec_fn=limits, capture_output=True,
+                           timeout=120)
+        assert p.returncode == -signal.SIGSEGV, "exc.py ended with %s" % p.returncode
+        deadline, last, core = time.time() + 30, None, None
+        while time.time() < deadline and core is None:
+            for n in os.listdir(d):
+                if n.startswith("core"):
+                    size = os.path.getsize(os.path.join(d, n))
+                    if size > 0 and size == last:
+                        core = os.path.join(d, n)
+                    last = size
+            time.sleep(0.1)
+        assert core, "no core of exc.py"
+        rc, out, err = triage("--json", core)
+        doc = json_lines(out)[0]
+        exc = doc.get("exception") or {}
+        assert exc.get("type") == "ValueError" and \
+            exc.get("repr") == "ValueError('bad record 42')", "exception %r" % exc
+        assert doc["signature_frames"] == ["load (exc.py)", "<module> (exc.py)"], \
+            doc["signature_frames"]
+        bt = json.loads(subprocess.check_output([CLI, "bt", "--json", core]))
+        same = [t for t in bt["threads"] if t["thread_id"] == doc["crash"]["thread_id"]]
+        assert same and same[0].get("exception") == doc["exception"], \
+            "bt --json says %r" % (same and same[0].get("exception"))
+    return run_case
+
+
 def case_usage():
     for args, what in ((["-j", "0", "x"], "-j 0"), ([], "no argument"),
                        (["--bogus", "x"], "unknown option"), (["--path-map", "x"], "bad map")):
@@ -336,6 +386,9 @@ def main():
             DIR["d"] = build_directory()
         except (OSError, subprocess.CalledProcessError) as e:
             DIR["why"] = str(e)
+    py3 = [py for py in pys if py.version.split(".")[0] == "3"]
+    if py3:
+        cases.append(("triage exception being handled " + py3[-1].label, case_exception(py3[-1])))
     cases.append(("triage usage and missing files", case_usage))
     try:
         return run_cases(cases, prefix="test-triage")
