@@ -35,8 +35,7 @@ def gdb_outputs(target_args, commands, env=None, extra=()):
     for c in commands:
         cmds += [GDB_SEP, c]
     cmds.append(GDB_SEP)
-    with _env(env):
-        rc, out, err = gdb_batch(target_args, cmds)
+    rc, out, err = gdb_batch(target_args, cmds, env=_reads_env(env))
     parts = out.split(SEP + "\n")
     if len(parts) < len(commands) + 2:
         raise AssertionError("gdb did not run every command (status %d):\n%s\n%s"
@@ -55,8 +54,8 @@ def lldb_outputs(target_args, commands, env=None):
     with os.fdopen(fd, "w") as f:
         f.write("\n".join(cmds) + "\n")
     try:
-        with _env(env):
-            rc, out, err = lldb_batch(target_args, ["command source -e false -s false " + script])
+        rc, out, err = lldb_batch(target_args, ["command source -e false -s false " + script],
+                                  env=_reads_env(env))
     finally:
         os.unlink(script)
     parts = re.split(r"(?m)^" + re.escape(SEP) + r"\n", out)
@@ -72,22 +71,13 @@ def lldb_outputs(target_args, commands, env=None):
     return rc, res, err
 
 
-class _env(object):
-    def __init__(self, env):
-        self.env = env or {}
-        self.saved = {}
-
-    def __enter__(self):
-        for k, v in self.env.items():
-            self.saved[k] = os.environ.get(k)
-            os.environ[k] = v
-
-    def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+def _reads_env(env):
+    """The environment changes for one debugger: @env, and PYUNWIND_READS unset unless @env
+    sets it, so that a case that did not ask for debugger reads never gets them. Each child
+    gets its own environment; os.environ is never changed (cases run concurrently)."""
+    out = {"PYUNWIND_READS": None}
+    out.update(env or {})
+    return out
 
 
 def run_debugger(debugger, target_args, commands, env=None):

@@ -180,7 +180,15 @@ def case_compare(py):
         check(len(diff) == 1 and "line" in diff[0], "one wrong line gives %s" % diff)
         doc = as_document(truth)
         doc["threads"][0]["frames"].insert(0, {"kind": "error", "reason": "test"})
-        check(compare(truth, doc) == [], "an error frame is not a python frame")
+        diff = compare(truth, doc)
+        check(len(diff) == 1 and "kind error" in diff[0] and "test" in diff[0],
+              "a stray error frame is not reported: %s" % diff)
+        check(compare(truth, doc, allow_kinds=("error",)) == [],
+              "an allowed kind is still compared")
+        doc["threads"][0]["frames"].pop(0)
+        doc["threads"][0]["frames"].append({"kind": "native", "function": "x"})
+        check(len(compare(truth, doc)) == 1, "a stray native frame is not reported")
+        doc["threads"][0]["frames"].pop()
         del doc["threads"][1]["frames"][-1]
         diff = compare(truth, doc)
         check(any("frames" in d for d in diff), "a lost frame is not reported: %s" % diff)
@@ -244,18 +252,22 @@ def case_install(py):
             lldb_line = "command script import %s/lldb/pyunwind.py" % share
             check(gdb_line in out.stdout and lldb_line in out.stdout,
                   "install does not print the init lines:\n" + out.stdout)
-            os.environ.pop("PYUNWIND_LIB", None)
+            # The installed tree alone: no PYUNWIND_LIB for the children (os.environ itself is
+            # left alone; other cases run concurrently).
+            no_lib = {"PYUNWIND_LIB": None}
             with Target(py, "sample") as t:
                 cli = subprocess.run([os.path.join(prefix, "bin", "pyunwind"), "bt", "--all",
                                       str(t.pid)], capture_output=True, text=True, timeout=60)
                 check(cli.returncode == 0 and "wait_for_shutdown" in cli.stdout,
                       "installed CLI: status %d\n%s%s" % (cli.returncode, cli.stdout, cli.stderr))
                 rc, text, err = gdb_batch(["-p", str(t.pid)], ["py-bt --all"],
-                                          plugin=os.path.join(share, "gdb", "pyunwind.py"))
+                                          plugin=os.path.join(share, "gdb", "pyunwind.py"),
+                                          env=no_lib)
                 check("wait_for_shutdown" in text and "handle_request" in text,
                       "installed gdb adapter:\n%s%s" % (text, err))
                 rc, text, err = lldb_batch(["-p", str(t.pid)], ["py-bt --all"],
-                                           plugin=os.path.join(share, "lldb", "pyunwind.py"))
+                                           plugin=os.path.join(share, "lldb", "pyunwind.py"),
+                                           env=no_lib)
                 check("wait_for_shutdown" in text and "handle_request" in text,
                       "installed lldb adapter:\n%s%s" % (text, err))
         finally:

@@ -2,10 +2,13 @@
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column")
 
 
-def compare(truth, got, fields=FIELDS, limit=20):
+def compare(truth, got, fields=FIELDS, limit=20, allow_kinds=()):
     """Mismatches between truth.json (dict) and a pyunwind JSON document (dict) as a list of
-    strings; empty when they agree. Threads are matched by thread_id; frames of kind "python"
-    are compared innermost first. A truth field that is None (qualname and columns before
+    strings; empty when they agree. Threads are matched by thread_id; frames are compared
+    innermost first. The truth holds Python frames only, so a frame of any other kind (an
+    "error" frame above all) is a frame the truth does not have, and a mismatch - unless its
+    kind is in @allow_kinds (a caller that asked for more, e.g. native frames), in which case
+    it is left out before comparing. A truth field that is None (qualname and columns before
     3.11) is not compared. At most @limit mismatches are listed."""
     out = []
     got_threads = dict((t.get("thread_id"), t) for t in got.get("threads", []))
@@ -15,12 +18,14 @@ def compare(truth, got, fields=FIELDS, limit=20):
         if gt is None:
             out.append("%s: missing" % who)
             continue
-        gframes = [f for f in gt.get("frames", []) if f.get("kind", "python") == "python"]
-        errors = [f for f in gt.get("frames", []) if f.get("kind") == "error"]
+        frames = [f for f in gt.get("frames", []) if f.get("kind", "python") not in allow_kinds]
+        extra = [(i, f) for i, f in enumerate(frames) if f.get("kind", "python") != "python"]
+        for i, f in extra:
+            out.append("%s: frame #%d, of kind %s, is not in the truth%s" % (
+                who, i, f.get("kind"), ": %s" % f.get("reason") if f.get("reason") else ""))
+        gframes = [f for f in frames if f.get("kind", "python") == "python"]
         if len(gframes) != len(tt["frames"]):
-            out.append("%s: %d frames, truth has %d%s" % (
-                who, len(gframes), len(tt["frames"]),
-                " (error frame: %s)" % errors[0].get("reason") if errors else ""))
+            out.append("%s: %d frames, truth has %d" % (who, len(gframes), len(tt["frames"])))
         for i, (tf, gf) in enumerate(zip(tt["frames"], gframes)):
             for k in fields:
                 if tf.get(k) is None and k in ("qualname", "end_line", "column", "end_column"):

@@ -12,9 +12,20 @@ LLDB = os.environ.get("PYUNWIND_LLDB", "lldb-16")
 MARK = "--- pyunwind output ---"
 
 
-def _run(cmd, timeout):
+def _run(cmd, timeout, env=None):
+    # @env adds to (or, with a value of None, removes from) this process's environment for the
+    # child alone: os.environ is never changed, so concurrent cases cannot see each other's.
+    child_env = None
+    if env:
+        child_env = dict(os.environ)
+        for k, v in env.items():
+            if v is None:
+                child_env.pop(k, None)
+            else:
+                child_env[k] = v
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                           env=child_env)
     except subprocess.TimeoutExpired:
         raise HarnessError("%s gave no answer within %ds" % (cmd[0], timeout))
     out = p.stdout.decode("utf-8", "replace")
@@ -44,13 +55,14 @@ def lldb_cmd(target_args, commands, plugin=LLDB_PLUGIN):
     return cmd
 
 
-def gdb_batch(target_args, commands, timeout=120, plugin=GDB_PLUGIN):
+def gdb_batch(target_args, commands, timeout=120, plugin=GDB_PLUGIN, env=None):
     """Runs gdb -batch with the adapter loaded and @commands; returns (status, output of the
-    commands, stderr)."""
-    return _run(gdb_cmd(target_args, commands, plugin), timeout)
+    commands, stderr). @env: variables to set (None: unset) for this gdb only."""
+    return _run(gdb_cmd(target_args, commands, plugin), timeout, env)
 
 
-def lldb_batch(target_args, commands, timeout=120, plugin=LLDB_PLUGIN):
+def lldb_batch(target_args, commands, timeout=120, plugin=LLDB_PLUGIN, env=None):
     """Runs lldb -b with the adapter loaded and @commands; returns (status, output from the
-    import command on - each command echoed as "(lldb) ..." - and stderr)."""
-    return _run(lldb_cmd(target_args, commands, plugin), timeout)
+    import command on - each command echoed as "(lldb) ..." - and stderr). @env: variables to
+    set (None: unset) for this lldb only."""
+    return _run(lldb_cmd(target_args, commands, plugin), timeout, env)
