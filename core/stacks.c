@@ -102,6 +102,9 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	err = pyu_walk_threads(&w);
 	if (!err)
 		pyu_link_nested(s);
+	// Last, so that the notes about finding the interpreter keep their place.
+	if (!err)
+		pyu_stacks_add_note(s, "memory read from %s", pyu_target_source(t));
 	// A running interpreter always has a thread state (the main thread's, until it exits):
 	// none at all means the structures found are not the live interpreter's.
 	if (!err && s->thread_count == 0 && s->error_count == 0)

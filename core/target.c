@@ -27,11 +27,12 @@ static char *dup_str(const char *s)
 
 struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
 				    void (*destroy)(struct pyu_target *t), void *data,
-				    struct pyu_target **ret)
+				    const char *source, struct pyu_target **ret)
 {
 	struct pyu_target *t = calloc(1, sizeof(*t));
 	if (!t)
 		return &pyu_error_nomem;
+	t->source = source;
 	t->backend_read = read;
 	t->backend_destroy = destroy;
 	t->backend_data = data;
@@ -237,6 +238,11 @@ struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size
 const char *pyu_target_notice(const struct pyu_target *t)
 {
 	return t->notice;
+}
+
+const char *pyu_target_source(const struct pyu_target *t)
+{
+	return t->source ? t->source : "?";
 }
 
 PYU_PUBLIC uint64_t pyu_target_backend_reads(const struct pyu_target *t)
@@ -793,7 +799,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *ar
 		return &pyu_error_nomem;
 	cb->read = read;
 	cb->arg = arg;
-	struct pyu_error *err = pyu_target_create(callback_read, callback_destroy, cb, ret);
+	struct pyu_error *err = pyu_target_create(callback_read, callback_destroy, cb,
+						  "a read callback", ret);
 	if (err)
 		free(cb);
 	return err;

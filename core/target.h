@@ -97,6 +97,11 @@ const char *pyu_target_notice(const struct pyu_target *t);
 // On failure (not a size, too large), *ret is unchanged.
 bool pyu_parse_size(const char *text, uint64_t *ret);
 
+// Where the target's memory comes from, for notes and triage: "the live process",
+// "the core file" or "a read callback" (a debugger's own memory reads). A static string.
+// Cannot fail.
+const char *pyu_target_source(const struct pyu_target *t);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

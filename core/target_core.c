@@ -1011,7 +1011,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
 	c->fd = fd;
 	c->file_size = (uint64_t)st.st_size;
 	struct pyu_target *t;
-	err = pyu_target_create(core_read, core_destroy, c, &t);
+	err = pyu_target_create(core_read, core_destroy, c, "the core file", &t);
 	if (err) {
 		close(fd);
 		free(c);

@@ -70,6 +70,7 @@ struct pyu_target {
 	char *notice; // see pyu_target_notice(); owned, may be NULL
 	struct pyu_crash crash; // see pyu_target_crash(); valid when has_crash
 	bool has_crash;
+	const char *source; // see pyu_target_source(); static
 
 	// For native unwinding (unwind.c): the live process's id, or the core file's descriptor
 	// (owned by the backend; the decompressed copy for a compressed core); 0 / -1 otherwise.
@@ -86,11 +87,12 @@ struct pyu_target {
 	unsigned next_file; // round-robin victim for the file cache
 };
 
-// A new target with the given backend and no mappings. On error, *ret is unchanged and
-// @destroy is not called.
+// A new target with the given backend and no mappings; @source (static) says where its
+// memory comes from (pyu_target_source()). On error, *ret is unchanged and @destroy is not
+// called.
 struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
 				    void (*destroy)(struct pyu_target *t), void *data,
-				    struct pyu_target **ret);
+				    const char *source, struct pyu_target **ret);
 
 // Reads up to @len bytes at offset @offset of the local file @path through the target's
 // small cache of open files. Returns the number of bytes read (0 when the file cannot be

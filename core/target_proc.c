@@ -262,7 +262,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	p->use_mem = false;
 	p->mem_fd = -1;
 	struct pyu_target *t;
-	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, &t);
+	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, "the live process",
+						  &t);
 	if (err) {
 		free(p);
 		return err;

@@ -116,13 +116,30 @@ def target_args(debugger, kind, t, core=None):
 
 # ---- the matrix: JSON against the target's truth --------------------------------------------
 
+# Where the core says the memory came from (its note "memory read from ..."): the adapter must
+# read a local process or core file directly, and go through the debugger only when asked to
+# or when there is nothing local to read (gdbserver).
+READS = {"live": "the live process", "gcore": "the core file", "crash": "the core file",
+         "debugger": "a read callback"}
+
+
+def check_reads(what, doc, want):
+    """@doc's notes say the memory was read from @want (a READS value)."""
+    notes = [n for n in doc.get("notes", []) if n.startswith("memory read from ")]
+    if notes != ["memory read from " + want]:
+        raise AssertionError("%s: read through the wrong path: notes say %r, want 'memory "
+                             "read from %s'" % (what, notes, want))
+
+
 def check_stacks(debugger, kind, t, core=None, env=None):
     what = "%s %s" % (debugger, kind)
+    reads = READS["debugger" if (env or {}).get("PYUNWIND_READS") == "debugger" else kind]
     rc, (all_json, one_json, text), err = run_debugger(
         debugger, target_args(debugger, kind, t, core),
         ["py-bt --all --json", "py-bt --json", "py-bt"], env)
     no_traceback(what, all_json, one_json, text, err)
     doc = parse_json(all_json, what + " py-bt --all --json")
+    check_reads(what, doc, reads)
     truth = t.truth
     problems = compare(truth, doc)
     if problems:
@@ -447,7 +464,9 @@ def check_gdbserver(py):
                 [t.executable], ["py-bt --all --json"],
                 extra=["target remote 127.0.0.1:%d" % port])
             no_traceback("gdbserver", outs[0], err)
-            problems = compare(t.truth, parse_json(outs[0], "gdb via gdbserver"))
+            doc = parse_json(outs[0], "gdb via gdbserver")
+            check_reads("gdb via gdbserver", doc, READS["debugger"])
+            problems = compare(t.truth, doc)
             if problems:
                 raise AssertionError("via gdbserver:\n  " + "\n  ".join(problems))
         finally:

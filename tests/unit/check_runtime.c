@@ -44,9 +44,10 @@ START_TEST(test_cookie_collect)
 	ck_assert_int_eq(th->frames[0].loc.line, 13);
 	ck_assert_int_eq(th->frames[1].loc.line, 12);
 	ck_assert_str_eq(s->codes[th->frames[0].code].qualname, "Q.f");
-	ck_assert_uint_eq(s->note_count, 2);
+	ck_assert_uint_eq(s->note_count, 3);
 	ck_assert_msg(strstr(s->notes[0], "cookie"), "%s", s->notes[0]);
 	ck_assert_msg(strstr(s->notes[1], "read from memory alone"), "%s", s->notes[1]);
+	ck_assert_str_eq(s->notes[2], "memory read from a read callback");
 	pyu_stacks_destroy(s);
 
 	struct pyu_runtime rt;
