@@ -64,9 +64,10 @@ def lldb_outputs(target_args, commands, env=None):
                              % (rc, out[-3000:], err[-3000:]))
     res = []
     for p in parts[1:len(commands) + 1]:
-        # Drop lldb's echo of the separator and of the command itself.
+        # Drop lldb's echo of the separator and of the command itself, and its asynchronous
+        # stop reports, which may land in a later command's output (issue 14).
         lines = [l for l in p.splitlines(True) if not l.startswith("(lldb) ")]
-        res.append("".join(lines))
+        res.append(strip_stop_reports("".join(lines)))
     # lldb prints command errors on stderr ("error: ..."): keep them for the checks.
     return rc, res, err
 
@@ -78,6 +79,18 @@ def _reads_env(env):
     out = {"PYUNWIND_READS": None}
     out.update(env or {})
     return out
+
+
+# lldb's report of a stop or a thread selection: "* thread #2, name = 'python3', stop reason =
+# signal SIGSTOP" (or "  thread #2, ..."), then "    frame #0: 0x... lib`func at file:line" and,
+# when lldb has the source, a few numbered source lines.
+_STOP_REPORT = re.compile(r"(?m)^[* ] thread #\d+, .*stop reason = .*\n"
+                          r"(?:    frame #\d+: .*\n(?:(?:-> | {3})\s*\d+\s.*\n|\s*\n)*)?")
+
+
+def strip_stop_reports(text):
+    """@text without lldb's own stop reports (they are not the plugin's output)."""
+    return _STOP_REPORT.sub("", text)
 
 
 def run_debugger(debugger, target_args, commands, env=None):
@@ -341,9 +354,12 @@ def check_thread_switch(py, debugger):
 # ---- golden text ----------------------------------------------------------------------------
 
 def normalize(text, t):
-    for python in (os.path.realpath(t.python), os.path.abspath(t.python)):
-        # the interpreter's prefix, through symbolic links (a shared cache) or not
-        text = text.replace(os.path.dirname(os.path.dirname(python)), "<prefix>")
+    # The interpreter's prefix as it reports it (the path it was started by, which may lead
+    # through a symbolic link such as a shared .cache) and with links resolved.
+    prefixes = set(os.path.dirname(os.path.dirname(f(t.python)))
+                   for f in (os.path.realpath, os.path.abspath))
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        text = text.replace(prefix, "<prefix>")
     text = text.replace(REPO, "<repo>")
     text = re.sub(r"0x[0-9a-f]+", "0x…", text)
     text = re.sub(r"\btid \d+", "tid N", text)
