@@ -23,7 +23,15 @@ from harness import (Target, HarnessError, compare, interpreters, run_cases,  # 
 GOLDEN = os.path.join(REPO, "tests", "e2e", "golden")
 SEP = "@@pyunwind-next-command@@"
 GDB_SEP = "echo " + SEP + "\\n"
-LLDB_SEP = "script print('%s' + '%s')" % (SEP[:8], SEP[8:])
+# lldb's separator is a command whose result carries the marker, so it travels through the same
+# ordered stream as every command's own result (a `script print` goes through Python's stdout,
+# which under load can land out of order with lldb's output).
+LLDB_SEP = "pyu-test-sep"
+LLDB_SEP_SETUP = [
+    "script def _pyu_test_sep(debugger, command, result, internal_dict): "
+    "result.PutCString('%s' + '%s')" % (SEP[:8], SEP[8:]),
+    "command script add -f _pyu_test_sep pyu-test-sep",
+]
 TRACEBACK = "Traceback (most recent call last)"
 
 
@@ -46,7 +54,10 @@ def gdb_outputs(target_args, commands, env=None, extra=()):
 def lldb_outputs(target_args, commands, env=None):
     # lldb -b stops at the first command that fails; a sourced file with -e false does not, so
     # error cases can be followed by more commands.
-    cmds = []
+    # lldb's stop reports (which may arrive late, inside a later command's output) kept to
+    # their two header lines: no disassembly or source around the stop.
+    cmds = LLDB_SEP_SETUP + ["settings set stop-disassembly-display never",
+            "settings set stop-line-count-before 0", "settings set stop-line-count-after 0"]
     for c in commands:
         cmds += [LLDB_SEP, c]
     cmds.append(LLDB_SEP)
@@ -328,12 +339,14 @@ def check_thread_switch(py, debugger):
             cmds = ["thread 2", "python print(gdb.selected_thread().ptid[1])", "py-bt --json",
                     "py-up", "thread 1", "py-line", "thread 2", "py-line"]
         else:
-            cmds = ["thread select 2", "script print(lldb.thread.GetThreadID())", "py-bt --json",
+            cmds = ["thread select 2", "thread info", "py-bt --json",
                     "py-up", "thread select 1", "py-line", "thread select 2", "py-line"]
         rc, outs, err = run_debugger(debugger, ["-p", str(t.pid)], cmds)
         what = debugger + " thread switch"
         no_traceback(what, err, *outs)
-        tid = int(outs[1].strip().splitlines()[-1])
+        # gdb: the number python printed; lldb: "thread #2: tid = 1234, ..." from thread info.
+        m = re.search(r"tid = (\d+)", outs[1]) if debugger == "lldb" else None
+        tid = int(m.group(1)) if m else int(outs[1].strip().splitlines()[-1])
         doc = parse_json(outs[2], what)
         got = doc["threads"][0]
         if got["native_thread_id"] != tid:
