@@ -15,7 +15,7 @@ FUZZ_CC ?= clang-14
 LT_FUZZ_SECONDS ?= 20
 LT_FUZZERS := lnotab27 lnotab36 linetable310 locations311
 LT_FUZZ_BINS := $(LT_FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
-LT_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -Icore \
+LT_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -iquote core \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 
 $(LT_FUZZ_BINS): $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_linetable.h core/linetable.c core/linetable.h
