@@ -49,9 +49,13 @@ def debugger_json(kind, target_args, backtraces=False):
         cmds += ["thread apply all bt", "thread apply all bt -no-filters"] if kind == "gdb" \
             else ["bt all"]
     run = gdb_batch if kind == "gdb" else lldb_batch
-    sep = ("echo %s\\n" % SEP) if kind == "gdb" else ("script print('%s' + '%s')"
-                                                     % (SEP[:5], SEP[5:]))
-    seq = []
+    # lldb: the separator is a registered command whose result carries the marker, so it stays
+    # in order with the other commands' results ('script print' goes through Python's stdout).
+    sep = ("echo %s\\n" % SEP) if kind == "gdb" else "pyu-native-sep"
+    seq = [] if kind == "gdb" else [
+        "script def _pyu_native_sep(debugger, command, result, internal_dict): "
+        "result.PutCString('%s' + '%s')" % (SEP[:5], SEP[5:]),
+        "command script add -f _pyu_native_sep pyu-native-sep"]
     for c in cmds:
         seq += [c, sep]
     rc, out, err = run(target_args, seq, timeout=240)
