@@ -92,3 +92,14 @@ PYU_PUBLIC uint32_t pyu_abi_version(void)
 {
 	return PYU_ABI_VERSION;
 }
+
+void pyu_appendf(char *buf, size_t size, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, size);
+	if (used + 1 >= size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, size - used, fmt, ap);
+	va_end(ap);
+}

@@ -21,4 +21,9 @@ struct pyu_error *pyu_error_create(int32_t code, const char *fmt, ...)
 struct pyu_error *pyu_error_wrap(struct pyu_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+// Appends a printf-style message to the NUL-terminated text in @buf (@size bytes), truncating
+// silently: for notes and "what was examined" summaries. Cannot fail.
+void pyu_appendf(char *buf, size_t size, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

@@ -21,20 +21,6 @@
 #define COOKIE_CANDIDATES 16         // cookie look-alikes examined before giving up
 #define COOKIE_CHUNK (256u << 10)
 
-// Appends to a NUL-terminated buffer, truncating silently.
-static void appendf(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void appendf(char *buf, size_t size, const char *fmt, ...)
-{
-	size_t used = strnlen(buf, size);
-	if (used + 1 >= size)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, size - used, fmt, ap);
-	va_end(ap);
-}
-
 static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -239,7 +225,7 @@ static void examine(struct pyu_target *t, const struct pyu_symsrc *src, const ch
 	else if (has_symbol(src, "PyBytes_FromString", NULL))
 		f->presence_version = 0x03060000; // or older 3.x, which we do not support
 	if (!f->runtime && !f->interp_head)
-		appendf(errs, errs_len,
+		pyu_appendf(errs, errs_len,
 			"%s: no _PyRuntime/interp_head symbol, no .PyRuntime section; ", name);
 }
 
@@ -250,7 +236,7 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 	// A local file of another build (a core from another machine, a library updated since)
 	// would give wrong addresses: leave it to the in-memory route.
 	if (!pyu_target_file_matches(t, m)) {
-		appendf(errs, errs_len, "%s: the file here is another build than the target's "
+		pyu_appendf(errs, errs_len, "%s: the file here is another build than the target's "
 			"(build IDs differ); ", m->path);
 		return;
 	}
@@ -258,14 +244,14 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 	if (!err)
 		err = pyu_elf_load_bias(t, src.elf, m->path, &src.bias);
 	if (err) {
-		appendf(errs, errs_len, "%s: %s; ", m->path, pyu_error_message(err));
+		pyu_appendf(errs, errs_len, "%s: %s; ", m->path, pyu_error_message(err));
 		pyu_error_destroy(err);
 		pyu_elf_close(src.elf);
 		return;
 	}
 	examine(t, &src, m->path, f, errs, errs_len);
 	if (f->how[0] && strcmp(m->path, m->local_path) != 0)
-		appendf(f->how, sizeof(f->how), " (the file here: %s)", m->local_path);
+		pyu_appendf(f->how, sizeof(f->how), " (the file here: %s)", m->local_path);
 	pyu_elf_close(src.elf);
 }
 
@@ -298,7 +284,7 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 		if (any)
 			return true;
 	}
-	appendf(errs, errs_len, "no interpreter in the ELF images of %zu mappings in memory; ",
+	pyu_appendf(errs, errs_len, "no interpreter in the ELF images of %zu mappings in memory; ",
 		probed);
 	return false;
 }
@@ -364,7 +350,7 @@ static struct pyu_error *use_debug_offsets(struct pyu_target *t, uint64_t addr,
 	rt->version_exact = true;
 	rt->free_threaded = ft;
 	if (notes[0])
-		appendf(rt->notes, sizeof(rt->notes), "debug offsets differ from the static table: %s",
+		pyu_appendf(rt->notes, sizeof(rt->notes), "debug offsets differ from the static table: %s",
 			notes);
 	return NULL;
 }
@@ -439,7 +425,7 @@ static uint64_t scan_for_cookie(struct pyu_target *t, char *errs, size_t errs_le
 	if (!found)
 		found = first;
 	if (!found)
-		appendf(errs, errs_len, "no _Py_DebugOffsets cookie in %" PRIu64
+		pyu_appendf(errs, errs_len, "no _Py_DebugOffsets cookie in %" PRIu64
 			" bytes of writable memory; ", scanned);
 	return found;
 }
@@ -491,7 +477,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		}
 	}
 	if (n == 0)
-		appendf(errs, sizeof(errs), "the target has no mapped files to examine; ");
+		pyu_appendf(errs, sizeof(errs), "the target has no mapped files to examine; ");
 	bool in_memory = !best_m && examine_images(t, &best, errs, sizeof(errs));
 
 	struct pyu_runtime rt;
@@ -534,11 +520,11 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		const struct pyu_layout *l = pyu_layout_for_version(v);
 		if (l && l->runtime.interpreters_head != PYU_NO_FIELD) {
 			best.runtime = best.interp_head - (uint64_t)l->runtime.interpreters_head;
-			appendf(best.how, sizeof(best.how), " (_PyRuntime at 0x%" PRIx64 ")",
+			pyu_appendf(best.how, sizeof(best.how), " (_PyRuntime at 0x%" PRIx64 ")",
 				best.runtime);
 		}
 	}
-	appendf(rt.notes, sizeof(rt.notes), "found by %s; ", best.how);
+	pyu_appendf(rt.notes, sizeof(rt.notes), "found by %s; ", best.how);
 	if (in_memory)
 		rt.memory_only = true; // symbols from the ELF image in the target's own memory
 	if (best_m)
@@ -560,7 +546,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			// address is not the build the target runs (a core from elsewhere).
 			uint64_t scanned = scan_for_cookie(t, errs, sizeof(errs));
 			if (scanned) {
-				appendf(rt.notes, sizeof(rt.notes),
+				pyu_appendf(rt.notes, sizeof(rt.notes),
 					"no debug offsets at 0x%" PRIx64 " (the file here may be "
 					"another build): using the cookie at 0x%" PRIx64 "; ",
 					best.runtime, scanned);
@@ -590,7 +576,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			v = best.name_version;
 		if (!v && best.presence_version) {
 			v = best.presence_version; // the exact text below may still confirm it
-			appendf(rt.notes, sizeof(rt.notes),
+			pyu_appendf(rt.notes, sizeof(rt.notes),
 				"version %u.%u guessed from exported symbols; ", v >> 24,
 				(v >> 16) & 0xff);
 		}

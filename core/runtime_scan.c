@@ -24,19 +24,6 @@
 #define SCAN_CANDIDATES 256         // pointers that pass the quick check, validated fully
 #define SCAN_REGIONS 16             // writable mappings of one file (plus its .bss)
 
-static void appendf(char *buf, size_t size, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void appendf(char *buf, size_t size, const char *fmt, ...)
-{
-	size_t used = strnlen(buf, size);
-	if (used + 1 >= size)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf + used, size - used, fmt, ap);
-	va_end(ap);
-}
-
 static bool read_u64(struct pyu_target *t, uint64_t addr, uint64_t *ret)
 {
 	struct pyu_error *err = pyu_target_read_u64(t, addr, ret);
@@ -368,7 +355,7 @@ struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret
 	struct image imgs[SCAN_IMAGES];
 	size_t n = find_images(t, imgs);
 	if (n == 0) {
-		appendf(errs, errs_len, "no file named like a CPython 2.7 - 3.12 interpreter with "
+		pyu_appendf(errs, errs_len, "no file named like a CPython 2.7 - 3.12 interpreter with "
 			"writable data in memory to scan; ");
 		return pyu_error_create(PYU_ERR_NOT_PYTHON, "nothing to scan");
 	}
@@ -384,14 +371,14 @@ struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret
 			continue; // found by the debug offsets cookie, or not at all
 		struct pyu_error *err = pyu_runtime_init_layout(&rt, img->version, img->debug);
 		if (err) {
-			appendf(errs, errs_len, "%s: %s; ", img->path, pyu_error_message(err));
+			pyu_appendf(errs, errs_len, "%s: %s; ", img->path, pyu_error_message(err));
 			pyu_error_destroy(err);
 			continue;
 		}
 		struct scan_result r = {0};
 		scan_image(t, &rt.layout, img, chunk, &r);
 		if (!r.found || r.ambiguous) {
-			appendf(errs, errs_len, "%s (CPython %s by its name): %s in %" PRIu64 " bytes of "
+			pyu_appendf(errs, errs_len, "%s (CPython %s by its name): %s in %" PRIu64 " bytes of "
 				"its writable data (%" PRIu64 " pointers examined)%s; ", img->path,
 				rt.layout.name, r.ambiguous ? "two interpreter lists that do not "
 				"nest" : "no interpreter list that validates", r.scanned, r.candidates,
@@ -417,7 +404,7 @@ struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret
 			rt.version_exact = true;
 		}
 		snprintf(rt.image, sizeof(rt.image), "%s", img->path);
-		appendf(rt.notes, sizeof(rt.notes),
+		pyu_appendf(rt.notes, sizeof(rt.notes),
 			"found in memory alone: the interpreter list head at 0x%" PRIx64 " in the "
 			"writable data of %s (CPython %s by its name; %" PRIu64 " bytes scanned, %u "
 			"interpreter(s), %u thread state(s), code type at 0x%" PRIx64 ")%s; ",
@@ -425,7 +412,7 @@ struct pyu_error *pyu_runtime_scan(struct pyu_target *t, struct pyu_runtime *ret
 			r.best.code_type,
 			exact ? "" : "; the exact version was not found, only major.minor");
 		if (l->gil == PYU_GIL_CURRENT_SYMBOL)
-			appendf(rt.notes, sizeof(rt.notes), "which thread holds the GIL is unknown "
+			pyu_appendf(rt.notes, sizeof(rt.notes), "which thread holds the GIL is unknown "
 				"without the interpreter's symbols; ");
 		*ret = rt;
 		free(chunk);
