@@ -96,7 +96,7 @@ struct pyu_value_layout {
 	} cfunc;
 	int32_t cell_ref;
 	struct {
-		int32_t klass, dict, cl_name; // 2.7 old-style instances and classes
+		int32_t klass, dict, cl_name, cl_dict; // 2.7 old-style instances and classes
 	} instance;
 };
 

@@ -118,6 +118,7 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->set.used, &vl->set.mask, &vl->set.table, &vl->exc_args, &vl->module_dict,
 		&vl->func.name, &vl->func.qualname, &vl->cfunc.ml, &vl->cfunc.self, &vl->cell_ref,
 		&vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
+		&vl->instance.cl_dict,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (*f[i] != PYU_NO_FIELD)
@@ -901,6 +902,31 @@ struct pyu_error *pyu_object_getattr(struct pyu_values *v, uint64_t obj, const c
 					      name, obj);
 		pyu_error_destroy(err);
 	}
+	if (te.kind == K_PY2_INSTANCE || te.kind == K_PY2_CLASS) {
+		// 2.7 old-style: the class's own dict (its bases are not searched).
+		uint64_t cls = obj, d;
+		char *cn = NULL;
+		if (te.kind == K_PY2_INSTANCE &&
+		    (err = field_u64(v, obj, v->vl.instance.klass, &cls)) != NULL)
+			return err;
+		if ((err = field_u64(v, cls, v->vl.instance.cl_dict, &d)) != NULL)
+			return err;
+		struct find_str f = {v, name, 0, false};
+		if (d && (err = dict_foreach_checked(v, d, find_str_visit, &f)) != NULL)
+			return err;
+		if (!f.hit)
+			return pyu_error_create(PYU_ERR_NOT_FOUND, "no attribute '%s'", name);
+		*ret = f.found;
+		if (where) {
+			uint64_t np;
+			*where = "class";
+			if (!field_u64(v, cls, v->vl.instance.cl_name, &np) &&
+			    !read_name_obj(v, np, &cn))
+				*where = keep_where(v, "class ", cn);
+			free(cn);
+		}
+		return NULL;
+	}
 	// The MRO: of the class itself, or of the instance's type.
 	uint64_t cls = te.kind == K_TYPE ? obj : type, mro;
 	if ((err = field_u64(v, cls, v->vl.type.mro, &mro)) != NULL)
@@ -1673,8 +1699,7 @@ static void repr_py2_classic(struct pyu_values *v, uint64_t obj, bool instance,
 		unreadable(v, sb, instance ? "instance" : "class", obj, err);
 		return;
 	}
-	// cl_dict follows cl_bases, which follows PyObject_HEAD: one word before cl_name.
-	if (!field_u64(v, cls, v->vl.instance.cl_name - 8, &dict) && dict &&
+	if (!field_u64(v, cls, v->vl.instance.cl_dict, &dict) && dict &&
 	    get_dict_str(v, dict, "__module__", &mod))
 		pyu_error_destroy(read_name_obj(v, mod, &m));
 	if (instance)

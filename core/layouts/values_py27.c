@@ -43,6 +43,7 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.qualname = -1,
 	},
 	.instance = {
+		.cl_dict = 24,
 		.cl_name = 32,
 		.dict = 24,
 		.klass = 16,

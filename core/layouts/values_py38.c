@@ -43,6 +43,7 @@ const struct pyu_value_layout pyu_value_layout_py38 = {
 		.qualname = 104,
 	},
 	.instance = {
+		.cl_dict = -1,
 		.cl_name = -1,
 		.dict = -1,
 		.klass = -1,

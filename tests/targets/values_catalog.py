@@ -392,6 +392,8 @@ def build():
         add_attrs("oldstyle", old1, old2)
         add("oldstyle-instance", old1)
         add("oldstyle-class", OldStyle)
+        add_getattr("oldstyle-class-attr", old1, "tag", "class OldStyle", 1)
+        add_getattr("oldstyle-instance-attr", old1, "v", "instance", 1)
     # getattr through instance, class MRO and module dicts.
     g = Plain(10, "bee")
     add_getattr("instance-attr", g, "b", "instance", "bee")
