@@ -944,3 +944,28 @@ void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 {
 	json_frame(sb, s, f, 0, 0, 0);
 }
+
+void pyu_format_text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			   const struct pyu_frame_info *f, uint32_t number, uint32_t flags,
+			   struct pyu_source_cache *cache)
+{
+	frame_number(sb, number);
+	const struct pyu_code_info *c = code_of(s, f);
+	if (!c) {
+		text_error_frame(sb, f);
+		return;
+	}
+	text_location(sb, c, f);
+	if (flags & PYU_FMT_SOURCE)
+		source_with_carets(sb, cache, pyu_caret_rules_for(s->hexversion), c, &f->loc);
+}
+
+void pyu_format_text_location(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			      const struct pyu_frame_info *f)
+{
+	const struct pyu_code_info *c = code_of(s, f);
+	if (c)
+		text_location_words(sb, c, f);
+	else
+		text_error_frame(sb, f);
+}

@@ -16,4 +16,17 @@ void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 // NULL @th). Cannot fail.
 void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_info *th);
 
+struct pyu_source_cache;
+
+// Appends frame @f as py-bt prints it: "#@number  File ..., line N, in name", and with
+// PYU_FMT_SOURCE its source line and carets (read through @cache, which may be NULL).
+// Cannot fail.
+void pyu_format_text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			   const struct pyu_frame_info *f, uint32_t number, uint32_t flags,
+			   struct pyu_source_cache *cache);
+// "File ..., line N, in name" of @f without a newline (an error frame: "<error: ...>\n").
+// Cannot fail.
+void pyu_format_text_location(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			      const struct pyu_frame_info *f);
+
 #endif

@@ -110,7 +110,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	if (!err && s->thread_count == 0 && s->error_count == 0)
 		pyu_stacks_add_error(s, "no Python thread states in the interpreter list at 0x%"
 				     PRIx64, rt->interp_head_addr);
-	pyu_code_cache_destroy(codes);
+	s->code_cache = codes;
 	s->runtime = rt; // values are read on demand, after the walk
 	if (err) {
 		pyu_stacks_destroy(s);
@@ -155,6 +155,7 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 		free(s->notes[i]);
 	free(s->notes);
 	pyu_inspect_destroy(s->inspect); // before the runtime its value reader points to
+	pyu_code_cache_destroy(s->code_cache);
 	free(s->runtime);
 	free(s);
 }

@@ -82,6 +82,7 @@ struct pyu_thread_info {
 
 struct pyu_runtime;
 struct pyu_inspect;
+struct pyu_code_cache;
 
 struct pyu_stacks {
 	struct pyu_target *target;  // not owned; must outlive the snapshot
@@ -99,6 +100,8 @@ struct pyu_stacks {
 	uint32_t note_count;        // chains continued past missing entry frames (owned strings)
 	struct pyu_runtime *runtime; // the interpreter found (owned), for reading values later
 	struct pyu_inspect *inspect; // value state made on demand (owned; inspect.h)
+	struct pyu_code_cache *code_cache; // the code objects read (owned), for later walks
+	                            // (asyncio task stacks) that add frames to the snapshot
 	enum pyu_native_placement placement; // how Python frames are matched to native ones
 	char eval_function[64];     // the eval loop's symbol for this version
 };

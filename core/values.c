@@ -1871,3 +1871,106 @@ struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char 
 	*ret = out;
 	return NULL;
 }
+
+// ---- object identity for other readers (tasks.c) ---------------------------------------
+
+struct pyu_error *pyu_object_type(struct pyu_values *v, uint64_t obj, uint64_t *ret)
+{
+	return type_of(v, obj, ret);
+}
+
+bool pyu_type_derives(struct pyu_values *v, uint64_t type, uint64_t base)
+{
+	for (uint32_t i = 0; type && i < BASES_MAX; i++) {
+		if (type == base)
+			return true;
+		struct pyu_error *err = field_u64(v, type, v->vl.type.base, &type);
+		if (err) {
+			pyu_error_destroy(err);
+			return false;
+		}
+	}
+	return false;
+}
+
+bool pyu_object_is_none(struct pyu_values *v, uint64_t obj)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	pyu_error_destroy(err);
+	return !err && te.kind == K_NONE;
+}
+
+struct pyu_error *pyu_set_foreach(struct pyu_values *v, uint64_t set,
+				  bool (*visit)(void *arg, uint64_t key), void *arg)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t type, used, mask, table;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, set, &type, &te);
+	if (!err && te.kind != K_SET && te.kind != K_FROZENSET)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "object at 0x%" PRIx64 " is not a set",
+				       set);
+	if (!err)
+		err = field_u64(v, set, vl->set.used, &used);
+	if (!err)
+		err = field_u64(v, set, vl->set.mask, &mask);
+	if (!err)
+		err = field_u64(v, set, vl->set.table, &table);
+	if (!err && (mask >= (1ull << TABLE_LOG2_MAX) || ((mask + 1) & mask) || used > mask + 1))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "set of %" PRIu64 " in %" PRIu64 " slots",
+				       used, mask + 1);
+	size_t es = (size_t)vl->set.entry_size;
+	if (!err && (es < 16 || es > 32))
+		err = pyu_error_create(PYU_ERR_UNSUPPORTED, "set entry size %zu", es);
+	if (err)
+		return err;
+	uint8_t buf[CHUNK * 32];
+	uint64_t found = 0;
+	for (uint64_t i = 0; i <= mask && found < used; i += CHUNK) {
+		size_t n = mask + 1 - i < CHUNK ? (size_t)(mask + 1 - i) : CHUNK;
+		if ((err = rd(v, table + i * es, buf, n * es)) != NULL)
+			return pyu_error_wrap(err, "set table at 0x%" PRIx64, table);
+		for (size_t j = 0; j < n && found < used; j++) {
+			uint64_t key = pyu_get_u64(buf + j * es, vl->set.entry_key);
+			int64_t hash = (int64_t)pyu_get_u64(buf + j * es, vl->set.entry_hash);
+			if (!key || hash == -1)
+				continue; // empty or deleted (dummy key, hash -1)
+			found++;
+			if (!visit(arg, key))
+				return NULL;
+		}
+	}
+	return NULL;
+}
+
+struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
+				       bool (*visit)(void *arg, uint64_t item), void *arg)
+{
+	uint64_t type, size, items;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (!err && te.kind != K_LIST && te.kind != K_TUPLE)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "object at 0x%" PRIx64 " is not a list "
+				       "or tuple", obj);
+	if (!err)
+		err = field_u64(v, obj, v->l->ob_size, &size);
+	if (!err) {
+		if (te.kind == K_LIST)
+			err = field_u64(v, obj, v->vl.list_item, &items);
+		else
+			items = obj + (uint64_t)v->l->tuple_item;
+	}
+	if (!err && size > SIZE_MAX_SANE)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "size %" PRId64 " out of range",
+				       (int64_t)size);
+	for (uint64_t i = 0; !err && i < size; i++) {
+		uint64_t item;
+		if ((err = rd_u64(v, items + 8 * i, &item)) != NULL)
+			break;
+		if (!visit(arg, item))
+			break;
+	}
+	return err;
+}

@@ -89,4 +89,26 @@ struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj,
 							 uint64_t value),
 					   void *arg);
 
+// The type of the object at @obj (checked: non-NULL, aligned). On error, *ret is unchanged.
+struct pyu_error *pyu_object_type(struct pyu_values *v, uint64_t obj, uint64_t *ret);
+
+// Whether the type at @type is @base or derives from it through tp_base (at most 64 links).
+// An unreadable link answers false. Cannot fail.
+bool pyu_type_derives(struct pyu_values *v, uint64_t type, uint64_t base);
+
+// Whether the object at @obj is None (false when unreadable). Cannot fail.
+bool pyu_object_is_none(struct pyu_values *v, uint64_t obj);
+
+// Calls @visit for each element of the set or frozenset at @set, in table order, until it
+// returns false. Never more elements than the table's checked size. Fails when @set is not a
+// readable set (PYU_ERR_CORRUPT, PYU_ERR_FAULT); a failure part way through is returned after
+// the elements before it were visited.
+struct pyu_error *pyu_set_foreach(struct pyu_values *v, uint64_t set,
+				  bool (*visit)(void *arg, uint64_t key), void *arg);
+
+// Calls @visit for each item of the list or tuple at @obj, in order, until it returns false.
+// Errors as pyu_set_foreach (the read budget bounds a corrupt size).
+struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
+				       bool (*visit)(void *arg, uint64_t item), void *arg);
+
 #endif

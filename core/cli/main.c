@@ -32,15 +32,18 @@ static const char usage[] =
 	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind tasks [options] [--tree] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
 	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
-	"py-line, py-list, py-locals and py-print debugger commands do.\n"
+	"py-line, py-list, py-locals and py-print debugger commands do; tasks: the asyncio tasks,\n"
+	"their coroutine stacks and who awaits whom, as py-tasks does.\n"
 	"\n"
-	"  --all              bt: every thread (the default for bt)\n"
+	"  --all              bt, tasks: every thread (the default for bt and tasks)\n"
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
-	"  --json             bt, locals, print: JSON instead of text\n"
+	"  --json             bt, locals, print, tasks: JSON instead of text\n"
+	"  --tree             tasks: the await graph as a tree (cycles marked)\n"
 	"  --locals           bt: each frame's locals, each thread's name and exception\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
 	"  --max-items N      values: elements shown per container\n"
@@ -79,7 +82,7 @@ static const char *const limit_options[] = {
 
 struct options {
 	const char *command;
-	bool json, source, stop, stats, table, has_thread, locals, native, native_all;
+	bool json, source, stop, stats, table, has_thread, locals, native, native_all, tree;
 	uint64_t limits[LIMIT_COUNT]; // 0 = default
 	const char *path;             // print: NAME[.ATTR...]
 	uint32_t limit, frame;
@@ -124,7 +127,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		return usage_error("%s", "no command");
 	o->command = argv[1];
 	if (strcmp(o->command, "bt") && strcmp(o->command, "line") && strcmp(o->command, "list") &&
-	    strcmp(o->command, "locals") && strcmp(o->command, "print"))
+	    strcmp(o->command, "locals") && strcmp(o->command, "print") &&
+	    strcmp(o->command, "tasks"))
 		return usage_error("unknown command '%s'", o->command);
 	bool print = !strcmp(o->command, "print");
 	int positional = 0;
@@ -141,6 +145,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->json = true;
 		} else if (!strcmp(a, "--locals")) {
 			o->locals = true;
+		} else if (!strcmp(a, "--tree")) {
+			o->tree = true;
 		} else if (!strcmp(a, "--native")) {
 			o->native = true;
 		} else if (!strcmp(a, "--native-all")) {
@@ -369,7 +375,7 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 	if (err)
 		return fail(err, NULL);
 	uint32_t thread = 0;
-	bool all = !o->has_thread && !strcmp(o->command, "bt");
+	bool all = !o->has_thread && (!strcmp(o->command, "bt") || !strcmp(o->command, "tasks"));
 	if (o->has_thread) {
 		int32_t i = pyu_stacks_find_thread(s, (int64_t)o->thread, o->thread);
 		if (i < 0) {
@@ -401,6 +407,10 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 				 (o->native ? PYU_FMT_NATIVE : 0) |
 				 (o->native_all ? PYU_FMT_NATIVE_ALL : 0);
 		err = pyu_format_bt(s, thread, flags, o->limit, &out);
+	} else if (!strcmp(o->command, "tasks")) {
+		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
+				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0);
+		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
 	} else if (!strcmp(o->command, "print")) {

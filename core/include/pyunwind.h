@@ -195,6 +195,20 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 					     uint32_t frame, int64_t first, int64_t last,
 					     char **ret);
 
+// ---- asyncio tasks ----------------------------------------------------------------------
+#define PYU_FMT_TREE 0x80u    // py-tasks: the await graph as a tree
+
+// py-tasks: the asyncio tasks whose event loop runs on thread @thread (PYU_FMT_ALL: every
+// task) - name, state, loop's thread, what each awaits and who awaits it, and the stack of
+// each (a suspended task: its awaited coroutines, innermost first; the running task: its
+// thread's frames down to its coroutine). PYU_FMT_JSON: the JSON document (see README);
+// PYU_FMT_TREE: the await graph drawn as a tree, cycles marked; PYU_FMT_SOURCE: source lines.
+// Reads the target on every call (code objects it meets are added to @s). Fails with
+// PYU_ERR_UNSUPPORTED before CPython 3.7; unreadable tasks and lists are reported inside the
+// output. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_tasks(struct pyu_stacks *s, int32_t thread,
+					      uint32_t flags, char **ret);
+
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one
 // the kernel dumped for), -1 when that thread runs no Python code; for a live process or a

@@ -58,6 +58,9 @@ def arrive():
 # merged into the frame's / thread's truth entry. They run once, on the settled threads.
 FRAME_EXTRA = None
 THREAD_EXTRA = None
+# DOC_EXTRA() returns a dict merged into the truth document (e.g. asyncio tasks), once the
+# threads have settled.
+DOC_EXTRA = None
 
 
 def _frame_entry(f, lasti=None, extras=False):
@@ -127,7 +130,8 @@ def _document(threads, mode):
                        "debug_build": hasattr(sys, "gettotalrefcount"),
                        "executable": sys.executable},
             "main_thread_id": _main_ident,
-            "threads": threads}
+            "threads": threads,
+            "extra": DOC_EXTRA() if DOC_EXTRA is not None else None}
 
 
 def write_json(outdir, name, doc):

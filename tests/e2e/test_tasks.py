@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# test_tasks - asyncio tasks end to end: for every interpreter of the matrix from 3.7, the tasks
+# target (tests/targets/tasks.py: two event loops, a few hundred tasks - chains, a gather, a
+# TaskGroup, tasks on futures, queues, locks and events, a deadlock cycle, a running task, a
+# task that never started, a finished and a cancelled one) reports every task; pyunwind's
+# `tasks --json` must say the same, field by field - address, name, state, the loop's thread,
+# every frame of the coroutine stack, what each task awaits and who awaits it - on a live
+# process, a gdb core and a kernel crash core. The text and --tree forms are checked for the
+# tasks they name and for the deadlock cycle.
+#
+#   tests/e2e/test_tasks.py [-j N] [FILTER...]     (make test-tasks)
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir))
+from harness import REPO, Target, run_cases, selected  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
+          "instruction_offset")
+
+
+def cli(*args):
+    try:
+        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("pyunwind %s: no answer within 120s" % " ".join(map(str, args)))
+    if p.returncode != 0:
+        raise AssertionError("pyunwind %s: status %d: %s" % (" ".join(map(str, args)),
+                                                              p.returncode, p.stderr.decode()))
+    return p.stdout.decode("utf-8", "strict")
+
+
+def frame_problems(who, tframes, gframes):
+    out = []
+    kinds = [f.get("kind") for f in gframes if f.get("kind") != "python"]
+    if kinds:
+        out.append("%s: frames of kind %s: %s" % (who, kinds, [f.get("reason") for f in gframes
+                                                                 if f.get("kind") != "python"]))
+    gframes = [f for f in gframes if f.get("kind") == "python"]
+    if len(gframes) != len(tframes):
+        out.append("%s: %d frames %s, truth %d %s" % (
+            who, len(gframes), [f.get("function") for f in gframes], len(tframes),
+            [f["function"] for f in tframes]))
+        return out
+    for i, (tf, gf) in enumerate(zip(tframes, gframes)):
+        for k in FIELDS:
+            if k == "instruction_offset" and tf.get(k) == -1:
+                tf = dict(tf, instruction_offset=None)  # not started: JSON says null
+            if tf.get(k) is None and k in ("qualname", "end_line", "column", "end_column"):
+                continue
+            if tf.get(k) != gf.get(k):
+                out.append("%s frame #%d (%s): %s is %r, truth %r" % (who, i, tf["function"],
+                                                                      k, gf.get(k), tf.get(k)))
+    return out
+
+
+def awaited_by(tasks):
+    """address -> set of the addresses of the tasks awaiting it (the truth's reverse edges)."""
+    out = {}
+    for t in tasks:
+        for kind, addr, _ in t["awaiting"]:
+            if kind == "task":
+                out.setdefault("0x%x" % addr, set()).add(t["address"])
+    return out
+
+
+def problems(truth, doc, limit=25):
+    out = []
+    tasks = truth["extra"]["tasks"]
+    # 3.14+ take a C task off its thread's list when it finishes: finished tasks are then
+    # found only while a list still holds them (never, here).
+    if truth["python"]["hexversion"] >= 0x030e0000:
+        tasks = [t for t in tasks if t["state"] not in ("done", "cancelled") or
+                 any(g["address"] == t["address"] for g in doc["tasks"])]
+    got = dict((t["address"], t) for t in doc["tasks"])
+    want_by = awaited_by(tasks)
+    for tt in tasks:
+        who = "task %s (%s)" % (tt["name"], tt["address"])
+        gt = got.get(tt["address"])
+        if gt is None:
+            out.append("%s: missing" % who)
+            continue
+        if gt.get("error"):
+            out.append("%s: error %s" % (who, gt["error"]))
+            continue
+        for k in ("name", "state", "thread_id"):
+            if tt[k] is not None and gt.get(k) != tt[k]:
+                out.append("%s: %s is %r, truth %r" % (who, k, gt.get(k), tt[k]))
+        out += frame_problems(who, tt["frames"], gt.get("frames", []))
+        want = sorted((k, "0x%x" % a, v) for k, a, v in tt["awaiting"])
+        have = sorted((a["kind"], a["address"], a["via"]) for a in gt.get("awaiting", []))
+        if want != have:
+            out.append("%s: awaiting %s, truth %s" % (who, have[:5], want[:5]))
+        if sorted(gt.get("awaited_by", [])) != sorted(want_by.get(tt["address"], ())):
+            out.append("%s: awaited by %s, truth %s" % (who, gt.get("awaited_by"),
+                                                         sorted(want_by.get(tt["address"], ()))))
+    # Tasks the truth does not list may only be finished ones the collector has not freed yet.
+    known = set(t["address"] for t in tasks)
+    for a, gt in got.items():
+        if a not in known and gt.get("state") not in ("done", "cancelled"):
+            out.append("task %s (%s, %s) is not in the truth" % (gt.get("name"), a,
+                                                                gt.get("state")))
+    if doc.get("errors"):
+        out.append("errors: %s" % doc["errors"])
+    return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def check(truth, doc, what):
+    p = problems(truth, doc)
+    if p:
+        raise AssertionError("%s: %d mismatch(es):\n  %s" % (what, len(p), "\n  ".join(p)))
+
+
+def check_text(truth, target, what):
+    """The text names every task; the tree shows the deadlock cycle and the chain."""
+    text = cli("tasks", target)
+    tasks = [t for t in truth["extra"]["tasks"] if t["state"] in ("pending", "running")]
+    for t in tasks:
+        if "Task %s" % t["address"] not in text:
+            raise AssertionError("%s: text does not name task %s" % (what, t["address"]))
+    tree = cli("tasks", "--tree", target)
+    edges = set((t["address"], "0x%x" % a) for t in tasks for k, a, v in t["awaiting"])
+    cycle = [a for a, b in edges if (b, a) in edges]
+    if len(cycle) != 2 or "(cycle: awaits a task above)" not in tree or \
+            any("Task %s" % a not in tree for a in cycle):
+        raise AssertionError("%s: tree shows no cycle of %s:\n%s" % (what, cycle, tree[:3000]))
+    chain = [t["address"] for t in tasks if t["frames"] and t["frames"][-1]["function"] == "chain"]
+    lines = [l for l in tree.splitlines() if any("Task %s " % a in l for a in chain)]
+    depth = [len(l) - len(l.lstrip("│ ├└─")) for l in lines]
+    if len(lines) < 6 or len(set(depth)) != len(depth):
+        raise AssertionError("%s: the chain is not drawn nested:\n%s" % (what,
+                                                                       "\n".join(lines)))
+
+
+def counts(truth):
+    tasks = truth["extra"]["tasks"]
+    return len(tasks), sum(len(t["frames"]) for t in tasks), sum(len(t["awaiting"])
+                                                                  for t in tasks)
+
+
+def live_case(py):
+    def run():
+        with Target(py, "tasks") as t:
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_text(t.truth, t.pid, "live")
+            core = t.gcore()
+            check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+            print("    %s: %d tasks, %d frames, %d awaits compared" % ((py.label,) +
+                                                                       counts(t.truth)))
+    return run
+
+
+def crash_case(py):
+    def run():
+        with Target(py, "tasks", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
+                  "kernel core")
+    return run
+
+
+def cases():
+    out = []
+    for py in selected():
+        if tuple(map(int, py.minor.split("."))) < (3, 7):
+            continue
+        out.append(("tasks %s" % py.label, live_case(py)))
+        out.append(("tasks-crash %s" % py.label, crash_case(py)))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(cases(), prefix="test-tasks"))

@@ -1,0 +1,256 @@
+# tasks - the end-to-end target for asyncio tasks.
+#
+#   python tasks.py OUTDIR [park|crash]
+#
+# Two event loops in two threads. Loop 1 runs a few hundred tasks: a chain of tasks each
+# awaiting the next (the last one on a future), a gather of sleepers, a TaskGroup (3.11+),
+# tasks parked on a future, a queue, a lock and an event, coroutines nested three deep, two
+# tasks awaiting each other (a deadlock cycle), and a finished and a
+# cancelled task kept alive. Loop 2 has a few sleepers, one task that is running when the
+# snapshot is taken (it blocks its loop's thread on pyu_truth.HOLD) and one it made that never
+# started. The truth (the document's
+# "extra") lists every task as the target sees it: asyncio.all_tasks() of both loops plus the
+# kept finished ones - address, name, state, the loop's thread, the coroutine stack (each
+# coroutine's frame through cr_await / gi_yieldfrom, innermost first; for the running task its
+# thread's frames down to its coroutine) and what it awaits (its _fut_waiter: a task, the
+# children of a gather, the tasks of a TaskGroup, or a future). Runs on 3.7+.
+import asyncio
+import os
+import sys
+import threading
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyu_truth  # noqa: E402
+from pyu_truth import HOLD, arrive  # noqa: E402
+
+SLEEPERS = 200      # in the gather
+CHAIN = 6           # tasks awaiting each other
+LOOPS = []          # (loop, thread) of both loops
+KEEP = []           # finished and cancelled tasks, kept alive
+ALL = []            # every task made, kept alive (a loop holds its tasks only weakly)
+FOREVER = 100000
+
+
+def spawn(coro, name):
+    task = asyncio.get_event_loop().create_task(coro)
+    if hasattr(task, "set_name"):
+        task.set_name(name)
+    ALL.append(task)
+    return task
+
+
+async def sleeper(i):
+    await asyncio.sleep(FOREVER + i)
+
+
+async def chain(depth, fut):
+    if depth == 0:
+        await fut
+    else:
+        await spawn(chain(depth - 1, fut), "chain-%d" % (depth - 1))
+
+
+async def innermost(fut):
+    await fut
+
+
+async def middle(fut):
+    await innermost(fut)
+
+
+async def nested(fut):
+    await middle(fut)
+
+
+async def on_queue(q):
+    await q.get()
+
+
+async def holder(lock, ready):
+    await lock.acquire()
+    ready.set_result(None)
+    await asyncio.sleep(FOREVER)
+
+
+async def on_lock(lock):
+    async with lock:
+        pass
+
+
+async def on_event(ev):
+    await ev.wait()
+
+
+async def gathered():
+    await asyncio.gather(*[sleeper(i) for i in range(SLEEPERS)])
+
+
+async def grouped():
+    async with asyncio.TaskGroup() as tg:
+        for i in range(3):
+            tg.create_task(sleeper(i), name="group-%d" % i)
+
+
+BOX = {}
+
+
+async def cycle_a():
+    await BOX["b"]
+
+
+async def cycle_b():
+    await BOX["a"]
+
+
+async def finishes():
+    return 42
+
+
+async def never_started():
+    await asyncio.sleep(0)
+
+
+async def main1():
+    loop = asyncio.get_event_loop()
+    fut = loop.create_future()
+    spawn(chain(CHAIN - 1, fut), "chain-%d" % (CHAIN - 1))
+    spawn(gathered(), "gatherer")
+    if sys.version_info >= (3, 11):
+        spawn(grouped(), "grouper")
+    spawn(nested(loop.create_future()), "nested")
+    spawn(on_queue(asyncio.Queue()), "on-queue")
+    lock, ready = asyncio.Lock(), loop.create_future()
+    spawn(holder(lock, ready), "lock-holder")
+    await ready
+    spawn(on_lock(lock), "on-lock")
+    spawn(on_event(asyncio.Event()), "on-event")
+    BOX["a"] = spawn(cycle_a(), "cycle-a")
+    BOX["b"] = spawn(cycle_b(), "cycle-b")
+    done = spawn(finishes(), "finished")
+    cancelled = spawn(sleeper(0), "cancelled")
+    KEEP.extend([done, cancelled])
+    for _ in range(5):
+        await asyncio.sleep(0)
+    cancelled.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    arrive()
+    await loop.create_future()
+
+
+def blocking_task():
+    arrive()
+    HOLD.acquire()
+
+
+async def runs_now():
+    spawn(never_started(), "never-started")
+    blocking_task()
+
+
+async def main2():
+    for i in range(3):
+        spawn(sleeper(i), "loop2-sleeper-%d" % i)
+    await asyncio.sleep(0)
+    await spawn(runs_now(), "running")
+
+
+def run_loop(main):
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    LOOPS.append((loop, threading.current_thread()))
+    loop.run_until_complete(main())
+
+
+# ---- the truth ----------------------------------------------------------------------------
+
+def coro_frames(coro):
+    """Each coroutine's / generator's frame through cr_await and gi_yieldfrom, innermost
+    first."""
+    frames = []
+    c = coro
+    while c is not None and len(frames) < 1000:
+        if type(c).__name__ not in ("coroutine", "generator"):
+            break
+        f = c.cr_frame if hasattr(c, "cr_frame") else c.gi_frame
+        if f is None:
+            break
+        frames.append(f)
+        c = c.cr_await if hasattr(c, "cr_await") else c.gi_yieldfrom
+    frames.reverse()
+    return frames
+
+
+def running_frames(task, ident):
+    target = task._coro.cr_frame
+    out = []
+    f = sys._current_frames().get(ident)
+    while f is not None:
+        out.append(f)
+        if f is target:
+            return out
+        f = f.f_back
+    return []
+
+
+def awaiting(task, frames):
+    """(kind, address, via) of what the task waits on, as pyunwind defines it."""
+    if frames and frames[0].f_code.co_name in ("__aexit__", "_aexit"):
+        group = frames[0].f_locals.get("self")
+        if group is not None and type(group).__name__ == "TaskGroup":
+            return [("task", id(t), "taskgroup") for t in group._tasks]
+    w = task._fut_waiter
+    if w is None:
+        return []
+    if isinstance(w, asyncio.Task):
+        return [("task", id(w), "await")]
+    if type(w).__name__ == "_GatheringFuture":
+        return [("task" if isinstance(c, asyncio.Task) else "future", id(c), "gather")
+                for c in w._children]
+    return [("future", id(w), "await")]
+
+
+def task_entry(task, loop, ident):
+    running = asyncio.current_task(loop) is task
+    state = ("running" if running else "cancelled" if task.cancelled() else
+             "done" if task.done() else "pending")
+    if state == "running":
+        frames = running_frames(task, ident)
+    elif state == "pending":
+        frames = coro_frames(task._coro)
+    else:
+        frames = []
+    return {"address": "0x%x" % id(task),
+            "name": task.get_name() if hasattr(task, "get_name") else None,
+            "state": state,
+            "thread_id": ident,
+            "frames": [pyu_truth._frame_entry(f) for f in frames],
+            "awaiting": [list(a) for a in (awaiting(task, frames) if state == "pending"
+                                           else [])]}
+
+
+def tasks_truth():
+    tasks = []
+    for loop, thread in LOOPS:
+        for t in asyncio.all_tasks(loop):
+            tasks.append(task_entry(t, loop, thread.ident))
+    for t in KEEP:
+        for loop, thread in LOOPS:
+            if t._loop is loop:
+                tasks.append(task_entry(t, loop, thread.ident))
+    return {"tasks": tasks}
+
+
+def main(argv):
+    outdir = os.path.abspath(argv[1])
+    mode = argv[2] if len(argv) > 2 else "park"
+    pyu_truth.DOC_EXTRA = tasks_truth
+    pyu_truth.start(outdir, mode, [("loop1", run_loop, (main1,)),
+                                   ("loop2", run_loop, (main2,))])
+    arrive()
+    HOLD.acquire()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
