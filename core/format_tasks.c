@@ -163,11 +163,13 @@ static struct pyu_error *text_tree(struct pyu_strbuf *sb, const struct pyu_stack
 	if (!tr.state)
 		return &pyu_error_nomem;
 	// Roots: tasks nobody awaits; then whatever is left is only reachable through a cycle.
-	for (int pass = 0; pass < 2; pass++) {
+	for (int pass = 0, roots = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < ts->count; i++) {
 			const struct pyu_task *t = &ts->items[i];
 			if (tr.state[i] || !shown(s, t, thread, flags) || (!pass && t->awaited_by_count))
 				continue;
+			if (roots++)
+				pyu_strbuf_putc(sb, '\n');
 			if (pass)
 				pyu_strbuf_puts(sb, "(in a cycle of awaits, awaited by no task outside "
 						"it)\n");
