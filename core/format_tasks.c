@@ -33,14 +33,15 @@ static void task_label(struct pyu_strbuf *sb, const struct pyu_task *t)
 	}
 }
 
-static void thread_words(struct pyu_strbuf *sb, const struct pyu_stacks *s, int32_t thread)
+static void thread_words(struct pyu_strbuf *sb, const struct pyu_stacks *s, int32_t thread,
+			 const char *word)
 {
 	if (thread < 0 || (uint32_t)thread >= s->thread_count) {
 		pyu_strbuf_puts(sb, "no running loop");
 		return;
 	}
 	const struct pyu_thread_info *th = &s->threads[thread];
-	pyu_strbuf_printf(sb, "thread 0x%" PRIx64, th->thread_id);
+	pyu_strbuf_printf(sb, "%s 0x%" PRIx64, word, th->thread_id);
 	if (th->native_thread_id >= 0)
 		pyu_strbuf_printf(sb, " (tid %" PRId64 ")", th->native_thread_id);
 }
@@ -70,7 +71,7 @@ static void text_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		return;
 	}
 	pyu_strbuf_printf(sb, " %s, ", pyu_task_state_name(t->state));
-	thread_words(sb, s, t->thread);
+	thread_words(sb, s, t->thread, "thread");
 	pyu_strbuf_puts(sb, ":\n");
 	for (uint32_t k = 0; k < t->awaiting_count; k++) {
 		pyu_strbuf_puts(sb, "    awaiting ");
@@ -289,7 +290,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_tasks(struct pyu_stacks *s, int32_t thre
 		pyu_strbuf_printf(&sb, "Python %s, %u asyncio task%s\n", s->version, n,
 				  n == 1 ? "" : "s");
 	} else {
-		thread_words(&sb, s, thread);
+		thread_words(&sb, s, thread, "Thread");
 		pyu_strbuf_printf(&sb, ": %u asyncio task%s", n, n == 1 ? "" : "s");
 		if (elsewhere)
 			pyu_strbuf_printf(&sb, " (%u more on other threads or on no running loop: "

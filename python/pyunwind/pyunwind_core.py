@@ -19,6 +19,7 @@ LIMIT_OPTIONS = {"--max-depth": 1, "--max-items": 2, "--max-chars": 3, "--max-di
                  "--max-repr": 5}
 PYU_FMT_NATIVE = 0x20
 PYU_FMT_NATIVE_ALL = 0x40
+PYU_FMT_TREE = 0x80
 
 
 class PyunwindError(Exception):
@@ -128,6 +129,7 @@ class Library(object):
             "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
+            "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -299,6 +301,9 @@ class Stacks(_Handle):
 
     def locals(self, thread, frame, flags):
         return self._text(self.lib.lib.pyu_format_locals, thread, frame, flags)
+
+    def tasks(self, thread, flags):
+        return self._text(self.lib.lib.pyu_format_tasks, thread, flags)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -565,6 +570,24 @@ class Session(object):
         stacks.set_limits(limits)
         return stacks.print_path(thread, frame, rest[0], flags)
 
+    def py_tasks(self, view, arg):
+        flags = PYU_FMT_SOURCE
+        for w in _split(arg):
+            if w in ("-a", "--all"):
+                flags |= PYU_FMT_ALL
+            elif w in ("-j", "--json"):
+                flags |= PYU_FMT_JSON
+            elif w in ("-t", "--tree"):
+                flags |= PYU_FMT_TREE
+            elif w == "--no-source":
+                flags &= ~PYU_FMT_SOURCE
+            else:
+                raise PyunwindError("py-tasks: unknown argument %r; usage: py-tasks [--all] "
+                                    "[--json] [--tree] [--no-source]" % w)
+        stacks = self.stacks(view)
+        thread = -1 if flags & PYU_FMT_ALL else self._thread(view, stacks)
+        return stacks.tasks(thread, flags)
+
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
         for w in _split(arg):
@@ -657,6 +680,16 @@ Prints file, line, end line, columns, instruction offset and the source line wit
 Usage: py-list [N | START,END]
   N          lines around line N of that file
   START,END  lines START to END""",
+    "py-tasks": """Print the asyncio tasks of the selected thread's event loop.
+Usage: py-tasks [--all] [--json] [--tree] [--no-source]
+Each task with its name, state (pending, running, done, cancelled), the thread its loop runs
+on, what it waits on (a task, a gather's children, a TaskGroup's tasks, a future), who waits
+on it, and its stack: the coroutines it awaits, innermost first (the running task: its
+thread's frames). Nothing in the target runs.
+  --all        the tasks of every event loop of every thread
+  --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
+  --json       the machine-readable JSON document (schema in pyunwind's README)
+  --no-source  leave out the source lines""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).
@@ -686,6 +719,8 @@ def run(session, view, name, arg):
         return session.py_locals(view, arg)
     if name == "py-print":
         return session.py_print(view, arg)
+    if name == "py-tasks":
+        return session.py_tasks(view, arg)
     if name == "py-up":
         return session.py_move(view, arg, +1)
     if name == "py-down":

@@ -6,7 +6,8 @@
 # `tasks --json` must say the same, field by field - address, name, state, the loop's thread,
 # every frame of the coroutine stack, what each task awaits and who awaits it - on a live
 # process, a gdb core and a kernel crash core. The text and --tree forms are checked for the
-# tasks they name and for the deadlock cycle.
+# tasks they name and for the deadlock cycle, --thread for the tasks of one loop. On a subset
+# of the matrix the same through gdb and lldb (py-tasks, live and from a gdb core).
 #
 #   tests/e2e/test_tasks.py [-j N] [FILTER...]     (make test-tasks)
 import json
@@ -17,8 +18,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
 from harness import REPO, Target, run_cases, selected  # noqa: E402
+from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
+# gdb and lldb run on these (every interpreter runs the CLI checks).
+ADAPTER_PYTHONS = ("pyenv-3.9", "sid-3.14")
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 
@@ -143,12 +147,25 @@ def counts(truth):
                                                                   for t in tasks)
 
 
+def check_one_thread(truth, target, what):
+    """--thread: only the tasks whose loop runs on that thread."""
+    loop1 = [th for th in truth["threads"] if th.get("scenario") == "loop1"][0]
+    doc = json.loads(cli("tasks", "--json", "--thread", loop1["native_thread_id"], target))
+    want = set(t["address"] for t in truth["extra"]["tasks"] if t["thread_id"] ==
+               loop1["thread_id"] and t["state"] in ("pending", "running"))
+    got = set(t["address"] for t in doc["tasks"] if t["state"] in ("pending", "running"))
+    if want != got or any(t["thread_id"] != loop1["thread_id"] for t in doc["tasks"]):
+        raise AssertionError("%s: --thread gave %d tasks, truth %d on that thread"
+                             % (what, len(got), len(want)))
+
+
 def live_case(py):
     def run():
         with Target(py, "tasks") as t:
             with t.stopped():
                 check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
                 check_text(t.truth, t.pid, "live")
+                check_one_thread(t.truth, t.pid, "live")
             core = t.gcore()
             check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
             print("    %s: %d tasks, %d frames, %d awaits compared" % ((py.label,) +
@@ -165,6 +182,38 @@ def crash_case(py):
     return run
 
 
+def adapter_case(py):
+    """gdb and lldb, live and from a gdb core: py-tasks --all --json against the truth; the
+    selected (main) thread runs no loop; the tree reads the same in both debuggers."""
+    def run():
+        trees = {}
+        with Target(py, "tasks") as t:
+            core = t.gcore()
+            for debugger in ("gdb", "lldb"):
+                for kind in ("live", "core"):
+                    what = "%s %s" % (debugger, kind)
+                    rc, outs, err = run_debugger(
+                        debugger, target_args(debugger, kind, t, core if kind == "core" else None),
+                        ["py-tasks --all --json", "py-tasks --json", "py-tasks --all --tree",
+                         "py-tasks --no-such-option"])
+                    no_traceback(what, err, *outs)
+                    check(t.truth, parse_json(outs[0], what), what)
+                    mine = parse_json(outs[1], what)["tasks"]
+                    if mine:
+                        raise AssertionError("%s: the main thread runs no loop, py-tasks "
+                                             "listed %d tasks" % (what, len(mine)))
+                    if "(cycle: awaits a task above)" not in outs[2]:
+                        raise AssertionError("%s: no cycle in the tree:\n%s" % (what,
+                                                                                outs[2][:2000]))
+                    if "unknown argument '--no-such-option'" not in outs[3] + err:
+                        raise AssertionError("%s: a bad option gave no error" % what)
+                    trees[what] = outs[2]
+        if trees["gdb live"] != trees["lldb live"] or trees["gdb core"] != trees["lldb core"]:
+            raise AssertionError("gdb and lldb print different trees:\n%s\n%s"
+                                 % (trees["gdb live"][:1500], trees["lldb live"][:1500]))
+    return run
+
+
 def cases():
     out = []
     for py in selected():
@@ -172,6 +221,8 @@ def cases():
             continue
         out.append(("tasks %s" % py.label, live_case(py)))
         out.append(("tasks-crash %s" % py.label, crash_case(py)))
+        if py.label in ADAPTER_PYTHONS:
+            out.append(("tasks-adapters %s" % py.label, adapter_case(py)))
     return out
 
 
