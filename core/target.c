@@ -663,9 +663,30 @@ static char *search_dirs(const struct pyu_target *t, const char *path, const uin
 	return NULL;
 }
 
-// Whether @m's file here is the target's; when it is missing or another build, looks in the
-// search directories (and through debuginfod) for one with the target's build ID and, when
-// found, points @m's file at it.
+// SYSROOT/@path when a sysroot is set, it is not @local (already looked at) and it is a file
+// with the build ID @want; else NULL. malloc'd. (A file the user named, such as the executable
+// given with the core, is not under the sysroot; when it is another build, the sysroot's copy
+// is the next place to look, before the search directories.)
+static char *sysroot_file(const struct pyu_target *t, const char *path, const char *local,
+			  const uint8_t *want, size_t want_len)
+{
+	if (!t->sysroot || path[0] != '/')
+		return NULL;
+	size_t n = strlen(t->sysroot), len = strlen(path);
+	char *cand = malloc(n + len + 1);
+	if (!cand)
+		return NULL;
+	memcpy(cand, t->sysroot, n);
+	memcpy(cand + n, path, len + 1);
+	if (strcmp(cand, local) != 0 && file_state(cand, want, want_len) == FILE_MATCHES)
+		return cand;
+	free(cand);
+	return NULL;
+}
+
+// Whether @m's file here is the target's; when it is missing or another build, looks under the
+// sysroot, in the search directories and through debuginfod for one with the target's build
+// ID and, when found, points @m's file at it.
 static bool resolve_file(struct pyu_target *t, const struct pyu_mapping *m)
 {
 	uint8_t want[PYU_BUILD_ID_MAX];
@@ -677,7 +698,9 @@ static bool resolve_file(struct pyu_target *t, const struct pyu_mapping *m)
 		return true;
 	if (!want_len)
 		return st != FILE_DIFFERS; // missing: reads fail by themselves
-	char *found = search_dirs(t, m->path, want, want_len);
+	char *found = sysroot_file(t, m->path, m->local_path, want, want_len);
+	if (!found)
+		found = search_dirs(t, m->path, want, want_len);
 	if (!found)
 		found = pyu_debuginfod_find(t, want, want_len);
 	if (!found)

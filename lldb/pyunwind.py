@@ -3,6 +3,7 @@
 # Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
 # lldb's SB API and the C core (through python/pyunwind/pyunwind_core.py).
 import os
+import re
 import sys
 
 import lldb
@@ -18,6 +19,23 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 _ET_CORE = 4
+_SYSROOT_RE = re.compile(r"^ *Sysroot: (.*\S)", re.M)
+_FILE_LIST_ITEM_RE = re.compile(r" *\[(\d+)\]: ")
+
+
+def _file_list(text):
+    """The paths of an lldb file-list setting as lldb 16 gives its value: one string,
+    "  [0]: /a  [1]: /b c". Items must be numbered 0, 1, ... in order; else none is trusted."""
+    parts = _FILE_LIST_ITEM_RE.split(text)
+    if parts[0].strip():
+        return []
+    paths = []
+    for i in range(1, len(parts) - 1, 2):
+        if int(parts[i]) != len(paths):
+            return []
+        if parts[i + 1]:
+            paths.append(parts[i + 1])
+    return paths
 
 
 def _mapped_core_files():
@@ -82,13 +100,27 @@ class LldbView(core.DebuggerView):
             if len(cores) == 1:
                 yield "reading the core file", \
                     lambda: core.Target.open_core(lib, cores[0], exe_path) \
-                    .look_for_files(None, self._search_paths())
+                    .look_for_files(self._sysroot(), self._search_paths())
         elif not forced and self.target.GetPlatform().GetName() == "host" and pid > 0 \
                 and self._same_executable(pid, exe_path):
             yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
             return
         yield "through lldb's memory reads", \
             lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+
+    def _sysroot(self):
+        """lldb's platform sysroot (`platform select --sysroot DIR host`, as gdb's `set
+        sysroot`): the SB API has no getter for it, `platform status` prints it."""
+        try:
+            res = lldb.SBCommandReturnObject()
+            self.target.GetDebugger().GetCommandInterpreter().HandleCommand("platform status",
+                                                                            res)
+            if not res.Succeeded():
+                return None
+            m = _SYSROOT_RE.search(res.GetOutput() or "")
+        except Exception:  # an lldb that cannot say: no sysroot
+            return None
+        return m.group(1) if m else None
 
     def _search_paths(self):
         """lldb's target.exec-search-paths and target.debug-file-search-paths, for finding a
@@ -99,10 +131,10 @@ class LldbView(core.DebuggerView):
             for name in ("target.exec-search-paths", "target.debug-file-search-paths"):
                 values = dbg.GetInternalVariableValue(name, dbg.GetInstanceName())
                 for i in range(values.GetSize()):
-                    dirs.append(values.GetStringAtIndex(i))
+                    dirs += _file_list(values.GetStringAtIndex(i))
         except Exception:  # an lldb without these settings: nothing extra to search
             return []
-        return [d for d in dirs if d]
+        return dirs
 
     @staticmethod
     def _same_executable(pid, exe_path):

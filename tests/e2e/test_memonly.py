@@ -29,14 +29,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import REPO, Target, compare, gdb_batch, run_cases, selected  # noqa: E402
+from harness import REPO, Target, compare, gdb_batch, lldb_batch, run_cases, selected  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 DAMAGED_LABELS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
 SCAN_TIME_LIMIT = 60  # seconds for one read of a damaged core
-GDB_LABELS = ("pyenv-3.12", "debian-3.11")  # gdb's sysroot and solib-search-path followed
+# The adapters follow the debugger's own file settings: gdb's sysroot and solib-search-path,
+# lldb's platform sysroot, target.exec-search-paths and target.debug-file-search-paths.
+DEBUGGER_LABELS = ("pyenv-3.12", "debian-3.11")
+NO_DEBUGINFOD = {"DEBUGINFOD_URLS": None}
 
 
 # No debuginfod unless a case asks for it: a missing file must not reach out to the network.
@@ -230,6 +233,47 @@ class Debuginfod(object):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# ---- the debuggers' own settings -----------------------------------------------------------
+
+def adapter_json(out, what):
+    if "{" not in out:
+        raise AssertionError("%s: no JSON in the output:\n%s" % (what, out[-2000:]))
+    return json.loads(out[out.index("{"):out.rindex("}") + 1])
+
+
+def debugger_settings(core, truth, files, empty, sysroot, other, work):
+    """py-bt --all --json in gdb and lldb on @core, the interpreter's files found only through
+    each debugger's own settings: the files under a sysroot (@sysroot), or loose in a
+    directory named by a search-path setting while the sysroot (@empty) has none of them. lldb
+    is given the executable as a machine where the package was upgraded has it: another build
+    (under @other), which lldb would otherwise hand to the adapter as the target's own."""
+    loose = os.path.join(work, "loose")
+    os.makedirs(loose, exist_ok=True)
+    for path in files:
+        shutil.copy(path, loose)
+    exe = other + files[0]
+    runs = [
+        ("gdb, sysroot", sysroot, gdb_batch,
+         ["-iex", "set sysroot " + sysroot, "--core", core], []),
+        ("gdb, solib-search-path", loose, gdb_batch,
+         ["-iex", "set sysroot " + empty, "-iex",
+          "set solib-search-path /nonexistent:" + loose, "--core", core], []),
+        ("lldb, platform sysroot", sysroot, lldb_batch,
+         ["-O", "platform select --sysroot %s host" % sysroot, "-c", core, exe], []),
+        ("lldb, target.exec-search-paths", loose, lldb_batch,
+         ["-O", "platform select --sysroot %s host" % empty, "-c", core, exe],
+         ["settings set target.exec-search-paths /nonexistent " + loose]),
+        ("lldb, target.debug-file-search-paths", loose, lldb_batch,
+         ["-O", "platform select --sysroot %s host" % empty, "-c", core, exe],
+         ["settings set target.debug-file-search-paths " + loose]),
+    ]
+    for what, where, debugger, args, settings in runs:
+        rc, out, err = debugger(args, settings + ["py-bt --all --json"], env=NO_DEBUGINFOD)
+        doc = adapter_json(out, what)
+        check_with_files(truth, doc, where, "kernel core in " + what)
+    return "%d debugger settings followed" % len(runs)
+
+
 # ---- damaged cores ---------------------------------------------------------------------------
 
 def core_loads(path):
@@ -376,6 +420,9 @@ def interpreter_case(py, server):
                 # The files only under a sysroot.
                 check_with_files(truth, bt_json("--sysroot", sysroot, core), sysroot,
                                  "%s, sysroot" % what)
+                # The executable named with the core is another build: the sysroot's is used.
+                check_with_files(truth, bt_json("--sysroot", sysroot, core, other + files[0]),
+                                 sysroot, "%s, sysroot and another executable" % what)
                 # The files only through debuginfod (and another build in their place).
                 # Fetching needs the build ID, which the core holds only when the note is
                 # in the file's first page; else the read is still right, from memory alone.
@@ -388,17 +435,9 @@ def interpreter_case(py, server):
                                       "%s, debuginfod without a build ID in the core" % what)
                     report.append("%s: no build ID in the core, debuginfod not asked" % what)
                 shutil.rmtree(cache, ignore_errors=True)
-                if what == "kernel core" and py.label in GDB_LABELS:
-                    # gdb's own settings: sysroot (empty) and solib-search-path (loose files).
-                    loose = os.path.join(work, "loose")
-                    os.makedirs(loose, exist_ok=True)
-                    for path in files:
-                        shutil.copy(path, loose)
-                    rc, out, err = gdb_batch(["-iex", "set sysroot " + empty,
-                                              "-iex", "set solib-search-path /nonexistent:" +
-                                              loose, "--core", core], ["py-bt --all --json"])
-                    doc4 = json.loads(out[out.index("{"):out.rindex("}") + 1])
-                    check_with_files(truth, doc4, loose, "%s in gdb, solib-search-path" % what)
+                if what == "kernel core" and py.label in DEBUGGER_LABELS:
+                    report.append(debugger_settings(core, truth, files, empty, sysroot, other,
+                                                    work))
                 if what == "kernel core":
                     check_no_source(core, empty, truth)
                     if py.label in DAMAGED_LABELS:
