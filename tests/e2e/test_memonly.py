@@ -178,6 +178,29 @@ def python_files(py):
     return files
 
 
+def unpatched(py):
+    """For a Debian unstable build: Debian's own executable (tools/pythons keeps it beside the
+    patchelf'd one) and how to run it: {"python", "loader", "library_path", "home"}."""
+    out = subprocess.run([os.path.join(REPO, "tools", "pythons"), "unpatched", py.label],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError("Debian's own executable of %s is missing (make pythons keeps "
+                             "it): %s" % (py.label, out.stderr.strip()))
+    return json.loads(out.stdout)
+
+
+def served_files(py):
+    """The files of @py the debuginfod server serves: the interpreter's own, and for a Debian
+    unstable build Debian's executable instead of the patchelf'd one (same build ID, but
+    patchelf moved its contents: only Debian's file matches the process that ran it)."""
+    if py.label.startswith("sid-"):
+        try:
+            return [unpatched(py)["python"]]
+        except AssertionError:
+            pass  # the case says so
+    return python_files(py)
+
+
 class Debuginfod(object):
     """A real debuginfod server on 127.0.0.1 (a free port) serving copies of @files from a
     private directory; started, polled until its scan has indexed them all, stopped."""
@@ -231,6 +254,51 @@ class Debuginfod(object):
             self.proc.wait()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# ---- Debian's own executable, fetched by build ID ----------------------------------------------
+
+def debian_executable(py, server, empty, work):
+    """The test cache's Debian unstable interpreters are patchelf'd to run from a private root,
+    which moves their build-ID note out of the first page, the only part of a read-only file a
+    core keeps: their cores cannot name the build to fetch. Debian's executable as shipped keeps
+    the note there; run through the private root's loader (ld.so PROGRAM, which maps it as the
+    kernel would, from offset 0), its kernel and gdb cores must be read with the file fetched
+    from debuginfod by build ID (another build at its path), and from memory alone."""
+    info = unpatched(py)
+    command = [info["loader"], "--library-path", info["library_path"], info["python"]]
+    env = {"PYTHONHOME": info["home"]}
+    if not build_id_in_first_page(info["python"]):
+        raise AssertionError("Debian's %s has its build-ID note past the first page"
+                             % info["python"])
+    cores = []
+    with Target(py, "scenario", mode="crash", command=command, env=env) as t:
+        core = os.path.join(work, "debian-crash.core")
+        shutil.move(t.crash_core(), core)
+        cores.append(("kernel core", core, t.truth))
+    with Target(py, "scenario", command=command, env=env) as t:
+        core = os.path.join(work, "debian-gcore.core")
+        t.gcore(core)
+        cores.append(("gdb core", core, t.truth))
+    other = os.path.join(work, "other-debian")
+    other_build(info["python"], other + info["python"])
+    sysroot = os.path.join(work, "sysroot-debian")
+    os.makedirs(os.path.dirname(sysroot + info["python"]))
+    shutil.copy(info["python"], sysroot + info["python"])
+    for what, core, truth in cores:
+        what = "Debian's executable, " + what
+        with_files = bt_json(core)
+        problems = compare(truth, with_files, fields=FIELDS, limit=12)
+        assert not problems, "%s, with its file: %s" % (what, "\n".join(problems))
+        check_memory_only(truth, bt_json("--path-map", "/=" + empty, core), with_files,
+                          "%s, no files" % what)
+        cache = os.path.join(work, "debuginfod-debian")
+        check_with_files(truth, bt_json("--sysroot", other, core, env=server.env(cache)),
+                         cache, "%s, debuginfod" % what)
+        shutil.rmtree(cache, ignore_errors=True)
+        check_with_files(truth, bt_json("--sysroot", sysroot, core, other + info["python"]),
+                         sysroot, "%s, sysroot and another executable" % what)
+    return "Debian's executable: kernel and gdb cores, fetched by build ID"
 
 
 # ---- the debuggers' own settings -----------------------------------------------------------
@@ -420,20 +488,28 @@ def interpreter_case(py, server):
                 # The files only under a sysroot.
                 check_with_files(truth, bt_json("--sysroot", sysroot, core), sysroot,
                                  "%s, sysroot" % what)
-                # The executable named with the core is another build: the sysroot's is used.
-                check_with_files(truth, bt_json("--sysroot", sysroot, core, other + files[0]),
-                                 sysroot, "%s, sysroot and another executable" % what)
+                # The executable named with the core is another build: the sysroot's is used
+                # (when the core has the build ID to tell; else memory alone).
+                has_id = all(build_id_in_first_page(f) for f in files)
+                doc5 = bt_json("--sysroot", sysroot, core, other + files[0])
+                if has_id:
+                    check_with_files(truth, doc5, sysroot,
+                                     "%s, sysroot and another executable" % what)
+                else:
+                    check_memory_only(truth, doc5, with_files, "%s, sysroot and another "
+                                      "executable, no build ID in the core" % what)
                 # The files only through debuginfod (and another build in their place).
                 # Fetching needs the build ID, which the core holds only when the note is
                 # in the file's first page; else the read is still right, from memory alone.
                 cache = os.path.join(work, "debuginfod-cache")
                 doc3 = bt_json("--sysroot", other, core, env=server.env(cache))
-                if all(build_id_in_first_page(f) for f in files):
+                if has_id:
                     check_with_files(truth, doc3, cache, "%s, debuginfod" % what)
                 else:
                     check_memory_only(truth, doc3, with_files,
                                       "%s, debuginfod without a build ID in the core" % what)
-                    report.append("%s: no build ID in the core, debuginfod not asked" % what)
+                    report.append("%s of the patchelf'd executable: no build ID in the core, "
+                                  "debuginfod not asked" % what)
                 shutil.rmtree(cache, ignore_errors=True)
                 if what == "kernel core" and py.label in DEBUGGER_LABELS:
                     report.append(debugger_settings(core, truth, files, empty, sysroot, other,
@@ -442,6 +518,8 @@ def interpreter_case(py, server):
                     check_no_source(core, empty, truth)
                     if py.label in DAMAGED_LABELS:
                         report += damaged_cases(core, truth, doc, empty, work)
+            if py.label.startswith("sid-"):
+                report.append(debian_executable(py, server, empty, work))
             if report:
                 print("    %s: %s" % (py.label, "; ".join(report)))
         finally:
@@ -456,7 +534,7 @@ def main():
         print("test-memonly: 0 passed, 1 failed")
         return 1
     pys = selected()
-    files = [f for py in pys for f in python_files(py)]
+    files = [f for py in pys for f in served_files(py)]
     server = Debuginfod(files)
     try:
         cases = [(py.label, interpreter_case(py, server)) for py in pys]

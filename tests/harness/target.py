@@ -57,12 +57,16 @@ class Target(object):
 
     @program is a file name in tests/targets (".py" optional) or a path. The program is run as
     `PYTHON PROGRAM WORKDIR MODE` in WORKDIR and must write WORKDIR/truth.json when ready.
-    @env adds to the environment (MALLOC_ARENA_MAX=1 is set unless given). PYUNWIND_KEEP=1
-    keeps the work directory (truth, cores, stderr) for a look after a failure.
+    @env adds to the environment (MALLOC_ARENA_MAX=1 is set unless given). @command: the argv
+    that runs the interpreter, when it is not the interpreter's path alone (a dynamic loader
+    started by hand: [LOADER, "--library-path", DIRS, PYTHON]). PYUNWIND_KEEP=1 keeps the work
+    directory (truth, cores, stderr) for a look after a failure.
     """
 
-    def __init__(self, py, program="scenario", mode="park", timeout=150, keep=False, env=None):
+    def __init__(self, py, program="scenario", mode="park", timeout=150, keep=False, env=None,
+                 command=None):
         self.python = getattr(py, "path", py)
+        self.command = list(command) if command else [self.python]
         self.interpreter = py
         self.mode = mode
         self.timeout = timeout
@@ -106,7 +110,7 @@ class Target(object):
         # One malloc arena instead of one per thread: gdb cores shrink from ~1 GB to ~100 MB.
         env.setdefault("MALLOC_ARENA_MAX", "1")
         env.update(self.extra_env)
-        self.proc = subprocess.Popen([self.python, self.program, self.workdir, self.mode],
+        self.proc = subprocess.Popen(self.command + [self.program, self.workdir, self.mode],
                                      cwd=self.workdir, stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=self._err, env=env,
                                      preexec_fn=_child_setup)
