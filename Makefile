@@ -71,6 +71,7 @@ install: all
 bench: deps pythons all
 	@bench/run
 	@bench/triage
+	@bench/memonly
 
 clean:
 	rm -rf $(BUILD)
