@@ -993,9 +993,13 @@ static void apply_asyncio_offsets(struct ctx *c)
 	struct pyu_asyncio_offsets o;
 	struct pyu_error *err = pyu_asyncio_offsets_find(c->t, &o);
 	if (err) {
-		add_note(c, "asyncio debug offsets: %s; using the built-in table for %s",
+		// The thread-state fields are the same in release and debug builds; the interpreter
+		// state's are not, so its list (tasks of threads that are gone) is left unread.
+		add_note(c, "asyncio debug offsets: %s; the threads' task lists are read with the "
+			 "built-in table for %s, the interpreter's is not read",
 			 pyu_error_message(err), c->tl.name);
 		pyu_error_destroy(err);
+		c->tl.interp_tasks_head = PYU_NO_FIELD;
 		return;
 	}
 	struct {
@@ -1087,10 +1091,6 @@ struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret
 		shift_object_fields(&c.tl, shift);
 	if (!(c.ts = calloc(1, sizeof(*c.ts))))
 		return &pyu_error_nomem;
-	if (c.tl.task.node != PYU_NO_FIELD) {
-		apply_asyncio_offsets(&c);
-		c.have_lists = c.tl.tstate.tasks_head != PYU_NO_FIELD;
-	}
 	for (uint32_t i = 0; !err && i < s->thread_count; i++) {
 		uint64_t interp = s->threads[i].interp_address;
 		bool seen = false;
@@ -1098,6 +1098,14 @@ struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret
 			seen = s->threads[k].interp_address == interp;
 		if (!seen && interp)
 			err = scan_interpreter(&c, interp);
+	}
+	// 3.14+ C tasks are on lists; without the _asyncio module loaded there are none.
+	bool c_tasks = false;
+	for (uint32_t i = 0; i < c.type_sets; i++)
+		c_tasks |= c.types[i].c_task != 0;
+	if (!err && c_tasks && c.tl.task.node != PYU_NO_FIELD) {
+		apply_asyncio_offsets(&c);
+		c.have_lists = c.tl.tstate.tasks_head != PYU_NO_FIELD;
 	}
 	if (!err && c.have_lists)
 		err = scan_lists(&c);

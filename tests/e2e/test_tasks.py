@@ -7,13 +7,16 @@
 # every frame of the coroutine stack, what each task awaits and who awaits it - on a live
 # process, a gdb core and a kernel crash core. The text and --tree forms are checked for the
 # tasks they name and for the deadlock cycle, --thread for the tasks of one loop. On a subset
-# of the matrix the same through gdb and lldb (py-tasks, live and from a gdb core).
+# of the matrix the same through gdb and lldb (py-tasks, live and from a gdb core), the same
+# without the C accelerator (pure-Python tasks), and damaged targets: a freed task becomes an
+# error entry, a task list that loops (3.14+) an error, never a hang.
 #
 #   tests/e2e/test_tasks.py [-j N] [FILTER...]     (make test-tasks)
 import json
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
@@ -23,6 +26,13 @@ from test_adapters import run_debugger, parse_json, no_traceback, target_args  #
 CLI = os.path.join(REPO, "build", "pyunwind")
 # gdb and lldb run on these (every interpreter runs the CLI checks).
 ADAPTER_PYTHONS = ("pyenv-3.9", "sid-3.14")
+# Without the C accelerator (asyncio's pure-Python Task and Future).
+PURE_PYTHONS = ("pyenv-3.7", "pyenv-3.12", "sid-3.14")
+# Damaged targets: a freed task, and (3.14+) a task list that loops.
+DAMAGE_PYTHONS = ("pyenv-3.12", "sid-3.14", "sid-3.15")
+# offsetof(TaskObj, task_node) in 3.14 and 3.15 (their .AsyncioDebug section says so too).
+TASK_NODE = 152
+DAMAGE_SECONDS = 10
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 
@@ -214,6 +224,54 @@ def adapter_case(py):
     return run
 
 
+def pure_case(py):
+    def run():
+        with Target(py, "tasks", env={"PYU_PURE_ASYNCIO": "1"}) as t:
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live, pure-Python")
+    return run
+
+
+def poke(pid, addr, value):
+    """Writes the 8-byte @value at @addr of the stopped process @pid."""
+    with open("/proc/%d/mem" % pid, "r+b", buffering=0) as f:
+        f.seek(addr)
+        f.write(value.to_bytes(8, "little"))
+
+
+def damage_case(py):
+    """A task whose memory no longer holds a task (its type pointer zeroed, as freed memory
+    reads) becomes an error entry; on 3.14+ a task list made to loop (a task's list node
+    pointing at itself) gives an error, and the read ends in time - live and from a gdb core."""
+    def run():
+        with Target(py, "tasks") as t:
+            tasks = dict((x["name"], int(x["address"], 16)) for x in t.truth["extra"]["tasks"])
+            freed, looped = tasks["nested"], tasks["chain-3"]
+            lists = t.truth["python"]["hexversion"] >= 0x030e0000
+            with t.stopped():
+                poke(t.pid, freed + 8, 0)                                # ob_type
+                if lists:
+                    poke(t.pid, looped + TASK_NODE, looped + TASK_NODE)  # node.next
+                docs = [("live", t.pid)]
+                core = None
+            core = t.gcore()
+            docs.append(("gdb core", core))
+            for what, target in docs:
+                t0 = time.time()
+                doc = json.loads(cli("tasks", "--json", target))
+                took = time.time() - t0
+                if took > DAMAGE_SECONDS:
+                    raise AssertionError("%s: %.1fs on a damaged target" % (what, took))
+                entry = [x for x in doc["tasks"] if int(x["address"], 16) == freed]
+                if len(entry) != 1 or "not a Task" not in (entry[0]["error"] or ""):
+                    raise AssertionError("%s: the freed task is %s" % (what, entry))
+                if lists and not any("loops" in e for e in doc["errors"]):
+                    raise AssertionError("%s: no error for the looping list: %s"
+                                         % (what, doc["errors"]))
+                cli("tasks", "--tree", target)  # the text forms finish too
+    return run
+
+
 def cases():
     out = []
     for py in selected():
@@ -223,6 +281,10 @@ def cases():
         out.append(("tasks-crash %s" % py.label, crash_case(py)))
         if py.label in ADAPTER_PYTHONS:
             out.append(("tasks-adapters %s" % py.label, adapter_case(py)))
+        if py.label in PURE_PYTHONS:
+            out.append(("tasks-pure %s" % py.label, pure_case(py)))
+        if py.label in DAMAGE_PYTHONS:
+            out.append(("tasks-damaged %s" % py.label, damage_case(py)))
     return out
 
 

@@ -14,10 +14,15 @@
 # coroutine's frame through cr_await / gi_yieldfrom, innermost first; for the running task its
 # thread's frames down to its coroutine) and what it awaits (its _fut_waiter: a task, the
 # children of a gather, the tasks of a TaskGroup, or a future). Runs on 3.7+.
-import asyncio
 import os
 import sys
 import threading
+
+# PYU_PURE_ASYNCIO=1: without the C accelerator, every task and future is asyncio's own
+# pure-Python class.
+if os.environ.get("PYU_PURE_ASYNCIO") == "1":
+    sys.modules["_asyncio"] = None
+import asyncio  # noqa: E402
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
