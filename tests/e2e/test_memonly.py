@@ -11,7 +11,9 @@
 # from memory alone, the GIL holder must agree with a read that had the files, and text output
 # must carry no source lines. Damaged cores under the memory-only path (the interpreter list
 # head, thread states and the data around them overwritten) must give a clean error or a stack
-# whose frames are all right, never a plausible wrong one, within a time bound.
+# whose frames are all right, never a plausible wrong one, within a time bound; the same reads
+# by the CLI over the ASan/UBSan build of the core (build/pyunwind-san) must find nothing and
+# give the same status and output.
 #
 #   tests/e2e/test_memonly.py [-j N] [FILTER...]     (make test-memonly)
 #
@@ -32,6 +34,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import REPO, Target, compare, gdb_batch, lldb_batch, run_cases, selected  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
+CLI_SAN = os.path.join(REPO, "build", "pyunwind-san")  # the same CLI over the ASan/UBSan core
+SAN_EXIT = 86
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 DAMAGED_LABELS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
@@ -46,10 +50,10 @@ NO_DEBUGINFOD = {"DEBUGINFOD_URLS": None}
 BASE_ENV = dict((k, v) for k, v in os.environ.items() if not k.startswith("DEBUGINFOD_"))
 
 
-def cli(*args, timeout=120, env=None):
+def cli(*args, timeout=120, env=None, program=CLI):
     t0 = time.time()
     try:
-        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True,
+        p = subprocess.run([program] + [str(a) for a in args], capture_output=True,
                            timeout=timeout, stdin=subprocess.DEVNULL, env=env or BASE_ENV)
     except subprocess.TimeoutExpired:
         raise AssertionError("pyunwind %s: no answer within %ds" % (" ".join(map(str, args)),
@@ -390,6 +394,21 @@ def relaxed_check(truth, doc):
     return None
 
 
+SAN_ENV = dict(BASE_ENV, ASAN_OPTIONS="exitcode=%d:detect_leaks=1" % SAN_EXIT,
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=%d" % SAN_EXIT)
+
+
+def sanitized(args, rc, out, what):
+    """Runs the CLI over the ASan/UBSan build of the core with @args: no finding, and the same
+    status and output as the plain build gave (@rc, @out)."""
+    rc2, out2, err2, _ = cli(*args, timeout=SCAN_TIME_LIMIT * 4, env=SAN_ENV, program=CLI_SAN)
+    findings = [l for l in err2.splitlines() if "Sanitizer" in l or "runtime error" in l]
+    assert rc2 != SAN_EXIT and not findings, "%s under ASan/UBSan: status %d:\n%s" % (
+        what, rc2, "\n".join(err2.splitlines()[:40]))
+    assert rc2 == rc and out2 == out, "%s under ASan/UBSan: status %d, plain build %d%s" % (
+        what, rc2, rc, "" if rc2 != rc else "; the output differs")
+
+
 def damaged_cases(core, truth, doc, empty, workdir):
     """Overwrites the interpreter list head, thread states and random words near the head in
     copies of @core; each copy read memory-only must fail cleanly or be right."""
@@ -417,7 +436,11 @@ def damaged_cases(core, truth, doc, empty, workdir):
             writes.append((a, struct.pack("<Q", rng.choice([0, head, head + 8, rng.getrandbits(64),
                                                             tstates[0]]))))
         variants.append(("words near the head %d" % seed, writes))
-    outcomes = []
+    # The undamaged core read from memory alone, under ASan/UBSan too.
+    args = ("bt", "--json", "--path-map", "/=" + empty, core)
+    rc, out, _, _ = cli(*args)
+    sanitized(args, rc, out, "undamaged")
+    outcomes = ["undamaged and every damaged copy also under ASan/UBSan"]
     size = os.path.getsize(path)
     for name, writes in variants:
         saved = []
@@ -432,6 +455,7 @@ def damaged_cases(core, truth, doc, empty, workdir):
             os.close(fd)
         rc, out, err, secs = cli("bt", "--json", "--path-map", "/=" + empty, path,
                                  timeout=SCAN_TIME_LIMIT)
+        sanitized(("bt", "--json", "--path-map", "/=" + empty, path), rc, out, name)
         fd = os.open(path, os.O_RDWR)
         try:
             for off, b in reversed(saved):
@@ -529,8 +553,8 @@ def interpreter_case(py, server):
 
 
 def main():
-    if not os.access(CLI, os.X_OK):
-        print("build/pyunwind is missing: run make first")
+    if not os.access(CLI, os.X_OK) or not os.access(CLI_SAN, os.X_OK):
+        print("build/pyunwind or build/pyunwind-san is missing: run make test-memonly")
         print("test-memonly: 0 passed, 1 failed")
         return 1
     pys = selected()
