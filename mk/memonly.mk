@@ -5,5 +5,7 @@
 test-memonly: all $(BUILD)/pyunwind-san
 	@nice /usr/bin/python3 tests/e2e/test_memonly.py
 
-$(BUILD)/pyunwind-san: $(CLI_SRCS) $(wildcard core/cli/*.h) $(BUILD)/libpyunwind-san.a $(CORE_HDRS)
-	$(CC) $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $(CLI_SRCS) $(BUILD)/libpyunwind-san.a $(CORE_LIBS) -pthread
+$(BUILD)/pyunwind-san: $(CLI_SRCS) $(wildcard core/cli/*.h) $(BUILD)/libpyunwind-san.a \
+		       $(CORE_HDRS)
+	$(CC) $(CFLAGS_COMMON) $(SAN_FLAGS) -o $@ $(CLI_SRCS) $(BUILD)/libpyunwind-san.a \
+		$(CORE_LIBS) -pthread
