@@ -348,40 +348,58 @@ static struct pyu_error *tasks_in_module_set(struct ctx *c, uint64_t module, con
 	return NULL;
 }
 
-// A 3.14+ task list: struct llist_node {next, prev} heads, linked through each task's node.
-static struct pyu_error *tasks_in_list(struct ctx *c, uint64_t head, const char *where)
+struct pyu_error *pyu_llist_foreach(struct pyu_target *t, uint64_t head, uint32_t max,
+				    bool (*visit)(void *arg, uint64_t node), void *arg)
 {
 	uint64_t node, saved = head, power = 1, steps = 0;
-	struct pyu_error *err = pyu_target_read_u64(c->t, head, &node);
+	struct pyu_error *err = pyu_target_read_u64(t, head, &node);
 	for (uint32_t n = 0; !err && node != head; n++) {
-		if (!node) {
-			add_error(c, "the task list of %s at 0x%" PRIx64 " ends in a NULL link", where,
-				  head);
-			return NULL;
-		}
-		if (n >= PYU_TASKS_MAX) {
-			add_error(c, "the task list of %s at 0x%" PRIx64 " is longer than %u tasks",
-				  where, head, PYU_TASKS_MAX);
-			return NULL;
-		}
-		if (node == saved) { // Brent: a loop that does not come back to the head
-			add_error(c, "the task list of %s at 0x%" PRIx64 " loops at 0x%" PRIx64
-				  " without coming back to its head", where, head, node);
-			return NULL;
-		}
+		if (!node)
+			return pyu_error_create(PYU_ERR_CORRUPT, "the list at 0x%" PRIx64 " ends in "
+						"a NULL link after %" PRIu32 " nodes", head, n);
+		if (n >= max)
+			return pyu_error_create(PYU_ERR_CORRUPT, "the list at 0x%" PRIx64 " is longer "
+						"than %" PRIu32 " nodes", head, max);
+		if (node == saved) // Brent: a loop that does not come back to the head
+			return pyu_error_create(PYU_ERR_CORRUPT, "the list at 0x%" PRIx64 " loops at "
+						"0x%" PRIx64 " without coming back to its head", head,
+						node);
 		if (++steps == power) {
 			saved = node;
 			power *= 2;
 			steps = 0;
 		}
-		uint64_t task = node - (uint64_t)c->tl.task.node;
-		if ((err = add_candidate(c, task, where)) != NULL)
-			return err;
-		err = pyu_target_read_u64(c->t, node, &node);
+		if (!visit(arg, node))
+			return NULL;
+		err = pyu_target_read_u64(t, node, &node);
+	}
+	return err ? pyu_error_wrap(err, "the list at 0x%" PRIx64, head) : NULL;
+}
+
+struct list_visit {
+	struct ctx *c;
+	const char *where;
+	struct pyu_error *err;
+};
+
+static bool visit_list_node(void *arg, uint64_t node)
+{
+	struct list_visit *lv = arg;
+	lv->err = add_candidate(lv->c, node - (uint64_t)lv->c->tl.task.node, lv->where);
+	return !lv->err;
+}
+
+// A 3.14+ task list: struct llist_node {next, prev} heads, linked through each task's node.
+static struct pyu_error *tasks_in_list(struct ctx *c, uint64_t head, const char *where)
+{
+	struct list_visit lv = {c, where, NULL};
+	struct pyu_error *err = pyu_llist_foreach(c->t, head, PYU_TASKS_MAX, visit_list_node, &lv);
+	if (lv.err) {
+		pyu_error_destroy(err);
+		return lv.err;
 	}
 	if (err) {
-		add_error(c, "the task list of %s at 0x%" PRIx64 ": %s", where, head,
-			  pyu_error_message(err));
+		add_error(c, "the task list of %s: %s", where, pyu_error_message(err));
 		pyu_error_destroy(err);
 	}
 	return NULL;

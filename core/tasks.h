@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "stacks.h"
+#include "target.h"
 
 // Bounds on what one collection reads.
 #define PYU_TASKS_MAX 100000        // tasks per snapshot (a longer list is cut, with an error)
@@ -77,5 +78,13 @@ struct pyu_tasks {
 // is unchanged.
 struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret);
 void pyu_tasks_destroy(struct pyu_tasks *ts);
+
+// Walks a CPython 3.14+ list of struct llist_node {next, prev} whose head is at @head,
+// calling @visit with each node's address (the head left out) until it returns false. At most
+// @max nodes. Fails with PYU_ERR_CORRUPT for a NULL link, more than @max nodes or a loop that
+// does not come back to the head (Brent's algorithm: no memory per node), with the read error
+// for an unreadable link; the nodes before were visited.
+struct pyu_error *pyu_llist_foreach(struct pyu_target *t, uint64_t head, uint32_t max,
+				    bool (*visit)(void *arg, uint64_t node), void *arg);
 
 #endif
