@@ -2,7 +2,8 @@
 # test_tasks - asyncio tasks end to end: for every interpreter of the matrix from 3.7, the tasks
 # target (tests/targets/tasks.py: two event loops, a few hundred tasks - chains, a gather, a
 # TaskGroup, tasks on futures, queues, locks and events, a deadlock cycle, a running task, a
-# task that never started, a finished and a cancelled one) reports every task; pyunwind's
+# task that never started, a finished and a cancelled one, and a stopped loop whose thread has
+# ended) reports every task; pyunwind's
 # `tasks --json` must say the same, field by field - address, name, state, the loop's thread,
 # every frame of the coroutine stack, what each task awaits and who awaits it - on a live
 # process, a gdb core and a kernel crash core. The text and --tree forms are checked for the
@@ -103,7 +104,7 @@ def problems(truth, doc, limit=25):
             out.append("%s: error %s" % (who, gt["error"]))
             continue
         for k in ("name", "state", "thread_id"):
-            if tt[k] is not None and gt.get(k) != tt[k]:
+            if (tt[k] is not None or k != "name") and gt.get(k) != tt[k]:
                 out.append("%s: %s is %r, truth %r" % (who, k, gt.get(k), tt[k]))
         out += frame_problems(who, tt["frames"], gt.get("frames", []))
         want = sorted((k, "0x%x" % a, v) for k, a, v in tt["awaiting"])

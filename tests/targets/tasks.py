@@ -6,7 +6,8 @@
 # awaiting the next (the last one on a future), a gather of sleepers, a TaskGroup (3.11+),
 # tasks parked on a future, a queue, a lock and an event, coroutines nested three deep, two
 # tasks awaiting each other (a deadlock cycle), and a finished and a
-# cancelled task kept alive. Loop 2 has a few sleepers, one task that is running when the
+# cancelled task kept alive; a third loop stopped with two tasks parked, in a thread that has
+# ended. Loop 2 has a few sleepers, one task that is running when the
 # snapshot is taken (it blocks its loop's thread on pyu_truth.HOLD) and one it made that never
 # started. The truth (the document's
 # "extra") lists every task as the target sees it: asyncio.all_tasks() of both loops plus the
@@ -161,6 +162,21 @@ async def main2():
     await spawn(runs_now(), "running")
 
 
+async def main3():
+    for i in range(2):
+        spawn(sleeper(i), "stopped-loop-%d" % i)
+    await asyncio.sleep(0)
+
+
+def stopped_loop():
+    """A loop that ran, parked two tasks and stopped, in a thread that is gone (3.14+ move
+    the tasks of a finished thread to the interpreter's list)."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    LOOPS.append((loop, None))
+    loop.run_until_complete(main3())
+
+
 def run_loop(main):
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -239,11 +255,11 @@ def tasks_truth():
     tasks = []
     for loop, thread in LOOPS:
         for t in asyncio.all_tasks(loop):
-            tasks.append(task_entry(t, loop, thread.ident))
+            tasks.append(task_entry(t, loop, thread.ident if thread else None))
     for t in KEEP:
         for loop, thread in LOOPS:
             if t._loop is loop:
-                tasks.append(task_entry(t, loop, thread.ident))
+                tasks.append(task_entry(t, loop, thread.ident if thread else None))
     return {"tasks": tasks}
 
 
@@ -251,6 +267,9 @@ def main(argv):
     outdir = os.path.abspath(argv[1])
     mode = argv[2] if len(argv) > 2 else "park"
     pyu_truth.DOC_EXTRA = tasks_truth
+    gone = threading.Thread(target=stopped_loop, name="stopped-loop")
+    gone.start()
+    gone.join()
     pyu_truth.start(outdir, mode, [("loop1", run_loop, (main1,)),
                                    ("loop2", run_loop, (main2,))])
     arrive()
