@@ -92,9 +92,36 @@ static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code
 
 // Appends the source lines and caret lines the target's own traceback module prints for a frame
 // at @loc (carets.c), or nothing when the file is not readable here.
+static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
+			  const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
+			  const struct pyu_location *loc);
+
+// The source lines of @loc in @c's file with their carets, as render_source makes them; a
+// code position shown before (another thread, another frame of a recursion) is copied from
+// the cache's memo. The rules are one per document, so the code and location are the key.
 static void source_with_carets(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
 			       const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
 			       const struct pyu_location *loc)
+{
+	const uint64_t key[4] = {c->address, (uint64_t)(uint32_t)loc->line,
+				 (uint64_t)(uint32_t)loc->end_line,
+				 (uint64_t)(uint32_t)loc->column << 32 | (uint32_t)loc->end_column};
+	const char *text;
+	size_t len;
+	if (pyu_source_memo_find(cache, key, &text, &len)) {
+		pyu_strbuf_append(sb, text, len);
+		return;
+	}
+	size_t start = sb->len;
+	bool was_ok = !sb->nomem && !sb->too_long;
+	render_source(sb, cache, rules, c, loc);
+	if (was_ok && !sb->nomem && !sb->too_long && sb->len >= start)
+		pyu_source_memo_store(cache, key, sb->buf ? sb->buf + start : "", sb->len - start);
+}
+
+static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
+			  const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
+			  const struct pyu_location *loc)
 {
 	const char *file = c->filename;
 	if (!file || loc->line == PYU_NO_LINE || pyu_source_line_count(cache, file) < 0)

@@ -25,6 +25,7 @@ struct pyu_inspect {
 	struct pyu_values *values;
 	struct pyu_error *values_error; // why no reader could be made (kept, reported each time)
 	bool thread_values_read;
+	struct pyu_locals_cache *names; // code objects' slot names (made on first use)
 };
 
 struct pyu_error *pyu_inspect_create(struct pyu_inspect **ret)
@@ -50,6 +51,7 @@ void pyu_inspect_destroy(struct pyu_inspect *in)
 	if (!in)
 		return;
 	drop_values(in);
+	pyu_locals_cache_destroy(in->names);
 	free(in);
 }
 
@@ -294,8 +296,12 @@ static struct pyu_error *raw_locals(const struct pyu_stacks *s, struct pyu_value
 {
 	const struct pyu_layout *l = &s->runtime->layout;
 	struct pyu_locals ls;
-	struct pyu_error *err = pyu_frame_locals(s->target, l, f->frame_address,
-						 s->codes[f->code].address, PYU_LOCALS_MAX, &ls);
+	struct pyu_inspect *in = s->inspect;
+	if (in && !in->names)
+		in->names = pyu_locals_cache_create(); // NULL: read without a cache
+	struct pyu_error *err = pyu_frame_locals(s->target, l, in ? in->names : NULL,
+						 f->frame_address, s->codes[f->code].address,
+						 PYU_LOCALS_MAX, &ls);
 	if (err)
 		return err;
 	if (ls.dict) {

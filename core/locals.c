@@ -103,6 +103,102 @@ static void free_names(char **names, uint32_t n)
 	free(names);
 }
 
+// The names (and 3.11+ kinds) of a code object's slots: 2.7 - 3.10 co_varnames, co_cellvars
+// and co_freevars in names[0..2]; 3.11+ co_localsplusnames in names[0] with kinds.
+struct code_names {
+	uint64_t code; // 0 = free cache slot
+	char **names[3];
+	uint32_t count[3];
+	uint8_t *kinds;
+	size_t nkinds;
+};
+
+#define LOCALS_CACHE 256 // code objects whose names a cache keeps (direct-mapped)
+
+struct pyu_locals_cache {
+	struct code_names codes[LOCALS_CACHE];
+};
+
+static void code_names_clear(struct code_names *cn)
+{
+	for (int i = 0; i < 3; i++)
+		free_names(cn->names[i], cn->count[i]);
+	free(cn->kinds);
+	memset(cn, 0, sizeof(*cn));
+}
+
+struct pyu_locals_cache *pyu_locals_cache_create(void)
+{
+	return calloc(1, sizeof(struct pyu_locals_cache));
+}
+
+void pyu_locals_cache_destroy(struct pyu_locals_cache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < LOCALS_CACHE; i++)
+		code_names_clear(&c->codes[i]);
+	free(c);
+}
+
+// Reads the slot names of the code object at @code (its fields in @cbuf) into *ret. On error,
+// *ret is unchanged.
+static struct pyu_error *read_code_names(struct pyu_target *t, const struct pyu_layout *l,
+					 uint64_t code, const uint8_t *cbuf, bool objects,
+					 struct code_names *ret)
+{
+	struct code_names cn = {code, {NULL, NULL, NULL}, {0, 0, 0}, NULL, 0};
+	struct pyu_error *err;
+	if (objects) {
+		err = read_names(t, l, pyu_get_u64(cbuf, l->code.varnames), &cn.names[0],
+				 &cn.count[0]);
+		if (!err)
+			err = read_names(t, l, pyu_get_u64(cbuf, l->code.cellvars), &cn.names[1],
+					 &cn.count[1]);
+		if (!err)
+			err = read_names(t, l, pyu_get_u64(cbuf, l->code.freevars), &cn.names[2],
+					 &cn.count[2]);
+	} else {
+		err = read_names(t, l, pyu_get_u64(cbuf, l->code.localsplusnames), &cn.names[0],
+				 &cn.count[0]);
+		if (!err)
+			err = pyu_read_bytes(t, l, pyu_get_u64(cbuf, l->code.localspluskinds),
+					     PYU_LOCALS_MAX, &cn.kinds, &cn.nkinds);
+	}
+	if (err) {
+		code_names_clear(&cn);
+		return err;
+	}
+	*ret = cn;
+	return NULL;
+}
+
+// The names of @code's slots, from @cache when it has them (then *ret points into it) or read
+// now (into @tmp, which the caller clears). On error, *ret is unchanged.
+static struct pyu_error *code_names_of(struct pyu_target *t, const struct pyu_layout *l,
+				       struct pyu_locals_cache *cache, uint64_t code,
+				       const uint8_t *cbuf, bool objects, struct code_names *tmp,
+				       const struct code_names **ret)
+{
+	struct code_names *slot = cache ? &cache->codes[(code >> 4) % LOCALS_CACHE] : NULL;
+	if (slot && slot->code == code) {
+		*ret = slot;
+		return NULL;
+	}
+	struct pyu_error *err = read_code_names(t, l, code, cbuf, objects, tmp);
+	if (err)
+		return err;
+	if (slot) {
+		code_names_clear(slot);
+		*slot = *tmp;
+		memset(tmp, 0, sizeof(*tmp));
+		*ret = slot;
+	} else {
+		*ret = tmp;
+	}
+	return NULL;
+}
+
 // Whether the object at @addr is a cell (its type is named "cell"). Cannot fail: false when
 // unreadable.
 static bool is_cell(struct pyu_target *t, const struct pyu_layout *l, uint64_t addr)
@@ -168,17 +264,14 @@ static uint32_t parameter_count(const uint8_t *code, const struct pyu_layout *l)
 // value (3.x moves it into the cell and clears its slot; 2.7 copies it).
 static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct pyu_layout *l,
 					     uint64_t frame, const uint8_t *code,
-					     uint32_t max_items, struct pyu_locals *ls)
+					     const struct code_names *cn, uint32_t max_items,
+					     struct pyu_locals *ls)
 {
-	char **var = NULL, **cellv = NULL, **freev = NULL;
-	uint32_t nvar = 0, ncell = 0, nfree = 0;
-	struct pyu_error *err = read_names(t, l, pyu_get_u64(code, l->code.varnames), &var, &nvar);
-	if (!err)
-		err = read_names(t, l, pyu_get_u64(code, l->code.cellvars), &cellv, &ncell);
-	if (!err)
-		err = read_names(t, l, pyu_get_u64(code, l->code.freevars), &freev, &nfree);
+	char *const *var = cn->names[0], *const *cellv = cn->names[1], *const *freev = cn->names[2];
+	uint32_t nvar = cn->count[0], ncell = cn->count[1], nfree = cn->count[2];
+	struct pyu_error *err = NULL;
 	int32_t nlocals = pyu_get_i32(code, l->code.nlocals);
-	if (!err && (nlocals < 0 || (uint32_t)nlocals != nvar))
+	if (nlocals < 0 || (uint32_t)nlocals != nvar)
 		err = pyu_error_create(PYU_ERR_CORRUPT, "co_nlocals %" PRId32 " but %" PRIu32
 				       " co_varnames", nlocals, nvar);
 	uint64_t *slots = NULL;
@@ -223,30 +316,23 @@ static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct 
 	}
 out:
 	free(slots);
-	free_names(var, nvar);
-	free_names(cellv, ncell);
-	free_names(freev, nfree);
 	return err;
 }
 
 // 3.11+: localsplus slots with their kinds.
 static struct pyu_error *interpreter_frame_locals(struct pyu_target *t,
 						  const struct pyu_layout *l, uint64_t frame,
-						  const uint8_t *code, uint32_t max_items,
-						  struct pyu_locals *ls)
+						  const uint8_t *code, const struct code_names *cn,
+						  uint32_t max_items, struct pyu_locals *ls)
 {
-	char **names = NULL;
-	uint32_t n = 0;
-	uint8_t *kinds = NULL;
-	size_t nkinds = 0;
+	char *const *names = cn->names[0];
+	uint32_t n = cn->count[0];
+	const uint8_t *kinds = cn->kinds;
+	size_t nkinds = cn->nkinds;
 	uint64_t *slots = NULL;
-	struct pyu_error *err = read_names(t, l, pyu_get_u64(code, l->code.localsplusnames),
-					   &names, &n);
-	if (!err)
-		err = pyu_read_bytes(t, l, pyu_get_u64(code, l->code.localspluskinds),
-				     PYU_LOCALS_MAX, &kinds, &nkinds);
+	struct pyu_error *err = NULL;
 	int32_t nplus = pyu_get_i32(code, l->code.nlocalsplus);
-	if (!err && (nkinds != n || nplus < 0 || (uint32_t)nplus != n))
+	if (nkinds != n || nplus < 0 || (uint32_t)nplus != n)
 		err = pyu_error_create(PYU_ERR_CORRUPT,
 				       "%" PRIu32 " local names, %zu kinds, co_nlocalsplus %" PRId32,
 				       n, nkinds, nplus);
@@ -283,14 +369,12 @@ static struct pyu_error *interpreter_frame_locals(struct pyu_target *t,
 	}
 out:
 	free(slots);
-	free(kinds);
-	free_names(names, n);
 	return err;
 }
 
 struct pyu_error *pyu_frame_locals(struct pyu_target *t, const struct pyu_layout *l,
-				   uint64_t frame, uint64_t code, uint32_t max_items,
-				   struct pyu_locals *ret)
+				   struct pyu_locals_cache *cache, uint64_t frame, uint64_t code,
+				   uint32_t max_items, struct pyu_locals *ret)
 {
 	uint8_t cbuf[PYU_LAYOUT_MAX_STRUCT], fbuf[PYU_LAYOUT_MAX_STRUCT];
 	bool objects = l->chain == PYU_CHAIN_FRAME_OBJECT;
@@ -317,8 +401,14 @@ struct pyu_error *pyu_frame_locals(struct pyu_target *t, const struct pyu_layout
 	if (!(pyu_get_i32(cbuf, l->code.flags) & PYU_CO_OPTIMIZED)) {
 		ls.dict = pyu_get_u64(fbuf, off_locals);
 	} else {
-		err = objects ? frame_object_locals(t, l, frame, cbuf, max_items, &ls)
-			      : interpreter_frame_locals(t, l, frame, cbuf, max_items, &ls);
+		struct code_names tmp = {0};
+		const struct code_names *cn = NULL;
+		err = code_names_of(t, l, cache, code, cbuf, objects, &tmp, &cn);
+		if (!err)
+			err = objects ? frame_object_locals(t, l, frame, cbuf, cn, max_items, &ls)
+				      : interpreter_frame_locals(t, l, frame, cbuf, cn, max_items,
+								 &ls);
+		code_names_clear(&tmp);
 		if (err) {
 			pyu_locals_clear(&ls);
 			return pyu_error_wrap(err, "reading the locals of the frame at 0x%" PRIx64,

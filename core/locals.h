@@ -32,6 +32,8 @@ struct pyu_local {
 	uint64_t address;       // the object bound to the name (never 0: unbound names are left out)
 };
 
+struct pyu_locals_cache;
+
 struct pyu_locals {
 	struct pyu_local *items;
 	uint32_t count;
@@ -49,9 +51,17 @@ struct pyu_locals {
 // and no items: the caller walks the dict (values.h). At most @max_items items (0: the
 // default bound). On error (frame or code unreadable), *ret is unchanged; a single unreadable
 // slot or name is left out.
+// @cache (may be NULL) keeps each code object's slot names between calls: a dump reads the
+// same code's names once, however many frames run it. It must only serve one snapshot (code
+// addresses are reused once a process runs on).
 struct pyu_error *pyu_frame_locals(struct pyu_target *t, const struct pyu_layout *l,
-				   uint64_t frame, uint64_t code, uint32_t max_items,
-				   struct pyu_locals *ret);
+				   struct pyu_locals_cache *cache, uint64_t frame, uint64_t code,
+				   uint32_t max_items, struct pyu_locals *ret);
+
+// Slot names of code objects, per snapshot. Create returns NULL when out of memory (callers
+// then read without a cache); destroy accepts NULL. Cannot fail otherwise.
+struct pyu_locals_cache *pyu_locals_cache_create(void);
+void pyu_locals_cache_destroy(struct pyu_locals_cache *c);
 
 // Appends a local to @ls (name copied). Used for the entries of a locals dict. On error (out
 // of memory), @ls is unchanged.

@@ -18,10 +18,19 @@ struct source_file {
 	size_t line_count;
 };
 
+#define MEMO_SLOTS 512 // rendered snippets kept (direct-mapped by key)
+
+struct memo {
+	uint64_t key[4];
+	char *text; // NULL = free slot
+	size_t len;
+};
+
 struct pyu_source_cache {
 	struct pyu_target *target;
 	struct source_file files[PYU_SOURCE_MAX_FILES];
 	unsigned next; // round-robin victim
+	struct memo memo[MEMO_SLOTS];
 };
 
 struct pyu_source_cache *pyu_source_cache_create(struct pyu_target *t)
@@ -46,6 +55,8 @@ void pyu_source_cache_destroy(struct pyu_source_cache *c)
 		return;
 	for (unsigned i = 0; i < PYU_SOURCE_MAX_FILES; i++)
 		file_clear(&c->files[i]);
+	for (unsigned i = 0; i < MEMO_SLOTS; i++)
+		free(c->memo[i].text);
 	free(c);
 }
 
@@ -174,4 +185,42 @@ int64_t pyu_source_line_count(struct pyu_source_cache *c, const char *path)
 	if (!f || !f->readable)
 		return -1;
 	return (int64_t)f->line_count;
+}
+
+static struct memo *memo_slot(struct pyu_source_cache *c, const uint64_t key[4])
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int i = 0; i < 4; i++)
+		h = (h ^ key[i]) * 1099511628211ull;
+	return &c->memo[(h ^ h >> 32) % MEMO_SLOTS];
+}
+
+bool pyu_source_memo_find(struct pyu_source_cache *c, const uint64_t key[4], const char **text,
+			  size_t *len)
+{
+	if (!c)
+		return false;
+	struct memo *m = memo_slot(c, key);
+	if (!m->text || memcmp(m->key, key, sizeof(m->key)) != 0)
+		return false;
+	*text = m->text;
+	*len = m->len;
+	return true;
+}
+
+void pyu_source_memo_store(struct pyu_source_cache *c, const uint64_t key[4], const char *text,
+			   size_t len)
+{
+	if (!c || len > PYU_SOURCE_MEMO_BYTES)
+		return;
+	struct memo *m = memo_slot(c, key);
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return;
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	free(m->text);
+	memcpy(m->key, key, sizeof(m->key));
+	m->text = copy;
+	m->len = len;
 }

@@ -31,4 +31,15 @@ bool pyu_source_line(struct pyu_source_cache *c, const char *path, int64_t line,
 // Number of lines of the file, or -1 when it is not readable. Cannot fail otherwise.
 int64_t pyu_source_line_count(struct pyu_source_cache *c, const char *path);
 
+// Text made from the source (a line with its carets, say) kept under a caller's key, so a dump
+// that shows the same code position in many threads renders it once. Find: true with the
+// text (valid until the next store or the cache's end) when the key was stored. Store: keeps
+// a copy of @text (at most PYU_SOURCE_MEMO_BYTES; longer text is not kept); replaces what
+// held the key's slot. Cannot fail (out of memory: nothing is kept).
+#define PYU_SOURCE_MEMO_BYTES 4096u
+bool pyu_source_memo_find(struct pyu_source_cache *c, const uint64_t key[4], const char **text,
+			  size_t *len);
+void pyu_source_memo_store(struct pyu_source_cache *c, const uint64_t key[4], const char *text,
+			   size_t len);
+
 #endif

@@ -888,7 +888,7 @@ static struct pyu_error *taskgroup_tasks(struct ctx *c, struct pyu_task *task, b
 			      strcmp(ci->qualname, "TaskGroup._aexit")))
 		return NULL;
 	struct pyu_locals ls = {0};
-	struct pyu_error *err = pyu_frame_locals(c->t, c->l, task->frames[0].frame_address,
+	struct pyu_error *err = pyu_frame_locals(c->t, c->l, NULL, task->frames[0].frame_address,
 						 ci->address, 0, &ls);
 	uint64_t self = 0, tasks = 0;
 	for (uint32_t i = 0; !err && i < ls.count; i++)

@@ -23,6 +23,7 @@
 #define TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
 
 #define TYPE_CACHE 512           // type addresses remembered per context (direct-mapped)
+#define FLOAT_CACHE 256          // float reprs remembered per context, by bit pattern
 #define BASES_MAX 64             // tp_base links followed to find a builtin base
 #define MRO_MAX 256              // classes of an MRO searched by getattr
 #define NAME_CHARS 512           // characters of a type, module or function name
@@ -46,6 +47,21 @@ struct type_entry {
 	bool exact; // the type is the builtin type itself (not a subclass)
 };
 
+// type(obj).__name__ as pyu_value_type_name returns it, per type address: a dump asks for
+// the type of every local, and most share a few types.
+struct type_name_entry {
+	uint64_t addr;
+	char *name; // escaped; NULL = free slot
+};
+
+// Shortest round-trip digits cost several rounds of printf and strtod; a dump meets the same
+// doubles over and over (every thread running the same code).
+struct float_entry {
+	uint64_t bits;
+	bool used;
+	char text[PYU_FLOAT_REPR_MAX];
+};
+
 struct where_str {
 	struct where_str *next;
 	char text[];
@@ -58,6 +74,8 @@ struct pyu_values {
 	struct pyu_value_limits lim;
 	uint64_t read_used;
 	struct type_entry types[TYPE_CACHE];
+	struct type_name_entry type_names[TYPE_CACHE];
+	struct float_entry floats[FLOAT_CACHE];
 	uint64_t stack[DEPTH_MAX + 1]; // containers being printed, outermost first
 	uint32_t depth;
 	bool cut;                      // a bound cut the repr being built
@@ -217,6 +235,8 @@ void pyu_values_destroy(struct pyu_values *v)
 		free(v->wheres);
 		v->wheres = n;
 	}
+	for (size_t i = 0; i < TYPE_CACHE; i++)
+		free(v->type_names[i].name);
 	free(v);
 }
 
@@ -1179,6 +1199,35 @@ static void repr_int(struct pyu_values *v, uint64_t obj, bool py2long, struct py
 		return;
 	}
 	const char *suffix = py2long ? "L" : "";
+	if (n <= 2) {
+		// Up to 60 bits, the common case: no big-number arithmetic, no allocation.
+		uint8_t b[8] = {0};
+		if (n && (err = rd(v, obj + (uint64_t)v->vl.int_.digits, b, (size_t)n * 4)) != NULL) {
+			unreadable(v, sb, py2long ? "long" : "int", obj, err);
+			return;
+		}
+		uint32_t d0 = pyu_le32(b), d1 = pyu_le32(b + 4);
+		if ((d0 | d1) >> 30) {
+			unreadable(v, sb, py2long ? "long" : "int", obj,
+				   pyu_error_create(PYU_ERR_CORRUPT, "digit 0x%" PRIx32,
+						    d0 >> 30 ? d0 : d1));
+			return;
+		}
+		uint64_t val = (uint64_t)d1 << 30 | d0;
+		char text[24];
+		size_t len = 0;
+		do {
+			text[sizeof(text) - 1 - len++] = (char)('0' + val % 10);
+			val /= 10;
+		} while (val);
+		if (len <= v->lim.digits) {
+			if (sign < 0)
+				pyu_strbuf_putc(sb, '-');
+			pyu_strbuf_append(sb, text + sizeof(text) - len, len);
+			pyu_strbuf_puts(sb, suffix);
+			return;
+		}
+	}
 	// A 30-bit digit carries at least 9 decimal digits: past the bound without reading them.
 	bool too_long = n > 1 && (n - 1) * 9 > v->lim.digits;
 	uint32_t *digits = NULL, *work = NULL;
@@ -1205,7 +1254,10 @@ static void repr_int(struct pyu_values *v, uint64_t obj, bool py2long, struct py
 		}
 		size_t len = pyu_int_decimal(digits, (size_t)n, work, dec, cap);
 		if (len && len <= v->lim.digits) {
-			pyu_strbuf_printf(sb, "%s%s%s", sign < 0 ? "-" : "", dec, suffix);
+			if (sign < 0)
+				pyu_strbuf_putc(sb, '-');
+			pyu_strbuf_append(sb, dec, len);
+			pyu_strbuf_puts(sb, suffix);
 			goto done;
 		}
 	}
@@ -1727,7 +1779,6 @@ static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb)
 	}
 	double d[2];
 	int64_t n;
-	char fbuf[PYU_FLOAT_REPR_MAX];
 	switch ((enum kind)te.kind) {
 	case K_NONE:
 		pyu_strbuf_puts(sb, "None");
@@ -1764,8 +1815,16 @@ static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb)
 		if (err) {
 			unreadable(v, sb, te.kind == K_FLOAT ? "float" : "complex", addr, err);
 		} else if (te.kind == K_FLOAT) {
-			pyu_float_repr(d[0], true, fbuf);
-			pyu_strbuf_puts(sb, fbuf);
+			uint64_t bits;
+			memcpy(&bits, &d[0], sizeof(bits));
+			struct float_entry *fe =
+				&v->floats[(bits * 0x9e3779b97f4a7c15ull >> 56) % FLOAT_CACHE];
+			if (!fe->used || fe->bits != bits) {
+				pyu_float_repr(d[0], true, fe->text);
+				fe->bits = bits;
+				fe->used = true;
+			}
+			pyu_strbuf_puts(sb, fe->text);
 		} else {
 			pyu_complex_repr(sb, d[0], d[1]);
 		}
@@ -1857,17 +1916,26 @@ struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char 
 	uint64_t type;
 	char *raw = NULL, *out = NULL;
 	struct pyu_error *err = type_of(v, addr, &type);
-	if (!err)
-		err = type_short_name(v, type, &raw);
 	if (err)
 		return pyu_error_wrap(err, "reading the type name of the object at 0x%" PRIx64,
 				      addr);
-	struct pyu_strbuf sb;
-	pyu_strbuf_init(&sb, 4 * NAME_CHARS + 64);
-	pyu_text_name(&sb, raw, strlen(raw), v->vl.unicode_db);
-	free(raw);
-	if ((err = pyu_strbuf_finish(&sb, &out)) != NULL)
-		return err;
+	struct type_name_entry *slot = &v->type_names[(type >> 4) % TYPE_CACHE];
+	if (!(slot->name && slot->addr == type)) {
+		if ((err = type_short_name(v, type, &raw)) != NULL)
+			return pyu_error_wrap(err, "reading the type name of the object at 0x%"
+					      PRIx64, addr);
+		struct pyu_strbuf sb;
+		pyu_strbuf_init(&sb, 4 * NAME_CHARS + 64);
+		pyu_text_name(&sb, raw, strlen(raw), v->vl.unicode_db);
+		free(raw);
+		if ((err = pyu_strbuf_finish(&sb, &out)) != NULL)
+			return err;
+		free(slot->name);
+		slot->addr = type;
+		slot->name = out;
+	}
+	if (!(out = strdup(slot->name)))
+		return &pyu_error_nomem;
 	*ret = out;
 	return NULL;
 }

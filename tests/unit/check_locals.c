@@ -81,7 +81,7 @@ START_TEST(test_every_kind)
 		fm_put(m, frame + (uint64_t)l->iframe.localsplus, slots, sizeof(slots));
 	}
 	struct pyu_locals ls;
-	struct pyu_error *err = pyu_frame_locals(m->t, l, frame, code, 0, &ls);
+	struct pyu_error *err = pyu_frame_locals(m->t, l, NULL, frame, code, 0, &ls);
 	ck_assert_msg(!err, "%s: %s", l->name, pyu_error_message(err));
 	const char *want_names[] = {"a", "b", "args", "y", "c", "fv"};
 	enum pyu_local_kind want_kinds[] = {PYU_LOCAL_ARGUMENT, PYU_LOCAL_ARGUMENT,
@@ -98,7 +98,7 @@ START_TEST(test_every_kind)
 	ck_assert_uint_eq(ls.dict, 0);
 	pyu_locals_clear(&ls);
 	// A bound on the items cuts and says so.
-	ck_assert_ptr_null(pyu_frame_locals(m->t, l, frame, code, 2, &ls));
+	ck_assert_ptr_null(pyu_frame_locals(m->t, l, NULL, frame, code, 2, &ls));
 	ck_assert_uint_eq(ls.count, 2);
 	ck_assert(ls.truncated);
 	pyu_locals_clear(&ls);
@@ -108,12 +108,12 @@ START_TEST(test_every_kind)
 	fm_u64(m, code + (uint64_t)(l->chain == PYU_CHAIN_FRAME_OBJECT ? l->code.varnames
 									 : l->code.localsplusnames),
 	       names);
-	err = pyu_frame_locals(m->t, l, frame, code, 0, &ls);
+	err = pyu_frame_locals(m->t, l, NULL, frame, code, 0, &ls);
 	ck_assert_ptr_nonnull(err);
 	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_CORRUPT);
 	pyu_error_destroy(err);
 	// An unreadable frame is an error.
-	err = pyu_frame_locals(m->t, l, 0x10, code, 0, &ls);
+	err = pyu_frame_locals(m->t, l, NULL, 0x10, code, 0, &ls);
 	ck_assert_ptr_nonnull(err);
 	pyu_error_destroy(err);
 	fm_destroy(m);
@@ -134,7 +134,7 @@ START_TEST(test_module_body)
 	fm_u64(m, frame + (uint64_t)(objects ? l->frame.f_locals : l->iframe.f_locals), 0xd1c7);
 	fm_u64(m, frame + (uint64_t)(objects ? l->frame.f_globals : l->iframe.f_globals), 0x6106);
 	struct pyu_locals ls;
-	ck_assert_ptr_null(pyu_frame_locals(m->t, l, frame, code, 0, &ls));
+	ck_assert_ptr_null(pyu_frame_locals(m->t, l, NULL, frame, code, 0, &ls));
 	ck_assert_uint_eq(ls.count, 0);
 	ck_assert_uint_eq(ls.dict, 0xd1c7);
 	ck_assert_uint_eq(ls.globals, 0x6106);
