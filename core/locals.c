@@ -199,22 +199,38 @@ static struct pyu_error *code_names_of(struct pyu_target *t, const struct pyu_la
 	return NULL;
 }
 
-// Whether the object at @addr is a cell (its type is named "cell"). Cannot fail: false when
-// unreadable.
+#define TPFLAGS_HEAPTYPE (1ull << 9)
+#define TPFLAGS_BASETYPE (1ull << 10)
+#define TPFLAGS_HAVE_GC (1ull << 14)
+
+// Whether the object at @addr is a cell: its type is named "cell" or, where the name cannot
+// be read (a core without the interpreter's read-only data), its type has the cell type's
+// shape: static, final, collected, the size of PyCellObject (which sets float apart, of the
+// same size but subclassable and not collected). Cannot fail: false when unreadable.
 static bool is_cell(struct pyu_target *t, const struct pyu_layout *l, uint64_t addr)
 {
-	uint64_t type, name;
+	uint64_t type, name, flags, size[2];
 	char text[8];
 	struct pyu_error *err = pyu_target_read_u64(t, addr + (uint64_t)l->ob_type, &type);
 	if (!err)
 		err = pyu_target_read_u64(t, type + (uint64_t)l->type_tp_name, &name);
-	if (!err)
-		err = pyu_target_read(t, name, text, 5);
 	if (err) {
 		pyu_error_destroy(err);
 		return false;
 	}
-	return memcmp(text, "cell", 5) == 0;
+	if ((err = pyu_target_read(t, name, text, 5)) == NULL)
+		return memcmp(text, "cell", 5) == 0;
+	pyu_error_destroy(err);
+	// tp_basicsize and tp_itemsize follow tp_name in every version.
+	err = pyu_target_read(t, type + (uint64_t)l->type_tp_name + 8, size, sizeof(size));
+	if (!err)
+		err = pyu_target_read_u64(t, type + (uint64_t)l->type_tp_flags, &flags);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	return size[0] == (uint64_t)l->cell_ref + 8 && size[1] == 0 &&
+	       (flags & (TPFLAGS_HEAPTYPE | TPFLAGS_BASETYPE | TPFLAGS_HAVE_GC)) == TPFLAGS_HAVE_GC;
 }
 
 // The object a cell holds; 0 for an empty or unreadable cell. Cannot fail.

@@ -89,7 +89,7 @@ struct pyu_value_layout {
 	int32_t exc_args;
 	int32_t module_dict;
 	struct {
-		int32_t name, qualname;
+		int32_t name, qualname, code;
 	} func;
 	struct {
 		int32_t ml, self, ml_name;

@@ -13,6 +13,7 @@
 #include "objects.h"
 #include "printable.h"
 #include "reprtext.h"
+#include "types.h"
 #include "value_layout.h"
 #include "values.h"
 
@@ -21,9 +22,15 @@
 #define TPFLAGS_HEAPTYPE (1ul << 9)
 #define TPFLAGS_DICT_SUBCLASS (1ul << 29)
 #define TPFLAGS_BASE_EXC_SUBCLASS (1ul << 30)
+#define TPFLAGS_TYPE_SUBCLASS (1ul << 31)
 
 #define TYPE_CACHE 512           // type addresses remembered per context (direct-mapped)
 #define FLOAT_CACHE 256          // float reprs remembered per context, by bit pattern
+#define KNOWN_MAX 256            // builtin types learnt by address
+#define KNOWN_NAME 48            // bytes of a learnt type's tp_name
+#define SEED_MODULES 4096        // sys.modules entries looked at while learning them
+#define SEED_MODULE_SCAN 64      // modules whose dicts are searched for a function
+#define SEED_ITEMS 4096          // entries of one dict looked at while learning
 #define BASES_MAX 64             // tp_base links followed to find a builtin base
 #define MRO_MAX 256              // classes of an MRO searched by getattr
 #define NAME_CHARS 512           // characters of a type, module or function name
@@ -62,6 +69,14 @@ struct float_entry {
 	char text[PYU_FLOAT_REPR_MAX];
 };
 
+// A builtin type known by its address (learnt from the interpreter's own builtins, not from
+// tp_name, which a core without the interpreter's files cannot show).
+struct known_type {
+	uint64_t addr;
+	uint8_t kind;          // K_UNKNOWN: only the name is known (exceptions, object, ...)
+	char name[KNOWN_NAME]; // its tp_name
+};
+
 struct where_str {
 	struct where_str *next;
 	char text[];
@@ -76,6 +91,11 @@ struct pyu_values {
 	struct type_entry types[TYPE_CACHE];
 	struct type_name_entry type_names[TYPE_CACHE];
 	struct float_entry floats[FLOAT_CACHE];
+	const struct pyu_runtime *rt;
+	struct known_type known[KNOWN_MAX];
+	uint32_t known_count;
+	uint64_t exc_root;     // BaseException, learnt with the builtin types
+	bool seeded;           // the builtin types were looked for (found or not)
 	uint64_t stack[DEPTH_MAX + 1]; // containers being printed, outermost first
 	uint32_t depth;
 	bool cut;                      // a bound cut the repr being built
@@ -134,8 +154,8 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->float_fval, &vl->complex_cval, &vl->list_item, &vl->bytearray_start,
 		&vl->dict.used, &vl->dict.keys, &vl->dict.values, &vl->dict.mask, &vl->dict.table,
 		&vl->set.used, &vl->set.mask, &vl->set.table, &vl->exc_args, &vl->module_dict,
-		&vl->func.name, &vl->func.qualname, &vl->cfunc.ml, &vl->cfunc.self, &vl->cell_ref,
-		&vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
+		&vl->func.name, &vl->func.qualname, &vl->func.code, &vl->cfunc.ml, &vl->cfunc.self,
+		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
 		&vl->instance.cl_dict,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -199,6 +219,7 @@ struct pyu_error *pyu_values_create(struct pyu_target *t, const struct pyu_runti
 	if (!v)
 		return &pyu_error_nomem;
 	v->t = t;
+	v->rt = rt;
 	v->l = &rt->layout;
 	v->vl = *vl;
 	if (lim)
@@ -289,6 +310,34 @@ static struct pyu_error *read_cstr(struct pyu_values *v, uint64_t addr, char **r
 	return pyu_target_read_cstr(v->t, addr, NAME_CHARS, ret);
 }
 
+// True when @err is success; an error is dropped. For reads whose failure only means
+// "not known".
+static bool ok(struct pyu_error *err)
+{
+	pyu_error_destroy(err);
+	return !err;
+}
+
+static const struct known_type *known_of(const struct pyu_values *v, uint64_t type);
+static void seed_known_types(struct pyu_values *v);
+
+// tp_name of the static type at @type, malloc'd; a builtin type learnt by address gives the
+// name it was found under when tp_name cannot be read. On error, *ret is unchanged.
+static struct pyu_error *read_tp_name(struct pyu_values *v, uint64_t type, char **ret)
+{
+	uint64_t p;
+	struct pyu_error *err = field_u64(v, type, v->l->type_tp_name, &p);
+	if (!err && (err = read_cstr(v, p, ret)) == NULL)
+		return NULL;
+	if (!v->seeded)
+		seed_known_types(v);
+	const struct known_type *kt = known_of(v, type);
+	if (!kt)
+		return err;
+	pyu_error_destroy(err);
+	return (*ret = strdup(kt->name)) != NULL ? NULL : &pyu_error_nomem;
+}
+
 // The one place that decides what kind of object a type makes: the first non-heap type on
 // its tp_base chain names the builtin it derives from, and the builtin's repr is used only
 // when the type did not replace tp_repr. Exceptions compare against BaseException's.
@@ -315,20 +364,31 @@ static struct pyu_error *classify(struct pyu_values *v, uint64_t type, struct ty
 		if (!(cur_flags & TPFLAGS_HEAPTYPE)) {
 			uint64_t name_ptr, base_repr;
 			char *name = NULL;
-			err = field_u64(v, cur, l->type_tp_name, &name_ptr);
-			if (!err)
-				err = read_cstr(v, name_ptr, &name);
-			if (!err)
-				err = field_u64(v, cur, v->vl.type.repr, &base_repr);
-			if (err) {
-				free(name);
+			if ((err = field_u64(v, cur, v->vl.type.repr, &base_repr)) != NULL)
 				break;
+			if (!v->seeded)
+				seed_known_types(v);
+			// The builtin types by address; others by tp_name, when it can be read (a
+			// static type of a core without the interpreter's files: no name, and no
+			// builtin it could be).
+			const struct known_type *kt = exc ? NULL : known_of(v, cur);
+			if (kt && kt->kind == K_UNKNOWN)
+				kt = NULL; // a name, not a builtin kind
+			enum kind k = kt ? (enum kind)kt->kind : K_UNKNOWN;
+			if (exc && v->exc_root) {
+				k = cur == v->exc_root ? K_EXC : K_UNKNOWN;
+			} else if (!kt) {
+				if (ok(field_u64(v, cur, l->type_tp_name, &name_ptr)) &&
+				    ok(read_cstr(v, name_ptr, &name))) {
+					// 2.7 names it "exceptions.BaseException".
+					const char *dot = strrchr(name, '.');
+					bool root = !strcmp(dot ? dot + 1 : name, "BaseException");
+					k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
+				} else if (!exc) {
+					k = K_OTHER;
+				}
+				free(name);
 			}
-			// 2.7 names it "exceptions.BaseException".
-			const char *dot = strrchr(name, '.');
-			bool is_exc_root = exc && strcmp(dot ? dot + 1 : name, "BaseException") == 0;
-			enum kind k = exc ? (is_exc_root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
-			free(name);
 			if (k != K_UNKNOWN) {
 				e.kind = (uint8_t)(base_repr == repr ? k : K_OTHER);
 				e.exact = cur == type;
@@ -662,6 +722,223 @@ static struct pyu_error *dict_foreach_checked(struct pyu_values *v, uint64_t dic
 	if (err)
 		return err;
 	return table_foreach(v, keys, values, visit, arg);
+}
+
+// ---- builtin types by address --------------------------------------------------------------
+//
+// A core without the interpreter's files lacks its read-only data, so the tp_name of every
+// static type is unreadable there. The builtin types are found instead the way Python itself
+// names them: the `builtins` module (from sys.modules, whose keys are all exact str) maps
+// 'int', 'list', ... to the type objects, and 'None', 'Ellipsis', 'len', ... to objects of the
+// others; a function in some module's dict (its func_code a code object) gives the function
+// type. Learnt once per context, on first use; names remain the fall-back for the rest.
+
+static const struct known_type *known_of(const struct pyu_values *v, uint64_t type)
+{
+	for (uint32_t i = 0; i < v->known_count; i++)
+		if (v->known[i].addr == type)
+			return &v->known[i];
+	return NULL;
+}
+
+static void learn(struct pyu_values *v, uint64_t type, enum kind k, const char *prefix,
+		  const char *name)
+{
+	if (k == K_OTHER)
+		k = K_UNKNOWN;
+	if (!type || (type & 7) || strlen(prefix) + strlen(name) >= KNOWN_NAME)
+		return;
+	// A type bound under two names (2.7's bytes is str) is known by the one that says
+	// what it is.
+	struct known_type *kt = (struct known_type *)known_of(v, type);
+	if (kt && (kt->kind != K_UNKNOWN || k == K_UNKNOWN))
+		return;
+	if (!kt && v->known_count >= KNOWN_MAX)
+		return;
+	if (!kt)
+		kt = &v->known[v->known_count++];
+	kt->addr = type;
+	kt->kind = (uint8_t)k;
+	strcpy(kt->name, prefix);
+	strcat(kt->name, name);
+}
+
+struct seed_walk {
+	struct pyu_values *v;
+	uint64_t str_type; // the type of sys.modules' keys
+	uint64_t builtins; // the builtins module
+	uint64_t modules[SEED_MODULE_SCAN];
+	uint32_t module_count, seen;
+	uint64_t code_type;
+	bool found;
+};
+
+// Whether the key @key (an exact str of @w->str_type) reads as @want.
+static bool key_is(struct seed_walk *w, uint64_t key, const char *want)
+{
+	uint64_t type;
+	struct text tx;
+	size_t n = strlen(want);
+	if (!ok(type_of(w->v, key, &type)) || type != w->str_type)
+		return false;
+	struct pyu_error *err = read_text(w->v, key, w->v->vl.py2 ? K_PY2STR : K_STR, n + 1, &tx);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	bool same = tx.kind == 1 && tx.total == n && memcmp(tx.data, want, n) == 0;
+	free(tx.data);
+	return same;
+}
+
+static bool seed_modules_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct seed_walk *w = arg;
+	if (w->seen++ >= SEED_MODULES)
+		return false;
+	uint64_t type;
+	if (!w->str_type) {
+		if (!ok(type_of(w->v, key, &type)))
+			return false;
+		w->str_type = type;
+	}
+	if (!w->builtins && (key_is(w, key, "builtins") || key_is(w, key, "__builtin__")))
+		w->builtins = value;
+	else if (w->module_count < SEED_MODULE_SCAN)
+		w->modules[w->module_count++] = value;
+	return true;
+}
+
+static bool non_heap_type(struct pyu_values *v, uint64_t type)
+{
+	uint64_t flags;
+	return ok(field_u64(v, type, v->l->type_tp_flags, &flags)) &&
+	       !(flags & TPFLAGS_HEAPTYPE);
+}
+
+static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct seed_walk *w = arg;
+	struct pyu_values *v = w->v;
+	if (w->seen++ >= SEED_ITEMS)
+		return false;
+	// Names bound to static types: the builtin types themselves (int, list, ...), the
+	// exceptions and the rest (object, range, ...), each under its name.
+	uint64_t type, flags;
+	if (ok(type_of(v, value, &type)) && ok(field_u64(v, type, v->l->type_tp_flags, &flags)) &&
+	    (flags & TPFLAGS_TYPE_SUBCLASS) && non_heap_type(v, value)) {
+		struct text tx;
+		uint64_t vflags = 0;
+		if (!ok(read_text(v, key, v->vl.py2 ? K_PY2STR : K_STR, KNOWN_NAME, &tx)))
+			return true;
+		if (tx.kind == 1 && tx.n == tx.total && tx.n < KNOWN_NAME &&
+		    !memchr(tx.data, 0, tx.n)) {
+			tx.data[tx.n] = 0;
+			const char *name = (const char *)tx.data;
+			// 2.7's builtin exceptions live in the exceptions module (their tp_name).
+			bool py2exc = v->vl.py2 &&
+				      ok(field_u64(v, value, v->l->type_tp_flags, &vflags)) &&
+				      (vflags & TPFLAGS_BASE_EXC_SUBCLASS);
+			learn(v, value, kind_by_name(v, name), py2exc ? "exceptions." : "", name);
+			if (!strcmp(name, "BaseException"))
+				v->exc_root = value;
+		}
+		free(tx.data);
+		return true;
+	}
+	// Names bound to objects of the others.
+	static const struct {
+		const char *key, *type_name;
+		enum kind k;
+	} objects[] = {
+		{"None", "NoneType", K_NONE},
+		{"Ellipsis", "ellipsis", K_ELLIPSIS},
+		{"NotImplemented", "NotImplementedType", K_NOTIMPL},
+		{"len", "builtin_function_or_method", K_CFUNCTION},
+	};
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
+		if (key_is(w, key, objects[i].key)) {
+			if (non_heap_type(v, type))
+				learn(v, type, objects[i].k, "", objects[i].type_name);
+			return true;
+		}
+	}
+	return true;
+}
+
+// A function among a module's values: an object of a static type not learnt yet whose
+// func_code field holds an object of the code type.
+static bool seed_function_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct seed_walk *w = arg;
+	struct pyu_values *v = w->v;
+	(void)key;
+	if (w->seen++ >= SEED_ITEMS)
+		return false;
+	uint64_t type, code, code_type;
+	if (!ok(type_of(v, value, &type)) || known_of(v, type) || !non_heap_type(v, type))
+		return true;
+	struct pyu_error *err = field_u64(v, value, v->vl.func.code, &code);
+	if (!err)
+		err = type_of(v, code, &code_type);
+	if (!err) {
+		struct pyu_types ty = v->rt->types; // a copy: what it learns is not kept
+		err = pyu_type_check(&ty, v->t, v->l, PYU_TYPE_CODE, code_type, code);
+	}
+	if (err) {
+		pyu_error_destroy(err);
+		return true;
+	}
+	learn(v, type, K_FUNCTION, "", "function");
+	w->found = true;
+	return false;
+}
+
+
+// Learns the builtin types' addresses (see above). Cannot fail: what cannot be read is not
+// learnt, and names decide for those types.
+static void seed_known_types(struct pyu_values *v)
+{
+	v->seeded = true;
+	const struct pyu_layout *l = v->l;
+	uint64_t interp, modules, dict_type, module_type, bdict;
+	struct seed_walk w = {v, 0, 0, {0}, 0, 0, 0, false};
+	struct pyu_error *err = NULL;
+	if (!v->rt->interp_head_addr || l->interp.modules == PYU_NO_FIELD ||
+	    v->vl.module_dict == PYU_NO_FIELD)
+		return;
+	if ((err = rd_u64(v, v->rt->interp_head_addr, &interp)) != NULL ||
+	    (err = field_u64(v, interp, l->interp.modules, &modules)) != NULL ||
+	    (err = type_of(v, modules, &dict_type)) != NULL ||
+	    (err = dict_foreach_checked(v, modules, seed_modules_visit, &w)) != NULL)
+		goto out;
+	if (!w.builtins || !w.str_type || !non_heap_type(v, w.str_type) ||
+	    !non_heap_type(v, dict_type))
+		goto out;
+	if ((err = type_of(v, w.builtins, &module_type)) != NULL ||
+	    (err = field_u64(v, w.builtins, v->vl.module_dict, &bdict)) != NULL)
+		goto out;
+	w.seen = 0;
+	if ((err = dict_foreach_checked(v, bdict, seed_builtins_visit, &w)) != NULL)
+		goto out;
+	// sys.modules is a dict and its keys str (3.x) or str/bytes (2.7): the same types
+	// builtins named, when it named them.
+	learn(v, dict_type, K_DICT, "", "dict");
+	learn(v, w.str_type, v->vl.py2 ? K_PY2STR : K_STR, "", "str");
+	if (non_heap_type(v, module_type))
+		learn(v, module_type, K_MODULE, "", "module");
+	if (v->vl.func.code == PYU_NO_FIELD)
+		goto out;
+	for (uint32_t i = 0; i < w.module_count && !w.found; i++) {
+		uint64_t mtype, mdict;
+		if (!ok(type_of(v, w.modules[i], &mtype)) || mtype != module_type ||
+		    !ok(field_u64(v, w.modules[i], v->vl.module_dict, &mdict)) || !mdict)
+			continue;
+		w.seen = 0;
+		pyu_error_destroy(dict_foreach_checked(v, mdict, seed_function_visit, &w));
+	}
+out:
+	pyu_error_destroy(err);
 }
 
 struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict, visit_fn visit,
@@ -1028,8 +1305,7 @@ static struct pyu_error *type_short_name(struct pyu_values *v, uint64_t type, ch
 		return read_name_obj(v, p, ret);
 	}
 	char *full;
-	if ((err = field_u64(v, type, v->l->type_tp_name, &p)) != NULL ||
-	    (err = read_cstr(v, p, &full)) != NULL)
+	if ((err = read_tp_name(v, type, &full)) != NULL)
 		return err;
 	const char *dot = strrchr(full, '.');
 	if (dot) {
@@ -1063,8 +1339,7 @@ static struct pyu_error *type_names(struct pyu_values *v, uint64_t type, char **
 		return NULL;
 	}
 	char *full;
-	if ((err = field_u64(v, type, v->l->type_tp_name, &p)) != NULL ||
-	    (err = read_cstr(v, p, &full)) != NULL)
+	if ((err = read_tp_name(v, type, &full)) != NULL)
 		return err;
 	char *dot = strrchr(full, '.');
 	if (dot) {
@@ -1501,12 +1776,10 @@ static void repr_exception(struct pyu_values *v, uint64_t obj, uint64_t type,
 			   struct pyu_strbuf *sb)
 {
 	char *name = NULL, *full = NULL;
-	uint64_t args, p, n = 0, argtype;
+	uint64_t args, n = 0, argtype;
 	struct type_entry ate;
 	// _PyType_Name: tp_name after its last dot.
-	struct pyu_error *err = field_u64(v, type, v->l->type_tp_name, &p);
-	if (!err)
-		err = read_cstr(v, p, &full);
+	struct pyu_error *err = read_tp_name(v, type, &full);
 	if (!err)
 		err = field_u64(v, obj, v->vl.exc_args, &args);
 	if (!err)
@@ -1709,9 +1982,8 @@ static void repr_cfunction(struct pyu_values *v, uint64_t obj, struct pyu_strbuf
 	if (!err)
 		err = read_cstr(v, p, &name);
 	if (!err && self && !is_kind(v, self, K_MODULE)) {
-		if (!(err = type_of(v, self, &stype)) &&
-		    !(err = field_u64(v, stype, v->l->type_tp_name, &p)))
-			err = read_cstr(v, p, &tname);
+		if (!(err = type_of(v, self, &stype)))
+			err = read_tp_name(v, stype, &tname);
 	}
 	if (err) {
 		free(name);

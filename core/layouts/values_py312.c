@@ -39,6 +39,7 @@ const struct pyu_value_layout pyu_value_layout_py312 = {
 		.values = 0,
 	},
 	.func = {
+		.code = 48,
 		.name = 32,
 		.qualname = 40,
 	},

@@ -39,6 +39,7 @@ const struct pyu_value_layout pyu_value_layout_py314 = {
 		.values = 8,
 	},
 	.func = {
+		.code = 48,
 		.name = 32,
 		.qualname = 40,
 	},

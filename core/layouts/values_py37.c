@@ -39,6 +39,7 @@ const struct pyu_value_layout pyu_value_layout_py37 = {
 		.values = -1,
 	},
 	.func = {
+		.code = 16,
 		.name = 64,
 		.qualname = 104,
 	},

@@ -97,6 +97,28 @@ START_TEST(test_every_kind)
 	ck_assert(!ls.truncated);
 	ck_assert_uint_eq(ls.dict, 0);
 	pyu_locals_clear(&ls);
+	// With a cache: the same locals; the second time the names come from the cache (the
+	// code's names tuple is gone from memory by then).
+	struct pyu_locals_cache *cache = pyu_locals_cache_create();
+	ck_assert_ptr_nonnull(cache);
+	int32_t names_off = l->chain == PYU_CHAIN_FRAME_OBJECT ? l->code.varnames
+							       : l->code.localsplusnames;
+	uint64_t names_tuple = 0;
+	ck_assert_ptr_null(pyu_target_read_u64(m->t, code + (uint64_t)names_off, &names_tuple));
+	for (int round = 0; round < 2; round++) {
+		err = pyu_frame_locals(m->t, l, cache, frame, code, 0, &ls);
+		ck_assert_msg(!err, "%s: %s", l->name, pyu_error_message(err));
+		ck_assert_uint_eq(ls.count, 6);
+		for (uint32_t i = 0; i < 6; i++) {
+			ck_assert_str_eq(ls.items[i].name, want_names[i]);
+			ck_assert_int_eq(ls.items[i].kind, want_kinds[i]);
+			ck_assert_uint_eq(ls.items[i].address, want_values[i]);
+		}
+		pyu_locals_clear(&ls);
+		fm_u64(m, code + (uint64_t)names_off, 0x10); // unreadable from now on
+	}
+	pyu_locals_cache_destroy(cache);
+	fm_u64(m, code + (uint64_t)names_off, names_tuple);
 	// A bound on the items cuts and says so.
 	ck_assert_ptr_null(pyu_frame_locals(m->t, l, NULL, frame, code, 2, &ls));
 	ck_assert_uint_eq(ls.count, 2);
