@@ -1,7 +1,8 @@
 // fuzz_values.c - libFuzzer target: arbitrary bytes as the target memory the value reader
 // (core/values.h) walks. Byte 0 picks the version's layout, byte 1 a Py_DEBUG build and where
-// the object starts; the rest is memory at a fixed address. Every reader must return (no
-// crash, no hang, no leak, no out-of-bounds access under ASan/UBSan) whatever the bytes say.
+// the object starts; the rest is memory at a fixed address, its first word the interpreter
+// pointer. Every reader must return (no crash, no hang, no leak, no out-of-bounds access under
+// ASan/UBSan) whatever the bytes say.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pyu_error_destroy(err);
 		return 0;
 	}
+	// The first word is where the interpreter pointer lies: the search for the builtin types
+	// (sys.modules, builtins, a function) walks from there.
+	rt.interp_head_addr = BASE;
 	// One target for every input (its page cache is costly to set up), flushed each time.
 	static struct mem m;
 	static struct pyu_target *t;
