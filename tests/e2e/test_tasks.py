@@ -8,7 +8,8 @@
 # every frame of the coroutine stack, what each task awaits and who awaits it - on a live
 # process, a gdb core and a kernel crash core. The text and --tree forms are checked for the
 # tasks they name and for the deadlock cycle, --thread for the tasks of one loop. On a subset
-# of the matrix the same through gdb and lldb (py-tasks, live and from a gdb core), the same
+# of the matrix the same through gdb and lldb (py-tasks, live and from a gdb core, the tree
+# and the errors); on the rest gdb live and on the kernel core, lldb on both cores; the same
 # without the C accelerator (pure-Python tasks), and damaged targets: a freed task becomes an
 # error entry, a task list that loops (3.14+) an error, never a hang.
 #
@@ -179,6 +180,8 @@ def live_case(py):
                 check_one_thread(t.truth, t.pid, "live")
             core = t.gcore()
             check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+            if py.label not in ADAPTER_PYTHONS:
+                debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
             print("    %s: %d tasks, %d frames, %d awaits compared" % ((py.label,) +
                                                                        counts(t.truth)))
     return run
@@ -190,7 +193,19 @@ def crash_case(py):
             core = t.crash_core()
             check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
                   "kernel core")
+            debugger_check(t, [("gdb", "core", core), ("lldb", "core", core)], "kernel core")
     return run
+
+
+def debugger_check(t, runs, source=None):
+    """`py-tasks --all --json` in each (debugger, kind, core) of @runs against the truth: every
+    interpreter is read by gdb and lldb too (live, gdb core, kernel core between them)."""
+    for debugger, kind, core in runs:
+        what = "%s %s" % (debugger, source or kind)
+        rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
+                                     ["py-tasks --all --json"])
+        no_traceback(what, err, *outs)
+        check(t.truth, parse_json(outs[0], what), what)
 
 
 def adapter_case(py):
