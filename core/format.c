@@ -15,6 +15,7 @@
 #include "source.h"
 #include "stacks.h"
 #include "strbuf.h"
+#include "triage.h"
 #include "values.h"
 
 #define PYU_MAX_TABLE_RANGES 1000000u // bound on the ranges py-line --table prints
@@ -159,6 +160,48 @@ static void put_int_or(struct pyu_strbuf *sb, int64_t v, bool absent, const char
 		pyu_strbuf_printf(sb, "%" PRId64, v);
 }
 
+// The signal's name ("SIGSEGV"), or "signal N" for one without a name here.
+static void put_signal(struct pyu_strbuf *sb, int32_t sig)
+{
+	const char *name = pyu_signal_name(sig);
+	if (name)
+		pyu_strbuf_puts(sb, name);
+	else
+		pyu_strbuf_printf(sb, "signal %d", sig);
+}
+
+// " SIGSEGV (fault address 0x0), waiting on a lock (futex), 0.12 s CPU": what the thread's
+// header says it is doing; only what is known (nothing at all for a target that says nothing).
+static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
+{
+	const char *sep = " ";
+	if (a->signal > 0) {
+		pyu_strbuf_puts(sb, sep);
+		put_signal(sb, a->signal);
+		if (a->has_fault_address)
+			pyu_strbuf_printf(sb, " (fault address 0x%" PRIx64 ")", a->fault_address);
+		sep = ", ";
+	}
+	const char *words = pyu_state_words(a->state);
+	// A thread that received a fatal signal outside any system call was running: its signal
+	// says more than "running" does.
+	if (words && !(a->signal > 0 && a->state == PYU_STATE_RUNNING)) {
+		pyu_strbuf_puts(sb, sep);
+		pyu_strbuf_puts(sb, words);
+		if (pyu_in_syscall(a)) {
+			if (a->syscall_name)
+				pyu_strbuf_printf(sb, " (%s)", a->syscall_name);
+			else
+				pyu_strbuf_printf(sb, " (system call %" PRId64 ")", a->syscall);
+		}
+		sep = ", ";
+	}
+	if (a->has_cpu) {
+		pyu_strbuf_puts(sb, sep);
+		pyu_strbuf_printf(sb, "%.2f s CPU", (double)a->cpu_ns / 1e9);
+	}
+}
+
 static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_info *th,
 			       uint32_t flags)
 {
@@ -172,7 +215,9 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_in
 	}
 	if (th->holds_gil == 1)
 		pyu_strbuf_puts(sb, ", holds the GIL");
-	pyu_strbuf_puts(sb, ":\n");
+	pyu_strbuf_putc(sb, ':');
+	text_activity(sb, &th->activity);
+	pyu_strbuf_putc(sb, '\n');
 	if ((flags & PYU_FMT_LOCALS) && th->exc_repr) {
 		pyu_strbuf_puts(sb, "    handling ");
 		put_text(sb, th->exc_repr);
@@ -489,6 +534,42 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	pyu_strbuf_putc(sb, '}');
 }
 
+// "syscall", "state", "signal", "fault_address", "cpu_seconds" of a thread (README).
+static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
+{
+	pyu_strbuf_puts(sb, ", \"syscall\": ");
+	if (!pyu_in_syscall(a)) {
+		pyu_strbuf_puts(sb, "null");
+	} else if (a->syscall_name) {
+		pyu_strbuf_json_cstr(sb, a->syscall_name);
+	} else {
+		char nr[32];
+		snprintf(nr, sizeof(nr), "%" PRId64, a->syscall);
+		pyu_strbuf_json_cstr(sb, nr);
+	}
+	pyu_strbuf_puts(sb, ", \"state\": ");
+	pyu_strbuf_json_cstr(sb, pyu_state_words(a->state));
+	pyu_strbuf_puts(sb, ", \"signal\": ");
+	if (a->signal > 0) {
+		char name[32];
+		const char *known = pyu_signal_name(a->signal);
+		snprintf(name, sizeof(name), "signal %d", a->signal);
+		pyu_strbuf_json_cstr(sb, known ? known : name);
+	} else {
+		pyu_strbuf_puts(sb, "null");
+	}
+	pyu_strbuf_puts(sb, ", \"fault_address\": ");
+	if (a->signal > 0 && a->has_fault_address)
+		json_addr(sb, a->fault_address);
+	else
+		pyu_strbuf_puts(sb, "null");
+	pyu_strbuf_puts(sb, ", \"cpu_seconds\": ");
+	if (a->has_cpu)
+		pyu_strbuf_printf(sb, "%.9g", (double)a->cpu_ns / 1e9);
+	else
+		pyu_strbuf_puts(sb, "null");
+}
+
 // Everything of a thread's JSON object before its frames.
 static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			     const struct pyu_thread_info *th, uint32_t omitted)
@@ -509,6 +590,7 @@ static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 				  s->threads[th->inner - 1].tstate_address);
 	else
 		pyu_strbuf_puts(sb, ", \"continues\": null");
+	json_activity(sb, &th->activity);
 	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
 			  th->tstate_address, omitted);
 }

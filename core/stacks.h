@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "activity.h"
 #include "layout.h"
 #include "linetable.h"
 #include "target.h"
@@ -78,6 +79,7 @@ struct pyu_thread_info {
 	uint32_t inner;             // this stack continues the one of thread state #inner - 1,
 				    // which runs code in an interpreter this one called into
 	uint32_t outer;             // the stack of #outer - 1 continues this one
+	struct pyu_activity activity; // what its OS thread is doing (activity.c)
 };
 
 struct pyu_runtime;

@@ -37,6 +37,7 @@ struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
 	t->backend_destroy = destroy;
 	t->backend_data = data;
 	t->core_fd = -1;
+	t->arch = pyu_arch_host();
 	for (unsigned i = 0; i < PYU_FILE_CACHE; i++)
 		t->files[i].fd = -1;
 	*ret = t;
@@ -67,6 +68,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	}
 	free(t->mappings);
 	free(t->threads);
+	free(t->statuses);
 	for (size_t i = 0; i < t->path_map_count; i++) {
 		free(t->path_maps[i].from);
 		free(t->path_maps[i].to);
@@ -791,6 +793,82 @@ bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret)
 		return false;
 	*ret = t->crash;
 	return true;
+}
+
+// ---- what threads are doing ------------------------------------------------------------------
+
+static const struct pyu_thread_status unknown_status = {
+	.syscall = PYU_SYSCALL_UNKNOWN,
+	.cpu_ns = -1,
+};
+
+struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t tid)
+{
+	for (size_t i = 0; i < t->status_count; i++)
+		if (t->statuses[i].tid == tid)
+			return &t->statuses[i];
+	if (t->status_count >= PYU_MAX_THREADS)
+		return NULL;
+	if (t->status_count == t->status_cap) {
+		size_t cap = t->status_cap ? t->status_cap * 2 : 16;
+		struct pyu_thread_record *grown = realloc(t->statuses, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		t->statuses = grown;
+		t->status_cap = cap;
+	}
+	struct pyu_thread_record *r = &t->statuses[t->status_count++];
+	r->tid = tid;
+	r->status = unknown_status;
+	return r;
+}
+
+void pyu_target_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
+{
+	*ret = unknown_status;
+	if (!t || tid <= 0)
+		return;
+	if (t->read_status) {
+		t->read_status(t, tid, ret);
+		return;
+	}
+	for (size_t i = 0; i < t->status_count; i++)
+		if (t->statuses[i].tid == tid)
+			*ret = t->statuses[i].status;
+}
+
+const struct pyu_arch *pyu_target_arch(const struct pyu_target *t)
+{
+	return t ? t->arch : NULL;
+}
+
+PYU_PUBLIC const char *pyu_target_syscall_registers(const struct pyu_target *t)
+{
+	return t && t->arch ? t->arch->debugger_registers : "";
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *t, int64_t tid,
+							     const uint64_t *values,
+							     uint32_t count)
+{
+	if (!t || tid <= 0 || (count && !values))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_target_set_thread_registers: bad "
+					"argument");
+	if (t->read_status || t->core_fd >= 0)
+		return NULL; // the process's /proc or the core's notes say it first-hand
+	if (count == 0)
+		return NULL;
+	struct pyu_thread_record *r = pyu_target_status_record(t, tid);
+	if (!r)
+		return &pyu_error_nomem;
+	r->status.syscall = (int64_t)values[0];
+	if (r->status.syscall < 0)
+		r->status.syscall = -1;
+	if (count >= 1 + PYU_SYSCALL_ARGS) {
+		memcpy(r->status.args, values + 1, sizeof(r->status.args));
+		r->status.has_args = true;
+	}
+	return NULL;
 }
 
 // ---- callback backend ----------------------------------------------------------------------

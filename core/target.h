@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "syscalls.h"
 
 struct pyu_mapping {
 	uint64_t start, end; // [start, end) in the target
@@ -67,6 +68,26 @@ struct pyu_crash {
 // false (and leaves *ret unchanged) for live processes, callback targets and cores without an
 // NT_PRSTATUS. Cannot fail.
 bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret);
+
+// What a thread of the target is doing, as far as the target tells: the system call it is in
+// (live: /proc/PID/task/TID/syscall; core: its NT_PRSTATUS registers; a debugger's target: the
+// registers the debugger read, pyu_target_set_thread_registers) and its CPU time (live:
+// /proc/PID/task/TID/stat; core: NT_PRSTATUS pr_utime + pr_stime).
+#define PYU_SYSCALL_UNKNOWN INT64_MIN
+struct pyu_thread_status {
+	int64_t syscall;   // the number of the system call the thread is in; -1: none (it runs
+			   // or was stopped in user code); PYU_SYSCALL_UNKNOWN when not known
+	uint64_t args[6];  // that call's arguments; meaningful when has_args
+	bool has_args;
+	int64_t cpu_ns;    // user + system CPU time in nanoseconds; -1 when not known
+};
+// Fills *ret for thread @tid (unknown parts marked as such: a thread the target does not know
+// gets every field unknown). A live process should be stopped (else running threads read as
+// in no system call). Cannot fail.
+void pyu_target_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
+// The target's architecture (a core's e_machine, else this machine's), or NULL when it is one
+// the system call tables do not know. Cannot fail.
+const struct pyu_arch *pyu_target_arch(const struct pyu_target *t);
 
 // Applies the path maps (and an executable given to pyu_target_open_core) to a path the target
 // names; malloc'd result, NULL when out of memory.

@@ -51,6 +51,10 @@
 #define FAULT_SIGNAL(sig) ((sig) == 4 || (sig) == 5 || (sig) == 7 || (sig) == 8 || (sig) == 11)
 #define AT_ENTRY 9
 #define PRSTATUS_PID_OFFSET 32 // struct elf_prstatus: siginfo(12) cursig(2+2) sigpend sighold
+#define PRSTATUS_PPID_OFFSET 36
+#define PRSTATUS_UTIME_OFFSET 48   // struct timeval pr_utime, then pr_stime
+#define PRSTATUS_STIME_OFFSET 64
+#define PRPSINFO_PID_OFFSET 24
 #define PRPSINFO_FNAME_OFFSET 40
 #define PRPSINFO_FNAME_LEN 16
 
@@ -67,6 +71,7 @@ struct core_backend {
 	int fd;
 	uint64_t file_size;
 	uint64_t expected_size; // where the last segment's data ends, by the headers
+	uint16_t machine;       // ELF e_machine
 	struct core_load *loads; // sorted by vaddr
 	size_t load_count;
 };
@@ -82,6 +87,10 @@ struct core_notes {
 	uint64_t entry;    // AT_ENTRY, 0 if unknown
 	char fname[PRPSINFO_FNAME_LEN + 1]; // pr_fname, "" if unknown
 	uint32_t prstatus_seen; // NT_PRSTATUS notes so far; NT_SIGINFO follows its thread's
+	int64_t current_tid;    // the thread of the last NT_PRSTATUS: its other notes follow it
+	int64_t pid;            // NT_PRPSINFO's pr_pid (the main thread's tid); 0 if unknown
+	bool has_ids;           // some NT_PRSTATUS names a parent process: the kernel wrote it
+				// (gdb's gcore writes no ids and no CPU times)
 };
 
 // Reads up to @len bytes at @offset of the core; returns how many (short at end of file).
@@ -621,6 +630,7 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 	if (pyu_le16(eh + 16) != ET_CORE)
 		return pyu_error_create(PYU_ERR_FORMAT, "%s is an ELF file but not a core dump",
 					path);
+	c->machine = pyu_le16(eh + 18);
 	uint64_t phoff = pyu_le64(eh + 32), shoff = pyu_le64(eh + 40);
 	uint16_t phentsize = pyu_le16(eh + 54);
 	uint64_t phnum = pyu_le16(eh + 56);
@@ -729,6 +739,10 @@ static void parse_nt_file(unsigned char *desc, uint64_t len, struct core_notes *
 	}
 }
 
+static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
+			 const unsigned char *desc, uint64_t descsz);
+static void note_cpu_time(struct pyu_target *t, int64_t tid, const unsigned char *desc);
+
 static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 				     uint64_t len, struct core_notes *n)
 {
@@ -756,9 +770,16 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 				if (err)
 					return err;
 			}
+			n->current_tid = pid;
+			if (descsz >= PRSTATUS_STIME_OFFSET + 16) {
+				if (pyu_le32(desc + PRSTATUS_PPID_OFFSET))
+					n->has_ids = true;
+				note_cpu_time(t, pid, desc);
+			}
 		} else if (core && type == NT_PRPSINFO &&
 			   descsz >= PRPSINFO_FNAME_OFFSET + PRPSINFO_FNAME_LEN) {
 			memcpy(n->fname, desc + PRPSINFO_FNAME_OFFSET, PRPSINFO_FNAME_LEN);
+			n->pid = (int32_t)pyu_le32(desc + PRPSINFO_PID_OFFSET);
 			n->fname[PRPSINFO_FNAME_LEN] = '\0';
 		} else if (core && type == NT_AUXV) {
 			for (uint64_t i = 0; i + 16 <= descsz; i += 16) {
@@ -781,11 +802,86 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 		} else if (core && type == NT_FILE) {
 			parse_nt_file(desc, descsz, n);
 		}
+		if (core && n->current_tid > 0)
+			note_syscall(t, n->current_tid, type, desc, descsz);
 		off = desc_off + ((descsz + 3) & ~(uint64_t)3);
 		if (off > len)
 			break;
 	}
 	return NULL;
+}
+
+// A register of @arch from note @type of thread @tid, when it is there. Cannot fail.
+static bool note_reg(const struct pyu_note_reg *r, uint32_t type, const unsigned char *desc,
+		     uint64_t descsz, int64_t *ret)
+{
+	if (r->offset < 0 || r->note != type || (r->size != 4 && r->size != 8) ||
+	    descsz < (uint64_t)r->offset + r->size)
+		return false;
+	*ret = r->size == 8 ? (int64_t)pyu_le64(desc + r->offset)
+			    : (int64_t)(int32_t)pyu_le32(desc + r->offset);
+	return true;
+}
+
+// The system call number and arguments of thread @tid, from whichever of its notes holds
+// them on the core's architecture (syscalls.c). Out of memory: left unknown.
+static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
+			 const unsigned char *desc, uint64_t descsz)
+{
+	const struct pyu_arch *a = t->arch;
+	if (!a)
+		return;
+	int64_t v;
+	struct pyu_thread_record *r = NULL;
+	if (note_reg(&a->syscall_nr, type, desc, descsz, &v) &&
+	    (r = pyu_target_status_record(t, tid)) != NULL)
+		r->status.syscall = v < 0 ? -1 : v;
+	unsigned found = 0;
+	uint64_t args[PYU_SYSCALL_ARGS];
+	for (unsigned i = 0; i < PYU_SYSCALL_ARGS; i++)
+		if (note_reg(&a->args[i], type, desc, descsz, &v))
+			args[i] = (uint64_t)v, found++;
+	if (found == PYU_SYSCALL_ARGS && (r || (r = pyu_target_status_record(t, tid)))) {
+		memcpy(r->status.args, args, sizeof(args));
+		r->status.has_args = true;
+	}
+}
+
+static uint64_t timeval_ns(const unsigned char *tv)
+{
+	uint64_t sec = pyu_le64(tv), usec = pyu_le64(tv + 8);
+	if (sec > UINT32_MAX || usec >= 1000000) // a garbage time: counted as none
+		return 0;
+	return sec * 1000000000u + usec * 1000u;
+}
+
+static void note_cpu_time(struct pyu_target *t, int64_t tid, const unsigned char *desc)
+{
+	struct pyu_thread_record *r = pyu_target_status_record(t, tid);
+	if (r)
+		r->status.cpu_ns = (int64_t)(timeval_ns(desc + PRSTATUS_UTIME_OFFSET) +
+					     timeval_ns(desc + PRSTATUS_STIME_OFFSET));
+}
+
+// After all notes: CPU times only when the kernel wrote the core (a gcore's are zeros, not
+// times), and the main thread's own: the kernel gives it the whole process's (its threads',
+// and those that have exited), so the others' are taken off.
+static void settle_cpu_times(struct pyu_target *t, const struct core_notes *n)
+{
+	struct pyu_thread_record *leader = NULL;
+	uint64_t others = 0;
+	for (size_t i = 0; i < t->status_count; i++) {
+		struct pyu_thread_record *r = &t->statuses[i];
+		if (!n->has_ids)
+			r->status.cpu_ns = -1;
+		else if (r->tid == n->pid)
+			leader = r;
+		else if (r->status.cpu_ns > 0)
+			others += (uint64_t)r->status.cpu_ns;
+	}
+	if (leader && leader->status.cpu_ns >= 0)
+		leader->status.cpu_ns = (uint64_t)leader->status.cpu_ns > others
+			? leader->status.cpu_ns - (int64_t)others : 0;
 }
 
 static const struct file_entry *file_at(const struct core_notes *n, uint64_t addr)
@@ -918,6 +1014,7 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 	size_t note_count = 0;
 	struct pyu_error *err = read_phdrs(c, path, &note_segs, &note_count);
 	struct core_notes notes = {0};
+	t->arch = err ? NULL : pyu_arch_by_machine(c->machine);
 	unsigned char **bufs = NULL;
 	if (!err && note_count > 0) {
 		bufs = calloc(note_count, sizeof(*bufs));
@@ -943,6 +1040,8 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 		uint64_t got = core_pread(c, off, bufs[i], size);
 		err = parse_notes(t, bufs[i], got, &notes);
 	}
+	if (!err)
+		settle_cpu_times(t, &notes);
 	if (!err)
 		err = add_mappings(t, c, &notes);
 	if (!err && c->expected_size > c->file_size) {

@@ -41,6 +41,11 @@ struct pyu_file_check {
 	bool matches;
 };
 
+struct pyu_thread_record {
+	int64_t tid;
+	struct pyu_thread_status status;
+};
+
 struct pyu_target {
 	// The backend: reads up to len bytes at addr, returns how many (a contiguous prefix).
 	pyu_backend_read_fn backend_read;
@@ -77,6 +82,14 @@ struct pyu_target {
 	int32_t live_pid;
 	int core_fd;
 
+	// What each thread is doing (pyu_target_thread_status): the architecture, and the
+	// statuses a core's notes or the debugger gave, by tid; a live process's are read from
+	// /proc when asked (read_status, NULL for other backends).
+	const struct pyu_arch *arch;
+	struct pyu_thread_record *statuses;
+	size_t status_count, status_cap;
+	void (*read_status)(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
+
 	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
 	uint64_t backend_reads, cached_reads;
 
@@ -109,6 +122,10 @@ struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *ta
 // fetched through debuginfod (debuginfod.c); NULL when not configured or not found. Cannot fail
 // otherwise.
 char *pyu_debuginfod_find(struct pyu_target *t, const uint8_t *build_id, size_t len);
+
+// The record of thread @tid's status, made (all unknown) when there is none yet; NULL when out
+// of memory or past PYU_MAX_THREADS records.
+struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t tid);
 
 // pyu_target_add_mapping with every permission bit. On error the target is unchanged.
 struct pyu_error *pyu_target_add_mapping_perms(struct pyu_target *t, uint64_t start,

@@ -246,6 +246,65 @@ static struct pyu_error *probe_access(struct pyu_target *t, int pid)
 	return NULL;
 }
 
+// Reads /proc/PID/task/TID/@name into @buf (NUL-terminated); false when it cannot be read.
+static bool read_task_file(int pid, int64_t tid, const char *name, char *buf, size_t len)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/task/%" PRId64 "/%s", pid, tid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t got = 0;
+	while (got + 1 < len) {
+		ssize_t r = read(fd, buf + got, len - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return got > 0;
+}
+
+// The thread's system call ("NR ARG1 ... ARG6 SP PC", "-1 SP PC" in none, "running" when it
+// is on a CPU) and CPU time (fields 14 and 15 of stat, utime and stime, in clock ticks).
+static void proc_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
+{
+	const struct proc_backend *p = t->backend_data;
+	char buf[512];
+	if (read_task_file(p->pid, tid, "syscall", buf, sizeof(buf))) {
+		char *end;
+		errno = 0;
+		long long nr = strtoll(buf, &end, 10);
+		if (strncmp(buf, "running", 7) == 0) {
+			ret->syscall = -1;
+		} else if (end != buf && errno == 0) {
+			ret->syscall = nr < 0 ? -1 : nr;
+			const char *at = end;
+			unsigned i = 0;
+			for (; nr >= 0 && i < PYU_SYSCALL_ARGS; i++) {
+				unsigned long long v = strtoull(at, &end, 16);
+				if (end == at)
+					break;
+				ret->args[i] = v;
+				at = end;
+			}
+			ret->has_args = i == PYU_SYSCALL_ARGS;
+		}
+	}
+	long ticks = sysconf(_SC_CLK_TCK);
+	if (ticks > 0 && read_task_file(p->pid, tid, "stat", buf, sizeof(buf))) {
+		// The command name in parentheses may hold anything: fields start after the last ')'.
+		char *at = strrchr(buf, ')');
+		unsigned long long utime = 0, stime = 0;
+		if (at && sscanf(at + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				 &utime, &stime) == 2 && utime + stime < UINT64_MAX / 1000000000u)
+			ret->cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (uint64_t)ticks));
+	}
+}
+
 PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret)
 {
 	if (!ret || pid <= 0)
@@ -269,6 +328,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 		return err;
 	}
 	t->live_pid = pid;
+	t->read_status = proc_thread_status;
 	err = read_maps(t, pid);
 	if (!err)
 		err = read_tasks(t, pid);

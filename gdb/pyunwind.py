@@ -63,7 +63,8 @@ class GdbView(core.DebuggerView):
                     lambda: core.Target.open_core(lib, path, inf.progspace.filename) \
                     .look_for_files(*self._file_settings())
         yield "through gdb's memory reads", \
-            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads(),
+                                            self._registers)
 
     @staticmethod
     def _file_settings():
@@ -86,6 +87,36 @@ class GdbView(core.DebuggerView):
 
     def _threads(self):
         return [t.ptid[1] or t.ptid[0] for t in self.inferior.threads()]
+
+    def _registers(self, names):
+        """(tid, [value of each register named, None when gdb has none]) per thread, read in
+        each thread's innermost frame; the selected thread and frame are restored."""
+        saved = gdb.selected_thread()
+        try:
+            saved_frame = gdb.selected_frame()
+        except gdb.error:
+            saved_frame = None
+        out = []
+        try:
+            for th in self.inferior.threads():
+                values = []
+                try:
+                    th.switch()
+                    frame = gdb.newest_frame()
+                    for name in names:
+                        try:
+                            values.append(int(frame.read_register(name)))
+                        except (gdb.error, ValueError):
+                            values.append(None)
+                except gdb.error:
+                    continue
+                out.append((th.ptid[1] or th.ptid[0], values))
+        finally:
+            if saved is not None and saved.is_valid():
+                saved.switch()
+                if saved_frame is not None and saved_frame.is_valid():
+                    saved_frame.select()
+        return out
 
     def _mappings(self):
         try:

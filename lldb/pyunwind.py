@@ -106,7 +106,8 @@ class LldbView(core.DebuggerView):
             yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
             return
         yield "through lldb's memory reads", \
-            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads())
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads(),
+                                            self._registers)
 
     def _sysroot(self):
         """lldb's platform sysroot (`platform select --sysroot DIR host`, as gdb's `set
@@ -158,6 +159,28 @@ class LldbView(core.DebuggerView):
     def _threads(self):
         p = self.process
         return [p.GetThreadAtIndex(i).GetThreadID() for i in range(p.GetNumThreads())]
+
+    def _registers(self, names):
+        """(tid, [value of each register named, None when lldb has none]) per thread, from
+        each thread's innermost frame."""
+        p = self.process
+        out = []
+        for i in range(p.GetNumThreads()):
+            th = p.GetThreadAtIndex(i)
+            frame = th.GetFrameAtIndex(0)
+            if not frame or not frame.IsValid():
+                continue
+            values = []
+            for name in names:
+                reg = frame.FindRegister(name)
+                if reg is None or not reg.IsValid():
+                    values.append(None)
+                    continue
+                err = lldb.SBError()
+                v = reg.GetValueAsUnsigned(err, 0)
+                values.append(v if err.Success() else None)
+            out.append((th.GetThreadID(), values))
+        return out
 
     def _mappings(self):
         maps = []

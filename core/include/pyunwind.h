@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 4
+#define PYU_ABI_VERSION 5
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -83,6 +83,17 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_mapping(struct pyu_target *t, uint64
 						    uint32_t writable, const char *path);
 // Declares a thread of the target by kernel thread id.
 PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t tid);
+// The registers, as gdb and lldb name them (space-separated), that say which system call a
+// thread is in and with which arguments: "orig_rax rdi rsi rdx r10 r8 r9" on x86-64; "" for an
+// architecture pyunwind has no table for. Static string. Cannot fail.
+PYU_PUBLIC const char *pyu_target_syscall_registers(const struct pyu_target *t);
+// Hands in those registers of thread @tid as the debugger read them, in that order (@count of
+// them; fewer than all: the arguments are unknown), so that py-bt can say what a thread of a
+// callback target is doing. A live process or core target reads its own (/proc, the core's
+// notes) and ignores these.
+PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *t, int64_t tid,
+							     const uint64_t *values,
+							     uint32_t count);
 // Files named @from (a path prefix) in the target are read from @to on this machine: for a core
 // from another machine or container. Applies to mappings added afterwards and to core notes.
 PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,

@@ -226,13 +226,25 @@ class Thread:
     frames_omitted: int = 0
     #: The exception sys.exc_info() gives in the thread ({"type", "repr", "address"}) or None.
     exception: Optional[Dict[str, Any]] = field(default=None, compare=False)
+    #: What the thread is doing: the system call it is in ("futex"; None when none or not
+    #: known), that in plain words ("waiting on a lock", "running"; None when not known), the
+    #: fatal signal it received ("SIGSEGV", a core's crashing thread) and the fault address,
+    #: its user + system CPU time in seconds (None when not known).
+    syscall: Optional[str] = field(default=None, compare=False)
+    state: Optional[str] = field(default=None, compare=False)
+    signal: Optional[str] = field(default=None, compare=False)
+    fault_address: Optional[int] = field(default=None, compare=False)
+    cpu_seconds: Optional[float] = field(default=None, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Thread":
+        fault = d.get("fault_address")
         return cls(d["thread_id"], d.get("native_thread_id"), d.get("holds_gil"), d.get("name"),
                    d.get("interpreter_id"), _address(d.get("tstate_address")),
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
-                   d.get("frames_omitted", 0), d.get("exception"))
+                   d.get("frames_omitted", 0), d.get("exception"), d.get("syscall"),
+                   d.get("state"), d.get("signal"),
+                   _address(fault) if fault is not None else None, d.get("cpu_seconds"))
 
     def __iter__(self) -> Iterator[Frame]:
         return iter(self.frames)

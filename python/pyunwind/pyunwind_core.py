@@ -6,7 +6,7 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -102,6 +102,10 @@ class Library(object):
             "pyu_target_add_mapping": (P, [P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
                                            ctypes.c_uint32, ctypes.c_char_p]),
             "pyu_target_add_thread": (P, [P, ctypes.c_int64]),
+            "pyu_target_syscall_registers": (ctypes.c_char_p, [P]),
+            "pyu_target_set_thread_registers": (P, [P, ctypes.c_int64,
+                                                    ctypes.POINTER(ctypes.c_uint64),
+                                                    ctypes.c_uint32]),
             "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
             "pyu_target_set_sysroot": (P, [P, ctypes.c_char_p]),
             "pyu_target_add_search_dir": (P, [P, ctypes.c_char_p]),
@@ -193,9 +197,11 @@ class Target(_Handle):
         return cls(lib, h)
 
     @classmethod
-    def open_reader(cls, lib, read, mappings, threads):
+    def open_reader(cls, lib, read, mappings, threads, registers=None):
         """@read(addr, size) -> bytes (shorter or empty when unreadable); @mappings: iterable
-        of (start, end, offset, writable, path); @threads: kernel thread ids."""
+        of (start, end, offset, writable, path); @threads: kernel thread ids; @registers(names)
+        -> iterable of (tid, [values]) of the named registers (None where unreadable), so
+        that the core can say which system call each thread is in."""
 
         def trampoline(_arg, addr, buf, size):
             try:
@@ -218,6 +224,16 @@ class Target(_Handle):
                     path.encode() if path else None))
             for tid in threads:
                 lib.check(lib.lib.pyu_target_add_thread(h, int(tid)))
+            names = (lib.lib.pyu_target_syscall_registers(h) or b"").decode().split()
+            for tid, values in (registers(names) if registers and names else ()):
+                known = []
+                for v in values:  # the number, then the arguments, as far as all are known
+                    if v is None:
+                        break
+                    known.append(v & 0xFFFFFFFFFFFFFFFF)
+                arr = (ctypes.c_uint64 * max(len(known), 1))(*known)
+                lib.check(lib.lib.pyu_target_set_thread_registers(h, int(tid), arr,
+                                                                   len(known)))
         except BaseException:
             t.close()
             raise

@@ -376,6 +376,7 @@ def normalize(text, t):
     text = text.replace(REPO, "<repo>")
     text = re.sub(r"0x[0-9a-f]+", "0x…", text)
     text = re.sub(r"\btid \d+", "tid N", text)
+    text = re.sub(r"\b\d+\.\d\d s CPU\b", "N s CPU", text)  # CPU time so far
     return "\n".join(l.rstrip() for l in text.strip().splitlines()) + "\n"
 
 

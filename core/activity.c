@@ -1,0 +1,98 @@
+// activity.c - pyu_stacks_read_activity(): each thread's system call, fatal signal and CPU
+// time, from what the target knows of its kernel thread (target.h: /proc, a core's notes, a
+// debugger's registers) and the crash a core records; the numbers named by the
+// architecture's table (syscalls.c).
+#include <stddef.h>
+
+#include "activity.h"
+#include "stacks.h"
+#include "syscalls.h"
+#include "target.h"
+
+static enum pyu_state state_of_wait(enum pyu_wait_kind kind)
+{
+	switch (kind) {
+	case PYU_WAIT_LOCK:
+		return PYU_STATE_LOCK;
+	case PYU_WAIT_IO:
+		return PYU_STATE_IO;
+	case PYU_WAIT_SLEEP:
+		return PYU_STATE_SLEEP;
+	case PYU_WAIT_OTHER:
+		break;
+	}
+	return PYU_STATE_SYSCALL;
+}
+
+// Whether @sig ends a process by default: the stop and ignored signals a core may also record
+// (gdb's gcore of a stopped process says SIGSTOP) are no crash.
+static bool is_fatal(int32_t sig)
+{
+	switch (sig) {
+	case 17: // SIGCHLD
+	case 18: // SIGCONT
+	case 19: // SIGSTOP
+	case 20: // SIGTSTP
+	case 21: // SIGTTIN
+	case 22: // SIGTTOU
+	case 23: // SIGURG
+	case 28: // SIGWINCH
+		return false;
+	}
+	return sig > 0;
+}
+
+void pyu_stacks_read_activity(struct pyu_stacks *s)
+{
+	const struct pyu_arch *arch = pyu_target_arch(s->target);
+	struct pyu_crash crash;
+	bool crashed = pyu_target_crash(s->target, &crash) && is_fatal(crash.signal);
+	for (uint32_t i = 0; i < s->thread_count; i++) {
+		struct pyu_thread_info *th = &s->threads[i];
+		struct pyu_activity *a = &th->activity;
+		*a = (struct pyu_activity){.state = PYU_STATE_UNKNOWN};
+		if (th->native_thread_id <= 0)
+			continue;
+		struct pyu_thread_status st;
+		pyu_target_thread_status(s->target, th->native_thread_id, &st);
+		a->has_cpu = st.cpu_ns >= 0;
+		a->cpu_ns = a->has_cpu ? st.cpu_ns : 0;
+		if (st.syscall == -1) {
+			a->state = PYU_STATE_RUNNING;
+		} else if (st.syscall >= 0) {
+			a->syscall = st.syscall;
+			a->syscall_name = pyu_syscall_name(arch, st.syscall);
+			a->state = state_of_wait(pyu_syscall_wait_kind(a->syscall_name,
+								       st.has_args ? st.args : NULL));
+		}
+		if (crashed && crash.tid == th->native_thread_id) {
+			a->signal = crash.signal;
+			a->has_fault_address = crash.has_address;
+			a->fault_address = crash.address;
+		}
+	}
+}
+
+bool pyu_in_syscall(const struct pyu_activity *a)
+{
+	return a->state != PYU_STATE_UNKNOWN && a->state != PYU_STATE_RUNNING;
+}
+
+const char *pyu_state_words(enum pyu_state state)
+{
+	switch (state) {
+	case PYU_STATE_RUNNING:
+		return "running";
+	case PYU_STATE_LOCK:
+		return "waiting on a lock";
+	case PYU_STATE_IO:
+		return "waiting for I/O";
+	case PYU_STATE_SLEEP:
+		return "sleeping";
+	case PYU_STATE_SYSCALL:
+		return "in a system call";
+	case PYU_STATE_UNKNOWN:
+		break;
+	}
+	return NULL;
+}

@@ -1,0 +1,45 @@
+// activity.h - what each thread is doing, for the thread headers of py-bt and the JSON: the
+// system call it is blocked in and what that means in plain words, the fatal signal it
+// received (a core's crashing thread), its CPU time. Read once per snapshot from the target
+// (activity.c); the thread's stack says nothing of this.
+#ifndef PYU_ACTIVITY_H
+#define PYU_ACTIVITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum pyu_state {
+	PYU_STATE_UNKNOWN,  // the target does not say (a debugger's target without registers)
+	PYU_STATE_RUNNING,  // in no system call: running (or stopped in) user code
+	PYU_STATE_LOCK,     // waiting on a lock
+	PYU_STATE_IO,       // waiting for I/O
+	PYU_STATE_SLEEP,    // sleeping
+	PYU_STATE_SYSCALL,  // in some other system call
+};
+
+// All zero: nothing known.
+struct pyu_activity {
+	enum pyu_state state;
+	int64_t syscall;          // the call's number; meaningful when pyu_in_syscall()
+	const char *syscall_name; // static; NULL when none or the number has no name here
+	int32_t signal;           // the fatal signal the thread received; 0 for none
+	bool has_fault_address;
+	uint64_t fault_address;   // where the fault was, for SIGSEGV and the like
+	bool has_cpu;
+	int64_t cpu_ns;           // user + system CPU time; meaningful when has_cpu
+};
+
+// Whether @a says the thread is blocked in a system call (a number in a->syscall).
+// Cannot fail.
+bool pyu_in_syscall(const struct pyu_activity *a);
+
+struct pyu_stacks;
+
+// Fills every thread's activity in @s from its target. Cannot fail (what cannot be known
+// stays unknown).
+void pyu_stacks_read_activity(struct pyu_stacks *s);
+
+// "waiting on a lock", "running", ...; NULL for PYU_STATE_UNKNOWN. Cannot fail.
+const char *pyu_state_words(enum pyu_state state);
+
+#endif

@@ -1,0 +1,57 @@
+// syscalls.h - system calls as data: per architecture, where a thread's system call number and
+// arguments sit in its registers (a core's notes, a debugger's register names) and the names of
+// the numbers; for every architecture, what a call means for a thread blocked in it (a lock,
+// I/O, a sleep). Pure: tables and lookups, no target access. A new architecture is one more
+// row in pyu_arches (syscalls.c) and a generated name table (tools/gen-syscalls).
+#ifndef PYU_SYSCALLS_H
+#define PYU_SYSCALLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PYU_SYSCALL_ARGS 6
+#define PYU_REG_NONE (-1) // a register offset for "the notes do not carry it"
+
+// A register in a core's notes: which note (by type, of the thread it follows) and where in the
+// note's descriptor; @size 4 or 8 bytes, sign-extended.
+struct pyu_note_reg {
+	uint32_t note;
+	int32_t offset; // PYU_REG_NONE: not recorded in cores
+	uint32_t size;
+};
+
+struct pyu_arch {
+	uint16_t e_machine;         // ELF e_machine of the architecture's cores
+	const char *name;
+	struct pyu_note_reg syscall_nr;            // < 0 when the thread is in no system call
+	struct pyu_note_reg args[PYU_SYSCALL_ARGS]; // as the call received them
+	// The same registers as gdb and lldb name them, space-separated: the number, then the
+	// arguments ("" for one the debuggers do not show).
+	const char *debugger_registers;
+	const char *const *names; // indexed by number; NULL entries for unused numbers
+	const uint32_t *name_count;
+};
+
+// The architecture of cores whose ELF header says @e_machine, or NULL. Cannot fail.
+const struct pyu_arch *pyu_arch_by_machine(uint16_t e_machine);
+// The architecture this library runs on (live processes and debuggers' targets), or NULL.
+// Cannot fail.
+const struct pyu_arch *pyu_arch_host(void);
+// The name of system call @nr ("futex"), or NULL when @arch has none by that number.
+// Cannot fail.
+const char *pyu_syscall_name(const struct pyu_arch *arch, int64_t nr);
+
+// What a thread blocked in a system call is waiting for.
+enum pyu_wait_kind {
+	PYU_WAIT_OTHER, // some other system call
+	PYU_WAIT_LOCK,  // a lock or condition (futex)
+	PYU_WAIT_IO,    // a file, pipe or socket
+	PYU_WAIT_SLEEP, // time passing
+};
+
+// The kind of wait system call @name means; @args (NULL when unknown) can turn an I/O wait on
+// no file descriptors into a sleep (select(0, ...), as time.sleep() of Python 2.7 - 3.10 calls
+// it). Cannot fail.
+enum pyu_wait_kind pyu_syscall_wait_kind(const char *name, const uint64_t *args);
+
+#endif
