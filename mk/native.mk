@@ -3,3 +3,9 @@
 .PHONY: test-native
 test-native: all
 	@nice /usr/bin/python3 tests/e2e/test_native.py
+
+# What each thread is doing (system call, fatal signal, CPU time) end to end: the CLI, gdb and
+# lldb on every interpreter of the matrix (live, gdb core, kernel crash core).
+.PHONY: test-activity
+test-activity: all
+	@nice /usr/bin/python3 tests/e2e/test_activity.py

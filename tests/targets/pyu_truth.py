@@ -116,9 +116,10 @@ def collect(exclude, extras=False):
             for ident, frame in sorted(sys._current_frames().items()) if ident not in exclude]
 
 
-def _key(threads):
+def _key(threads, restless=()):
     return [(t["thread_id"], [(f["file"], f["line"], f["instruction_offset"])
-                              for f in t["frames"]]) for t in threads]
+                              for f in t["frames"]]) for t in threads
+            if t["thread_id"] not in restless]
 
 
 def _document(threads, mode):
@@ -148,7 +149,7 @@ _main_ident = threading.current_thread().ident
 _report = {}
 
 
-def _reporter(outdir, expected, mode, exclude, timeout):
+def _reporter(outdir, expected, mode, exclude, timeout, restless=()):
     deadline = time.time() + timeout
     me = threading.current_thread().ident
     exclude = set(exclude) | set([me])
@@ -164,7 +165,7 @@ def _reporter(outdir, expected, mode, exclude, timeout):
     while time.time() < deadline:
         threads = collect(exclude)
         busy = any(t["frames"] and t["frames"][0]["function"] == "arrive" for t in threads)
-        if not busy and prev is not None and _key(prev) == _key(threads):
+        if not busy and prev is not None and _key(prev, restless) == _key(threads, restless):
             break
         prev = threads
         time.sleep(0.05)
@@ -179,10 +180,12 @@ def _reporter(outdir, expected, mode, exclude, timeout):
         write_json(outdir, "truth.json", _document(threads, mode))
 
 
-def start_reporter(outdir, expected, mode="park", exclude=(), timeout=120.0):
-    """Starts the reporter; @expected threads must call arrive() (the main thread included)."""
+def start_reporter(outdir, expected, mode="park", exclude=(), timeout=120.0, restless=()):
+    """Starts the reporter; @expected threads must call arrive() (the main thread included).
+    Threads in @restless (idents) never sit still (a thread spinning in Python): they are
+    listed in the truth, as they were at its last snapshot, but not waited for."""
     t = threading.Thread(target=_reporter, name="pyu-reporter",
-                         args=(outdir, expected, mode, exclude, timeout))
+                         args=(outdir, expected, mode, exclude, timeout, restless))
     t.daemon = True
     t.start()
     return t

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+# test_activity - what each thread is doing (the thread header and the JSON "syscall", "state",
+# "signal", "fault_address", "cpu_seconds") end to end: for every interpreter of the matrix,
+# tests/targets/activity.py (threads waiting on a lock, on a pipe, in a sleep, one spinning in
+# Python) live, from a gdb core and from a kernel crash core, read by the CLI, gdb and lldb.
+# The truth is the kernel's: /proc/PID/task/TID/syscall and stat, polled until every waiting
+# thread is inside its system call (the crash target writes what /proc said right before it
+# crashes). Live, gdb also reads through its own registers (PYUNWIND_READS=debugger).
+#
+#   tests/e2e/test_activity.py [-j N] [FILTER...]     (make test-activity)
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import REPO, Target, run_cases, selected  # noqa: E402
+from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TICK = 1.0 / CLK_TCK
+
+# x86-64 numbers of the calls these threads wait in (the kernel reports numbers).
+SYSCALLS = {0: "read", 7: "poll", 23: "select", 35: "nanosleep", 202: "futex",
+            230: "clock_nanosleep", 270: "pselect6"}
+STATES = {"futex": "waiting on a lock", "read": "waiting for I/O",
+          "clock_nanosleep": "sleeping", "nanosleep": "sleeping",
+          "select": "sleeping", "pselect6": "sleeping"}  # select(0, ...): no descriptors
+
+
+def expected_calls(py, scenario):
+    """The calls a thread of @scenario may wait in on @py: time.sleep() is select(0, ...)
+    (glibc: pselect6) up to 3.10 and clock_nanosleep from 3.11."""
+    if scenario in ("lock", "main"):
+        return ("futex",)
+    if scenario == "pipe":
+        return ("read",)
+    if tuple(int(x) for x in py.version.split(".")[:2]) >= (3, 11):
+        return ("clock_nanosleep",)
+    return ("select", "pselect6")
+
+
+def scenario_of(tt):
+    return "crash" if tt.get("crashing") else (tt.get("scenario") or "main")
+
+
+def proc_syscall(pid, tid):
+    with open("/proc/%d/task/%d/syscall" % (pid, tid)) as f:
+        first = f.read().split()
+    if not first or first[0] == "running" or int(first[0]) < 0:
+        return None
+    return int(first[0])
+
+
+def proc_cpu(pid, tid):
+    with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * TICK
+
+
+def settle_live(py, t, timeout=60):
+    """Waits until /proc shows every waiting thread in the call its scenario waits in and the
+    spinning thread running Python, with CPU time used; returns {tid: call name} of the
+    waiting threads. Once it runs, the spinning thread keeps the interpreter lock: no other
+    thread asks for it."""
+    deadline = time.time() + timeout
+    while True:
+        calls, problems = {}, []
+        for tt in t.truth["threads"]:
+            tid, sc = tt["native_thread_id"], scenario_of(tt)
+            if sc == "spin":
+                # Until it has the interpreter lock for good it may wait for it (a futex).
+                if proc_cpu(t.pid, tid) <= 0 or proc_syscall(t.pid, tid) is not None:
+                    problems.append("the spinning thread is in a system call or has used no "
+                                    "CPU time yet")
+                continue
+            nr = proc_syscall(t.pid, tid)
+            name = SYSCALLS.get(nr, nr)
+            if name not in expected_calls(py, sc):
+                problems.append("thread %s (%s) is in %r, not %s" % (tid, sc, name,
+                                                                     expected_calls(py, sc)))
+            calls[tid] = name
+        if not problems:
+            return calls
+        if time.time() > deadline:
+            raise AssertionError("the target did not settle: " + "; ".join(problems))
+        time.sleep(0.02)
+
+
+def cli(*args):
+    p = subprocess.run([CLI, "bt", "--all"] + [str(a) for a in args], capture_output=True,
+                       timeout=120, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        raise AssertionError("pyunwind bt --all %s: status %d: %s" % (
+            " ".join(map(str, args)), p.returncode, p.stderr.decode("utf-8", "replace")[-2000:]))
+    return p.stdout.decode("utf-8")
+
+
+def debugger(kind, args, env=None):
+    """(JSON document, text) of py-bt --all in gdb or lldb. The text first: the JSON reads the
+    threads' names, which the text then shows too (the CLI's text does not)."""
+    rc, outs, err = run_debugger(kind, args, ["py-bt --all --no-source", "py-bt --all --json"],
+                                 env)
+    what = "%s %s" % (kind, " ".join(args))
+    no_traceback(what, err, *outs)
+    if len(outs) < 2:
+        raise AssertionError("%s: no output (status %d): %s" % (what, rc, err[-2000:]))
+    return parse_json(outs[1], what), outs[0]
+
+
+def headers(text):
+    """{tid: the thread header line} of py-bt text."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"Thread 0x[0-9a-f]+ \(tid (\d+)\)", line)
+        if m:
+            out[int(m.group(1))] = line.strip()
+    return out
+
+
+def header_words(th):
+    """What the header of JSON thread @th must say after its colon."""
+    parts = []
+    if th["signal"]:
+        parts.append(th["signal"] + (" (fault address %s)" % th["fault_address"]
+                                     if th["fault_address"] else ""))
+    if th["state"] and not (th["signal"] and th["state"] == "running"):
+        parts.append(th["state"] + (" (%s)" % th["syscall"] if th["syscall"] else ""))
+    if th["cpu_seconds"] is not None:
+        parts.append("%.2f s CPU" % th["cpu_seconds"])
+    return ", ".join(parts)
+
+
+def check(py, t, doc, text, where, calls, cpu=None, crash=None, registers=True):
+    """@calls: {tid: name} of the waiting threads; @cpu: {tid: (low, high)} bounds of CPU
+    seconds, or None when the source records none (gdb cores, debugger reads); @crash:
+    (tid, signal, fault address) of a core's crashing thread; @registers: the source says
+    which system call a thread is in."""
+    problems = []
+    threads = dict((th["native_thread_id"], th) for th in doc["threads"])
+    heads = headers(text)
+    for tt in t.truth["threads"]:
+        tid, sc = tt["native_thread_id"], scenario_of(tt)
+        th = threads.get(tid)
+        if th is None:
+            problems.append("%s: thread %s (%s) missing" % (where, tid, sc))
+            continue
+        label = "%s: thread %s (%s)" % (where, tid, sc)
+        if not registers:
+            want = (None, None)
+        elif tid in calls:
+            want = (calls[tid], STATES[calls[tid]])
+        elif (sc == "spin" and not crash) or (crash and tid == crash[0]):
+            want = (None, "running")
+        else:
+            want = None
+        if want is not None and (th["syscall"], th["state"]) != want:
+            problems.append("%s: syscall %r, state %r; want %r, %r" % (
+                label, th["syscall"], th["state"], want[0], want[1]))
+        if crash and tid == crash[0]:
+            if (th["signal"], th["fault_address"]) != crash[1:]:
+                problems.append("%s: signal %r at %r, want %r at %r" % (
+                    label, th["signal"], th["fault_address"], crash[1], crash[2]))
+        elif th["signal"] is not None or th["fault_address"] is not None:
+            problems.append("%s: signal %r (%r) but it received none" % (
+                label, th["signal"], th["fault_address"]))
+        got_cpu = th["cpu_seconds"]
+        if cpu is None:
+            if got_cpu is not None:
+                problems.append("%s: cpu_seconds %r from a source that records none"
+                                % (label, got_cpu))
+        elif got_cpu is None or got_cpu < 0:
+            problems.append("%s: cpu_seconds %r" % (label, got_cpu))
+        elif tid in cpu:
+            low, high = cpu[tid]
+            if not (low <= got_cpu <= high) or (sc == "spin" and got_cpu <= 0):
+                problems.append("%s: cpu_seconds %r, /proc says %.3f - %.3f" % (
+                    label, got_cpu, low, high))
+        head = heads.get(tid)
+        words = header_words(th)
+        if head is None or not head.endswith(":" + (" " + words if words else "")):
+            problems.append("%s: text header %r does not end with %r" % (label, head, words))
+    if problems:
+        raise AssertionError("\n".join(problems))
+    return heads
+
+
+def same_headers(where, texts):
+    """The CLI, gdb and lldb print the same thread headers (cores: CPU times included)."""
+    first_name, first = texts[0]
+    for name, heads in texts[1:]:
+        if heads != first:
+            raise AssertionError("%s: %s and %s print different thread headers:\n%s\n%s"
+                                 % (where, first_name, name, sorted(first.items()),
+                                    sorted(heads.items())))
+
+
+def strip_cpu(heads):
+    return dict((k, re.sub(r", \d+\.\d\d s CPU$", "", v)) for k, v in heads.items())
+
+
+def case_park(py):
+    def run():
+        with Target(py, "activity") as t:
+            calls = settle_live(py, t)
+            spin = t.thread("spin")["native_thread_id"]
+            with t.stopped():
+                exact = dict((tt["native_thread_id"],
+                              (proc_cpu(t.pid, tt["native_thread_id"]) - TICK / 2,
+                               proc_cpu(t.pid, tt["native_thread_id"]) + TICK / 2))
+                             for tt in t.truth["threads"])
+                text = cli(t.pid)
+                doc = json.loads(cli("--json", t.pid))
+                live = [("cli", strip_cpu(check(py, t, doc, text, "cli live", calls, exact)))]
+            for kind in ("gdb", "lldb"):
+                before = proc_cpu(t.pid, spin)
+                doc, text = debugger(kind, ["-p", str(t.pid)])
+                after = proc_cpu(t.pid, spin)
+                cpu = {spin: (before - TICK / 2, after + TICK / 2)}
+                live.append((kind, strip_cpu(check(py, t, doc, text, kind + " live", calls,
+                                                   cpu))))
+            same_headers("live", live)
+            doc, text = debugger("gdb", ["-p", str(t.pid)], {"PYUNWIND_READS": "debugger"})
+            check(py, t, doc, text, "gdb live, debugger reads", calls)
+            core = t.gcore()
+            texts = [("cli", check(py, t, json.loads(cli("--json", core, t.executable)),
+                                   cli(core, t.executable), "cli gdb core", calls))]
+            for kind in ("gdb", "lldb"):
+                doc, text = debugger(kind, target_args(kind, "gcore", t, core))
+                texts.append((kind, check(py, t, doc, text, kind + " gdb core", calls)))
+            same_headers("gdb core", texts)
+    return run
+
+
+def case_crash(py):
+    def run():
+        with Target(py, "activity", mode="crash") as t:
+            core = t.crash_core()
+            with open(os.path.join(t.workdir, "activity.json")) as f:
+                seen = json.load(f)
+            calls = {}
+            for tid, nr in seen["syscalls"].items():
+                calls[int(tid)] = SYSCALLS.get(nr, nr)
+            for tt in t.truth["threads"]:
+                tid, sc = tt["native_thread_id"], scenario_of(tt)
+                if tid in calls and calls[tid] not in expected_calls(py, sc):
+                    raise AssertionError("before the crash, thread %s (%s) was in %r, not %s"
+                                         % (tid, sc, calls[tid], expected_calls(py, sc)))
+            spin = seen["spin_native_thread_id"]
+            low = seen["spin_ticks"] / float(seen["clk_tck"])
+            # Between the target's look at /proc and the core's writing: the core file's age.
+            high = low + max(0.0, os.path.getmtime(core) - seen["time"]) + 2 * TICK
+            cpu = {spin: (low - TICK, high)}
+            # The spinning thread and the crashing one take turns with the interpreter lock:
+            # at the crash the spinner may be running or waiting for the lock, so its state
+            # is not checked here (live and gdb cores check it).
+            crash = (t.thread("crash")["native_thread_id"], "SIGSEGV", "0x0")
+            texts = [("cli", check(py, t, json.loads(cli("--json", core, t.executable)),
+                                   cli(core, t.executable), "cli kernel core", calls, cpu,
+                                   crash))]
+            for kind in ("gdb", "lldb"):
+                doc, text = debugger(kind, target_args(kind, "crash", t, core))
+                texts.append((kind, check(py, t, doc, text, kind + " kernel core", calls, cpu,
+                                          crash)))
+            same_headers("kernel core", texts)
+    return run
+
+
+def cases():
+    out = []
+    for py in selected():
+        out.append(("activity %s/live+gcore" % py.label, case_park(py)))
+        out.append(("activity %s/crash" % py.label, case_crash(py)))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(cases(), prefix="test-activity"))
