@@ -35,8 +35,22 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 #error "no stack pointer register number for this architecture"
 #endif
 
+// What a pc names (function, library, source line), remembered for the whole unwind: the
+// threads of one process return into the same few hundred call sites, and elfutils looks a
+// symbol up by scanning the whole symbol table (a file with DWARF and a full .symtab, like a
+// pyenv libpython, made that most of the cost). Strings belong to the Dwfl, which outlives
+// the cache. Direct-mapped: a collision replaces the older entry.
+#define NAME_CACHE 4096u
+
+struct named_pc {
+	Dwarf_Addr pc; // 0: empty
+	const char *function, *library, *file;
+	int64_t line;
+};
+
 struct walk {
 	Dwfl *dwfl;
+	struct named_pc *names; // NAME_CACHE entries; NULL when out of memory (no caching)
 	pyu_unwind_fn fn;
 	void *arg;
 	struct pyu_error *err;   // from @fn: stops everything
@@ -72,6 +86,17 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	// A return address points after the call: look up the call itself.
 	Dwarf_Addr lookup = activation ? pc : pc - 1;
 	struct pyu_unwound f = {w->tid, pc, sp, NULL, NULL, NULL, -1, NULL};
+	struct named_pc *slot = w->names ? &w->names[(lookup ^ (lookup >> 12)) % NAME_CACHE]
+					 : NULL;
+	if (slot && slot->pc == lookup) {
+		f.function = slot->function;
+		f.library = slot->library;
+		f.file = slot->file;
+		f.line = slot->line;
+		w->frames++;
+		w->err = w->fn(w->arg, &f);
+		return w->err ? DWARF_CB_ABORT : DWARF_CB_OK;
+	}
 	Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
 	if (mod) {
 		GElf_Off off;
@@ -86,6 +111,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 			f.line = lineno;
 		}
 	}
+	if (slot)
+		*slot = (struct named_pc){lookup, f.function, f.library, f.file, f.line};
 	w->frames++;
 	w->err = w->fn(w->arg, &f);
 	return w->err ? DWARF_CB_ABORT : DWARF_CB_OK;
@@ -154,6 +181,8 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		else if (dwfl_core_file_attach(w.dwfl, elf) < 0)
 			err = dwfl_failure("read the core's threads");
 	}
+	if (!err)
+		w.names = calloc(NAME_CACHE, sizeof(*w.names)); // NULL: each pc looked up afresh
 	if (!err && dwfl_getthreads(w.dwfl, thread_cb, &w) != 0 && !w.err)
 		err = dwfl_failure("list the threads");
 	if (w.err) {
@@ -161,6 +190,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		err = w.err;
 	}
 	dwfl_end(w.dwfl);
+	free(w.names);
 	if (elf)
 		elf_end(elf);
 	return err;
