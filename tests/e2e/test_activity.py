@@ -62,21 +62,27 @@ def proc_cpu(pid, tid):
     return (int(fields[11]) + int(fields[12])) * TICK
 
 
-def settle_live(py, t, timeout=60):
+def settle_live(py, t, timeout=120):
     """Waits until /proc shows every waiting thread in the call its scenario waits in and the
     spinning thread running Python, with CPU time used; returns {tid: call name} of the
     waiting threads. Once it runs, the spinning thread keeps the interpreter lock: no other
     thread asks for it."""
     deadline = time.time() + timeout
+    spin_before = None
     while True:
         calls, problems = {}, []
         for tt in t.truth["threads"]:
             tid, sc = tt["native_thread_id"], scenario_of(tt)
             if sc == "spin":
-                # Until it has the interpreter lock for good it may wait for it (a futex).
-                if proc_cpu(t.pid, tid) <= 0 or proc_syscall(t.pid, tid) is not None:
-                    problems.append("the spinning thread is in a system call or has used no "
-                                    "CPU time yet")
+                # Until it has the interpreter lock for good it waits for it (futex waits
+                # with a timeout, user code in between): it spins once it is in no system
+                # call twice in a row and used CPU time in between.
+                now = (proc_cpu(t.pid, tid), proc_syscall(t.pid, tid))
+                if spin_before is None or now[1] is not None or spin_before[1] is not None \
+                        or now[0] <= spin_before[0]:
+                    problems.append("the spinning thread does not spin yet (CPU time, "
+                                    "system call: %s then %s)" % (spin_before, now))
+                spin_before = now
                 continue
             nr = proc_syscall(t.pid, tid)
             name = SYSCALLS.get(nr, nr)
@@ -88,7 +94,7 @@ def settle_live(py, t, timeout=60):
             return calls
         if time.time() > deadline:
             raise AssertionError("the target did not settle: " + "; ".join(problems))
-        time.sleep(0.02)
+        time.sleep(0.05)
 
 
 def cli(*args):
