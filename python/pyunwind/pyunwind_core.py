@@ -427,8 +427,11 @@ class Session(object):
         lib = self.lib()
         errors = []
         # The view offers ways to read the target, best first (direct reader, then the
-        # debugger's own reads); the first that yields stacks wins, and when none does the
-        # user sees why each failed.
+        # debugger's own reads). The first that opens answers: the debugger's reads are for a
+        # target the direct reader cannot open. A core file the reader opened has said what
+        # it holds; the debugger reading the same core would fill what the core lacks with
+        # the files' on-disk data - a stale interpreter state, not the crashed one. When none
+        # opens, the user sees why each failed.
         for how, opener in view.target_openers(lib):
             try:
                 target = opener()
@@ -440,7 +443,7 @@ class Session(object):
             except PyunwindError as e:
                 target.close()
                 errors.append((how, str(e)))
-                continue
+                break
             self._target, self._stacks, self._key = target, stacks, key
             return stacks
         if not errors:

@@ -5,20 +5,20 @@
 # cases; the debugger-read path (gdbserver, and lldb forced onto its own reads).
 #
 #   tests/e2e/test_adapters.py [-j N] [FILTER...]
+#   PYUNWIND_UPDATE_GOLDEN=1 tests/e2e/test_adapters.py golden    (rewrites tests/e2e/golden/
+#   from gdb's output; its golden cases fail as not checked - check in a second run)
 import json
 import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from harness import (Target, HarnessError, compare, interpreters, run_cases,  # noqa: E402
-                     gdb_batch, lldb_batch, REPO)
+                     gdb_batch, lldb_batch, wait_asleep, core_pattern, REPO)
 
 GOLDEN = os.path.join(REPO, "tests", "e2e", "golden")
 SEP = "@@pyunwind-next-command@@"
@@ -381,18 +381,28 @@ def normalize(text, t):
 
 
 def check_golden(py, debugger):
+    """py-bt --all on the sample program equals the version's golden file. With
+    PYUNWIND_UPDATE_GOLDEN=1 the gdb case writes that file from its output instead and every
+    golden case fails as not checked: updating and checking are two separate runs, so an
+    update can never make the run that wrote the file pass."""
     with Target(py, "sample") as t:
         rc, (text,), err = run_debugger(debugger, ["-p", str(t.pid)], ["py-bt --all"])
     got = normalize(text, t)
     path = os.path.join(GOLDEN, "sample-py-bt-%s.txt" % py.version.rsplit(".", 1)[0])
+    name = os.path.relpath(path, REPO)
     if os.environ.get("PYUNWIND_UPDATE_GOLDEN"):
-        with open(path, "w") as f:
-            f.write(got)
+        said = "left to the gdb case"
+        if debugger == "gdb":
+            with open(path, "w") as f:
+                f.write(got)
+            said = "written from gdb's output"
+        raise AssertionError("%s: %s, not checked: PYUNWIND_UPDATE_GOLDEN is set; run again "
+                             "without it to check both debuggers against it" % (name, said))
     with open(path) as f:
         want = f.read()
     if got != want:
         raise AssertionError("%s py-bt differs from %s:\n--- got\n%s--- want\n%s"
-                             % (debugger, os.path.relpath(path, REPO), got, want))
+                             % (debugger, name, got, want))
 
 
 # ---- errors ---------------------------------------------------------------------------------
@@ -409,7 +419,7 @@ def _survives(debugger, target_args, what, must_mention):
 def check_not_python(debugger):
     p = subprocess.Popen(["sleep", "600"])
     try:
-        time.sleep(0.2)
+        wait_asleep(p.pid)
         _survives(debugger, ["-p", str(p.pid)], debugger + " on sleep",
                   ["not a Python", "no Python", "No Python", "Python interpreter"])
     finally:
@@ -422,16 +432,21 @@ def _sleep_core(workdir):
     import resource
     p = subprocess.Popen(["sleep", "600"], cwd=workdir, preexec_fn=lambda: resource.setrlimit(
         resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)))
-    time.sleep(0.2)
+    try:
+        wait_asleep(p.pid)
+    except HarnessError:
+        p.kill()
+        p.wait()
+        raise
     os.kill(p.pid, signal.SIGSEGV)
     p.wait()
+    # The kernel has written the core before the process is reaped.
     for name in ("core", "core.%d" % p.pid):
         path = os.path.join(workdir, name)
-        for _ in range(50):
-            if os.path.exists(path) and os.path.getsize(path) > 0:
-                return path
-            time.sleep(0.1)
-    raise HarnessError("no kernel core of sleep appeared in %s" % workdir)
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return path
+    raise HarnessError("no kernel core of sleep in %s (status %s, core_pattern %r)"
+                       % (workdir, p.returncode, core_pattern()))
 
 
 def check_core_not_python(debugger):
@@ -446,62 +461,72 @@ def check_core_not_python(debugger):
         shutil.rmtree(d, ignore_errors=True)
 
 
+CLI = os.path.join(REPO, "build", "pyunwind")
+
+
 def check_truncated_core(py, debugger):
     # A kernel core (no section headers, so the debuggers still open it when cut short),
-    # truncated to half: the tail of memory and the files' pages are gone.
+    # truncated to half: the tail of memory and the files' pages are gone. The adapter reads
+    # the core file as the CLI does, so it must say exactly what the CLI says about it: the
+    # same partial stack (each thread's frames up to the one that says why it stopped), or
+    # the same one-line error as the plugin's own error line - "error: MESSAGE" in lldb, the
+    # bare message in gdb - and nothing on its output. A word like "error" somewhere in the
+    # debugger's own chatter is not an answer.
     with Target(py, "scenario", mode="crash") as t:
         core = t.crash_core()
         cut = core + ".half"
         with open(core, "rb") as src, open(cut, "wb") as dst:
             dst.write(src.read(os.path.getsize(core) // 2))
         exe = t.executable
+        cli = subprocess.run([CLI, "bt", "--all", cut, exe], capture_output=True,
+                             timeout=120, stdin=subprocess.DEVNULL)
+        cli_out = cli.stdout.decode("utf-8", "replace")
+        cli_err = [l for l in cli.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
         args = [exe, cut] if debugger == "gdb" else ["-c", cut, exe]
         rc, (out, js), err = run_debugger(debugger, args, ["py-bt --all", "py-bt --all --json"])
         what = debugger + " on a truncated core"
         no_traceback(what, out, js, err)
         if rc < 0:
             raise AssertionError("%s: the debugger died with signal %d" % (what, -rc))
-        # Either a partial stack (with the reasons it stopped) or one clear error line.
-        if "File " not in out and "error" not in (out + err).lower():
-            raise AssertionError("%s: neither frames nor an error:\n%s\n%s" % (what, out, err))
+        if cli.returncode == 0:
+            if "<error: " not in cli_out:
+                raise AssertionError("%s: the CLI read the half core without a reason to stop "
+                                     "(the cut left nothing out?):\n%s" % (what, cli_out[:2000]))
+            if out.strip() != cli_out.strip():
+                raise AssertionError("%s: py-bt --all differs from the CLI's partial stack:\n"
+                                     "--- plugin\n%s\n--- CLI\n%s" % (what, out[-3000:],
+                                                                      cli_out[-3000:]))
+            check_reads(what, parse_json(js, what + " py-bt --all --json"), READS["crash"])
+            return
+        if len(cli_err) != 1 or not cli_err[0].startswith("pyunwind: "):
+            raise AssertionError("%s: the CLI failed (status %d) without one error line:\n%s"
+                                 % (what, cli.returncode, "\n".join(cli_err)))
+        want = cli_err[0][len("pyunwind: "):]
+        if debugger == "lldb":
+            want = "error: " + want
+        said = [l for l in err.splitlines() if l == want]
+        if len(said) != 2 or out.strip() or js.strip():
+            raise AssertionError("%s: want the line %r once for each of the two commands and "
+                                 "no output; got output %r and stderr:\n%s"
+                                 % (what, want, (out + js)[:1000], err[-3000:]))
 
 
 # ---- the debugger-read path -----------------------------------------------------------------
 
-def _free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def check_gdbserver(py):
+    # The harness's gdbserver takes a free port and, when another process took it between the
+    # check and gdbserver's bind, starts again on another (it waits for "Listening on port").
     with Target(py, "scenario") as t:
-        port = _free_port()
-        srv = subprocess.Popen(["gdbserver", "--attach", "127.0.0.1:%d" % port, str(t.pid)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.time() + 20
-            while time.time() < deadline:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                    break
-                except OSError:
-                    time.sleep(0.1)
+        with t.gdbserver() as address:
             # Connecting is enough: the adapter sees a remote connection and reads through gdb.
             rc, outs, err = gdb_outputs(
-                [t.executable], ["py-bt --all --json"],
-                extra=["target remote 127.0.0.1:%d" % port])
+                [t.executable], ["py-bt --all --json"], extra=["target remote " + address])
             no_traceback("gdbserver", outs[0], err)
             doc = parse_json(outs[0], "gdb via gdbserver")
             check_reads("gdb via gdbserver", doc, READS["debugger"])
             problems = compare(t.truth, doc)
             if problems:
                 raise AssertionError("via gdbserver:\n  " + "\n  ".join(problems))
-        finally:
-            srv.kill()
-            srv.wait()
 
 
 def check_lldb_debugger_reads(py):

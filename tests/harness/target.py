@@ -38,6 +38,31 @@ def task_ids(pid):
         return []
 
 
+# The system calls sleep(1) and time.sleep block in (nanosleep, clock_nanosleep), by machine.
+_SLEEP_SYSCALLS = {"x86_64": (35, 230), "aarch64": (101, 115)}
+
+
+def wait_asleep(pid, timeout=60):
+    """Polls until process @pid (a `sleep` command, say) blocks in nanosleep or
+    clock_nanosleep: past exec, the loader and its start-up, so that what a test reads or
+    dumps is the settled program. Raises HarnessError after @timeout seconds."""
+    numbers = _SLEEP_SYSCALLS.get(os.uname().machine, ())
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                words = f.read().split()
+            if words and words[0].isdigit() and int(words[0]) in numbers:
+                return
+            with open("/proc/%d/wchan" % pid) as f:
+                if "nanosleep" in f.read():  # where the numbers are not known
+                    return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise HarnessError("process %d did not go to sleep within %ds" % (pid, timeout))
+
+
 def core_pattern():
     try:
         with open("/proc/sys/kernel/core_pattern") as f:
@@ -249,6 +274,12 @@ class Target(object):
             if t.get("scenario") == scenario:
                 return t
         raise KeyError("no thread for scenario %s" % scenario)
+
+
+def stopped(pid, timeout=60):
+    """Context manager: process @pid stopped with SIGSTOP while inside - entered once every
+    thread shows the stopped state, not after a guess of how long that takes."""
+    return _Stopped(pid, timeout)
 
 
 class _Stopped(object):
