@@ -11,14 +11,14 @@ import glob
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import REPO, Target, compare, run_cases, selected  # noqa: E402
+from harness import (REPO, Target, compare, run_cases, selected, stopped,  # noqa: E402
+                     task_ids)
 
 WALKDUMP = os.path.join(REPO, "build", "walkdump")
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
@@ -124,24 +124,51 @@ def stripped_case(py):
 
 
 # A thread spinning in Python and idle ones: when stopped, the spinning thread holds the GIL
-# or (caught in a hand-over) nobody does; an idle thread never does.
+# or (caught in a hand-over) nobody does; an idle thread never does. The idle threads (the main
+# thread among them) block in read(2) on a pipe nothing is written to, which they enter only
+# after letting go of the GIL, so the harness can see from /proc when they are idle for good.
 GIL_PROGRAM = '''
-import os, sys, threading, time
+import os, sys, threading
+r, w = os.pipe()
+spinning = threading.Event()
 def spin():
+    spinning.set()
     x = 0
     while True:
         x += 1
 def idle():
-    time.sleep(600)
+    os.read(r, 1)
 for target in (spin, idle):
     t = threading.Thread(target=target)
     t.daemon = True
     t.start()
-time.sleep(0.3)
+spinning.wait()
 sys.stdout.write("ready\\n")
 sys.stdout.flush()
-time.sleep(600)
+os.read(r, 1)
 '''
+# read(2) by machine, for /proc/PID/task/TID/syscall.
+READ_SYSCALL = {"x86_64": 0, "aarch64": 63}
+
+
+def wait_in_read(pid, count, timeout=60):
+    """Polls until @count threads of @pid block in read(2)."""
+    nr = READ_SYSCALL[os.uname().machine]
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        blocked = 0
+        for tid in task_ids(pid):
+            try:
+                with open("/proc/%d/task/%d/syscall" % (pid, tid)) as f:
+                    words = f.read().split()
+            except OSError:
+                continue
+            blocked += bool(words) and words[0] == str(nr)
+        if blocked == count:
+            return
+        time.sleep(0.01)
+    raise AssertionError("%d threads of %d did not block in read(2) within %ds"
+                         % (count, pid, timeout))
 
 
 def gil_case(py):
@@ -150,19 +177,22 @@ def gil_case(py):
                                 stdin=subprocess.DEVNULL)
         try:
             assert proc.stdout.readline().strip() == b"ready", "the GIL program did not start"
-            spun = 0
-            for _ in range(3):
-                os.kill(proc.pid, signal.SIGSTOP)
-                time.sleep(0.05)
-                doc = walk(proc.pid)
-                os.kill(proc.pid, signal.SIGCONT)
+            wait_in_read(proc.pid, 2)
+            # The spinner may be caught between releasing and taking the GIL (2.7 hands it
+            # over every 100 instructions): look again until it is seen holding it.
+            looks, deadline = 0, time.time() + 60
+            while True:
+                with stopped(proc.pid):
+                    doc = walk(proc.pid)
+                looks += 1
                 holders = [t["frames"][0]["function"] if t["frames"] else None
                            for t in doc["threads"] if t["holds_gil"]]
                 assert all(t["holds_gil"] is not None for t in doc["threads"]), doc["threads"]
                 assert holders in ([], ["spin"]), "GIL holders: %s" % holders
-                spun += holders == ["spin"]
-                time.sleep(0.05)
-            assert spun, "the spinning thread never held the GIL in 3 tries"
+                if holders == ["spin"]:
+                    break
+                assert time.time() < deadline, \
+                    "the spinning thread never held the GIL in %d looks" % looks
         finally:
             proc.kill()
             proc.wait()
@@ -180,6 +210,8 @@ ROUTES = (
 )
 
 
+# The parked thread blocks in a lock's acquire(); the report waits until that thread's frame
+# stands on the acquire line, where it stays.
 ROUTES_PROGRAM = '''
 import json, sys, threading, time
 def report():
@@ -193,18 +225,25 @@ def report():
             f = f.f_back
         out.append(frames)
     return out
-def inner(ev):
-    ev.wait()
-def outer(ev):
-    inner(ev)
-ev = threading.Event()
-t = threading.Thread(target=outer, args=(ev,))
+def inner(lock):
+    lock.acquire()
+def outer(lock):
+    inner(lock)
+lock = threading.Lock()
+lock.acquire()
+t = threading.Thread(target=outer, args=(lock,))
 t.start()
-time.sleep(0.2)
+deadline = time.time() + 60
+while time.time() < deadline:
+    f = sys._current_frames().get(t.ident)
+    if f is not None and f.f_code is inner.__code__ and \\
+            f.f_lineno == inner.__code__.co_firstlineno + 1:
+        break
+    time.sleep(0.01)
 stack = report()
 sys.stdout.write(json.dumps(stack) + "\\n")
 sys.stdout.flush()
-ev.wait()
+lock.acquire()
 '''
 
 
@@ -232,8 +271,8 @@ def routes_case(py):
                                         stdin=subprocess.DEVNULL, env=env)
                 try:
                     want = json.loads(proc.stdout.readline().decode())
-                    os.kill(proc.pid, signal.SIGSTOP)
-                    doc = walk(proc.pid)
+                    with stopped(proc.pid):
+                        doc = walk(proc.pid)
                 finally:
                     proc.kill()
                     proc.wait()
