@@ -13,7 +13,8 @@ from .target import HarnessError
 
 def run_cases(cases, jobs=2, prefix="e2e", argv=None):
     """Runs @cases at most @jobs at a time; returns the exit status (0 when all passed).
-    argv (default sys.argv[1:]) may hold "-j N" and name filters (substring match)."""
+    argv (default sys.argv[1:]) may hold "-j N" and name filters (substring match). No case
+    to run is one failure, never an empty pass."""
     args = list(sys.argv[1:] if argv is None else argv)
     filters = []
     while args:
@@ -24,6 +25,13 @@ def run_cases(cases, jobs=2, prefix="e2e", argv=None):
             filters.append(a)
     if filters:
         cases = [c for c in cases if any(f in c[0] for f in filters)]
+    if not cases:
+        # An empty matrix or a filter that matches nothing proves nothing: a failure.
+        print("FAIL %s: no cases to run (matrix: %s; filters: %s)"
+              % (prefix, os.environ.get("PYUNWIND_PYTHONS") or "all", " ".join(filters) or
+                 "none"))
+        print("%s: 0 passed, 1 failed" % prefix)
+        return 1
     lock = threading.Lock()
     counts = [0, 0]
 
