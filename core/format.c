@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "carets.h"
+#include "cython.h"
 #include "format.h"
 #include "include/pyunwind.h"
 #include "inspect.h"
@@ -370,6 +371,62 @@ static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 	pyu_strbuf_putc(sb, '\n');
 }
 
+// "File "F", line N, in QUALNAME" of a Cython frame ("line ?" and why when there is none); when
+// no file is known, "in QUALNAME (module M)".
+static void text_cython_words(struct pyu_strbuf *sb, const struct pyu_cython_frame *cy)
+{
+	if (cy->file) {
+		pyu_strbuf_puts(sb, "File \"");
+		put_text(sb, cy->file);
+		pyu_strbuf_puts(sb, "\", line ");
+		put_int_or(sb, cy->line, cy->line <= 0, "?");
+		pyu_strbuf_puts(sb, ", in ");
+		put_text(sb, cy->qualname ? cy->qualname : "???");
+	} else {
+		pyu_strbuf_puts(sb, "in ");
+		put_text(sb, cy->qualname ? cy->qualname : "???");
+		if (cy->module) {
+			pyu_strbuf_puts(sb, " (module ");
+			put_text(sb, cy->module);
+			pyu_strbuf_putc(sb, ')');
+		}
+	}
+}
+
+// "cython #K  File "cymod.pyx", line 9, in inner", then its source line; a frame without a line
+// says why, and names its C function and library.
+static void text_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
+			      uint32_t level, uint32_t flags, struct pyu_source_cache *cache)
+{
+	const struct pyu_cython_frame *cy = f->cython;
+	pyu_strbuf_printf(sb, "cython #%u  ", level);
+	text_cython_words(sb, cy);
+	if (cy->line_from == PYU_CYTHON_LINE_NONE) {
+		pyu_strbuf_puts(sb, " [");
+		put_text(sb, f->function ? f->function : "??");
+		if (f->library) {
+			pyu_strbuf_puts(sb, " from ");
+			put_text(sb, f->library);
+		}
+		pyu_strbuf_puts(sb, "; no line: ");
+		put_text(sb, cy->why ? cy->why : "unknown");
+		pyu_strbuf_putc(sb, ']');
+	}
+	pyu_strbuf_putc(sb, '\n');
+	const char *text;
+	size_t len;
+	if ((flags & PYU_FMT_SOURCE) && cy->file && cy->line > 0 &&
+	    pyu_source_line(cache, cy->file, cy->line, &text, &len)) {
+		while (len && (*text == ' ' || *text == '\t')) {
+			text++;
+			len--;
+		}
+		pyu_strbuf_puts(sb, SOURCE_INDENT);
+		pyu_strbuf_text(sb, text, len);
+		pyu_strbuf_putc(sb, '\n');
+	}
+}
+
 // py-bt --native: the merged stack (see native.c), or both sides apart with the reason.
 static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 					    uint32_t thread, uint32_t flags, uint32_t limit,
@@ -391,6 +448,8 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 		const struct pyu_merge_item *it = &m.items[i];
 		if (it->python)
 			text_frame(sb, s, thread, it->index, it->index, flags, cache);
+		else if (it->cython)
+			text_cython_frame(sb, &th->native[it->index], it->index, flags, cache);
 		else
 			text_native_frame(sb, &th->native[it->index], it->index);
 	}
@@ -609,6 +668,45 @@ static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 	pyu_strbuf_printf(sb, ", \"level\": %u}", level);
 }
 
+static const char *const line_from_names[] = {
+	[PYU_CYTHON_LINE_NONE] = NULL,
+	[PYU_CYTHON_LINE_DWARF] = "dwarf",
+	[PYU_CYTHON_LINE_C_FILE] = "c_file",
+};
+
+// A Cython function: its Python-level name, .pyx file and line, where the line came from
+// ("line_from": "dwarf", "c_file" or null with "no_line_reason"), and the C side.
+static void json_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
+			      uint32_t level)
+{
+	const struct pyu_cython_frame *cy = f->cython;
+	pyu_strbuf_puts(sb, "{\"kind\": \"cython\", \"function\": ");
+	pyu_strbuf_json_cstr(sb, cy->function);
+	pyu_strbuf_puts(sb, ", \"qualname\": ");
+	pyu_strbuf_json_cstr(sb, cy->qualname);
+	pyu_strbuf_puts(sb, ", \"module\": ");
+	pyu_strbuf_json_cstr(sb, cy->module);
+	pyu_strbuf_puts(sb, ", \"file\": ");
+	pyu_strbuf_json_cstr(sb, cy->file);
+	pyu_strbuf_puts(sb, ", \"line\": ");
+	json_int_or_null(sb, cy->line, cy->line <= 0);
+	pyu_strbuf_puts(sb, ", \"line_from\": ");
+	pyu_strbuf_json_cstr(sb, line_from_names[cy->line_from]);
+	pyu_strbuf_puts(sb, ", \"no_line_reason\": ");
+	pyu_strbuf_json_cstr(sb, cy->line_from == PYU_CYTHON_LINE_NONE ? cy->why : NULL);
+	pyu_strbuf_puts(sb, ", \"name_from\": ");
+	pyu_strbuf_json_cstr(sb, cy->name_from_source ? "source" : "symbol");
+	pyu_strbuf_puts(sb, ", \"c_function\": ");
+	pyu_strbuf_json_cstr(sb, f->function);
+	pyu_strbuf_puts(sb, ", \"c_file\": ");
+	pyu_strbuf_json_cstr(sb, cy->line_from == PYU_CYTHON_LINE_DWARF ? NULL : f->file);
+	pyu_strbuf_puts(sb, ", \"c_line\": ");
+	json_int_or_null(sb, f->line, f->line <= 0 || cy->line_from == PYU_CYTHON_LINE_DWARF);
+	pyu_strbuf_puts(sb, ", \"library\": ");
+	pyu_strbuf_json_cstr(sb, f->library);
+	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"level\": %u}", f->pc, level);
+}
+
 // --native: "frames" is the merged stack; when the sides do not fit, "frames" keeps the Python
 // frames, "native_frames" the native ones and "merge_error" says why (null when merged).
 static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
@@ -635,6 +733,8 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 		pyu_strbuf_puts(sb, listed++ ? ",\n    " : "\n    ");
 		if (it->python)
 			json_frame(sb, s, &th->frames[it->index], thread, it->index, flags);
+		else if (it->cython)
+			json_cython_frame(sb, &th->native[it->index], it->index);
 		else
 			json_native_frame(sb, &th->native[it->index], it->index);
 	}
@@ -646,7 +746,12 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 			if (m.items[i].python)
 				continue;
 			pyu_strbuf_puts(sb, k++ ? ",\n    " : "\n    ");
-			json_native_frame(sb, &th->native[m.items[i].index], m.items[i].index);
+			if (m.items[i].cython)
+				json_cython_frame(sb, &th->native[m.items[i].index],
+						  m.items[i].index);
+			else
+				json_native_frame(sb, &th->native[m.items[i].index],
+						  m.items[i].index);
 		}
 		pyu_strbuf_puts(sb, "]");
 	}
@@ -1027,7 +1132,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 		return err;
 	const struct pyu_thread_info *th = &s->threads[thread];
 	struct pyu_merge m;
-	err = pyu_merge_thread(s, th, true, &m);
+	err = pyu_merge_thread(s, th, false, &m);
 	if (err)
 		return err;
 	struct pyu_strbuf sb;
@@ -1037,10 +1142,19 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 		const struct pyu_code_info *c = code_of(s, &th->frames[i]);
 		if (m.runner[i] != (int32_t)level || !c)
 			continue;
-		if (!first)
-			pyu_strbuf_putc(&sb, '\n');
+		pyu_strbuf_puts(&sb, first ? "[Python: " : "; ");
 		first = false;
 		text_location_words(&sb, c, &th->frames[i]);
+	}
+	if (!first)
+		pyu_strbuf_putc(&sb, ']');
+	for (uint32_t i = 0; i < m.count; i++) {
+		const struct pyu_merge_item *it = &m.items[i];
+		if (it->cython && it->index == level) {
+			pyu_strbuf_puts(&sb, first ? "[Cython: " : " [Cython: ");
+			text_cython_words(&sb, th->native[level].cython);
+			pyu_strbuf_putc(&sb, ']');
+		}
 	}
 	pyu_merge_release(&m);
 	return pyu_strbuf_finish(&sb, ret);

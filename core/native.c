@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cython.h"
 #include "include/pyunwind.h"
 #include "native.h"
 #include "unwind.h"
@@ -59,13 +60,20 @@ static struct pyu_error *thread_of(struct pyu_stacks *s, uint32_t thread,
 	return NULL;
 }
 
+static void free_native(struct pyu_native_frame *f)
+{
+	free(f->function);
+	free(f->library);
+	free(f->file);
+	if (f->cython)
+		pyu_cython_frame_clear(f->cython);
+	free(f->cython);
+}
+
 static void clear_native(struct pyu_thread_info *th)
 {
-	for (uint32_t k = 0; k < th->native_count; k++) {
-		free(th->native[k].function);
-		free(th->native[k].library);
-		free(th->native[k].file);
-	}
+	for (uint32_t k = 0; k < th->native_count; k++)
+		free_native(&th->native[k]);
 	free(th->native);
 	free(th->native_error);
 	th->native = NULL;
@@ -94,6 +102,17 @@ static char *dup_or_null(const char *text, bool *failed)
 	return copy;
 }
 
+// What native frame @f is to Cython: its Python-level name and .pyx line (cython.c).
+static struct pyu_error *add_cython(struct pyu_stacks *s, struct pyu_native_frame *f)
+{
+	if (!s->cython_files && !(s->cython_files = pyu_cython_files_create(s->target)))
+		return &pyu_error_nomem;
+	f->cython = calloc(1, sizeof(*f->cython));
+	if (!f->cython)
+		return &pyu_error_nomem;
+	return pyu_cython_resolve(s->cython_files, f->function, f->file, f->line, f->cython);
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,
 							 uint64_t pc, uint64_t sp, uint64_t cfa,
 							 const char *function,
@@ -118,12 +137,12 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),
-				     file && *file && line > 0 ? line : -1};
-	if (failed) {
-		free(f.function);
-		free(f.library);
-		free(f.file);
-		return &pyu_error_nomem;
+				     file && *file && line > 0 ? line : -1, NULL};
+	if (!failed && pyu_cython_role(function) != PYU_CYTHON_NONE)
+		err = add_cython(s, &f);
+	if (failed || err) {
+		free_native(&f);
+		return err ? err : &pyu_error_nomem;
 	}
 	th->native[th->native_count++] = f;
 	th->native_known = true;
@@ -268,7 +287,7 @@ static bool place_by_symbol(const struct pyu_stacks *s, const struct pyu_thread_
 }
 
 static struct pyu_error *push_item(struct pyu_merge *m, uint32_t *cap, bool python,
-				   uint32_t index)
+				   bool cython, uint32_t index)
 {
 	if (m->count == *cap) {
 		uint32_t n = *cap ? *cap * 2 : 64;
@@ -278,8 +297,23 @@ static struct pyu_error *push_item(struct pyu_merge *m, uint32_t *cap, bool pyth
 		m->items = grown;
 		*cap = n;
 	}
-	m->items[m->count++] = (struct pyu_merge_item){python, index};
+	m->items[m->count++] = (struct pyu_merge_item){python, cython, index};
 	return NULL;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+// Whether native frame @k is the argument-parsing wrapper of the Cython function just inner to
+// it (the body the wrapper calls, often inlined into it).
+static bool wraps(const struct pyu_thread_info *th, uint32_t k)
+{
+	const struct pyu_cython_frame *w = th->native[k].cython, *body;
+	if (!k || !(body = th->native[k - 1].cython) || body->role != PYU_CYTHON_FUNCTION)
+		return false;
+	return same_text(w->qualname, body->qualname) && same_text(w->module, body->module);
 }
 
 struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_thread_info *th,
@@ -327,21 +361,30 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 	i = 0;
 	if (!m.merged)
 		for (; i < th->frame_count && !err; i++)
-			err = push_item(&m, &cap, true, i);
+			err = push_item(&m, &cap, true, false, i);
 	for (uint32_t k = 0; k < n && !err; k++) {
 		const struct pyu_native_frame *f = &th->native[k];
 		bool eval = is_function(f->function, s->eval_function);
 		if (m.merged) {
 			while (i < th->frame_count && m.runner[i] == (int32_t)k && !err) {
 				eval = true;
-				err = push_item(&m, &cap, true, i++);
+				err = push_item(&m, &cap, true, false, i++);
 			}
 		}
 		bool hidden = eval || pyu_native_is_plumbing(f->function) ||
 			      (!f->function && f->library && interp_image &&
 			       !strcmp(f->library, interp_image));
+		bool cython = false;
+		if (f->cython && f->cython->role == PYU_CYTHON_HELPER) {
+			hidden = true;
+		} else if (f->cython && f->cython->role == PYU_CYTHON_WRAPPER && wraps(th, k)) {
+			hidden = true;
+		} else if (f->cython) {
+			hidden = false;
+			cython = true;
+		}
 		if (!err && (keep_all || !hidden))
-			err = push_item(&m, &cap, false, k);
+			err = push_item(&m, &cap, false, cython, k);
 	}
 	if (err) {
 		pyu_merge_release(&m);

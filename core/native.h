@@ -11,9 +11,12 @@
 #define PYU_MAX_NATIVE_FRAMES 10000 // per thread
 #define PYU_MERGE_REASON 256
 
-// One line of a merged stack: Python frame @index of the thread, or native frame @index.
+// One line of a merged stack: Python frame @index of the thread, or native frame @index -
+// shown as the Cython function it runs when @cython (its native frame's cython member says
+// what it is).
 struct pyu_merge_item {
 	bool python;
+	bool cython;
 	uint32_t index;
 };
 
@@ -28,7 +31,9 @@ struct pyu_merge {
 
 // Places @th's Python frames among its native frames: each one just inner to the native frame
 // of the eval-loop call that runs it (by its C-stack marker on 3.11+, by the eval loop's symbol
-// on older versions). Hides the interpreter's plumbing frames unless @keep_all. When the two
+// on older versions). Hides the interpreter's plumbing frames, Cython's runtime helpers and
+// the argument-parsing wrappers of Cython functions shown unless @keep_all; Cython functions
+// are items of their own kind. When the two
 // sides do not match, ret->merged is false and ret->reason says why; a wrong interleaving is
 // never produced. Fails only for out of memory; on error, *ret is unchanged.
 struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_thread_info *th,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "activity.h"
+#include "cython.h"
 #include "inspect.h"
 #include "nesting.h"
 #include "runtime.h"
@@ -146,6 +147,9 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 			free(th->native[k].function);
 			free(th->native[k].library);
 			free(th->native[k].file);
+			if (th->native[k].cython)
+				pyu_cython_frame_clear(th->native[k].cython);
+			free(th->native[k].cython);
 		}
 		free(th->native);
 		free(th->native_error);
@@ -159,6 +163,7 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	free(s->notes);
 	pyu_inspect_destroy(s->inspect); // before the runtime its value reader points to
 	pyu_code_cache_destroy(s->code_cache);
+	pyu_cython_files_destroy(s->cython_files);
 	free(s->runtime);
 	free(s);
 }

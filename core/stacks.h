@@ -42,6 +42,8 @@ struct pyu_frame_info {
 	uint64_t entry_marker;
 };
 
+struct pyu_cython_frame;
+
 // A native frame of a thread, as the debugger or the CLI's unwinder saw it. Strings are owned;
 // NULL when unknown.
 struct pyu_native_frame {
@@ -52,6 +54,7 @@ struct pyu_native_frame {
 	char *library;
 	char *file;
 	int64_t line;  // -1 when unknown
+	struct pyu_cython_frame *cython; // what it is to Cython (cython.h); NULL when nothing; owned
 };
 
 struct pyu_thread_info {
@@ -104,6 +107,7 @@ struct pyu_stacks {
 	struct pyu_inspect *inspect; // value state made on demand (owned; inspect.h)
 	struct pyu_code_cache *code_cache; // the code objects read (owned), for later walks
 	                            // (asyncio task stacks) that add frames to the snapshot
+	struct pyu_cython_files *cython_files; // files read for Cython frames, made on demand (owned)
 	enum pyu_native_placement placement; // how Python frames are matched to native ones
 	char eval_function[64];     // the eval loop's symbol for this version
 };

@@ -23,6 +23,8 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 
 #else
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
@@ -42,10 +44,20 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 // the cache. Direct-mapped: a collision replaces the older entry.
 #define NAME_CACHE 4096u
 
+#define NAMED_FRAMES 8u   // frames one pc names (inlined calls and the function) kept per entry
+#define MAX_INLINED 64    // inlined calls listed at one pc
+
+struct named_frame {
+	const char *function, *file;
+	int64_t line;
+};
+
+// The frames a pc names, innermost first: the functions inlined there, then the real one.
 struct named_pc {
 	Dwarf_Addr pc; // 0: empty
-	const char *function, *library, *file;
-	int64_t line;
+	const char *library;
+	uint32_t count;
+	struct named_frame frames[NAMED_FRAMES];
 };
 
 struct walk {
@@ -72,6 +84,81 @@ static const Dwfl_Callbacks core_callbacks = {
 	.debuginfo_path = &debuginfo_path,
 };
 
+// The name a DIE gives its function, following DW_AT_abstract_origin (an inlined call's DIE
+// names nothing itself); the linkage name when there is no plain one.
+static const char *die_function(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+}
+
+// Where the inlined call @die sits in its caller: DW_AT_call_file / DW_AT_call_line.
+static void call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file, int64_t *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word index = 0, lineno = 0;
+	Dwarf_Files *files = NULL;
+	size_t count = 0;
+	*file = NULL;
+	*line = -1;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &index) != 0 ||
+	    dwarf_getsrcfiles(cu, &files, &count) != 0 || index >= count)
+		return;
+	*file = dwarf_filesrc(files, index, NULL, NULL);
+	if (*file && dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &lineno) == 0 &&
+	    lineno > 0 && lineno < INT32_MAX)
+		*line = (int64_t)lineno;
+}
+
+// The frames @lookup names in @mod, innermost first, into @out (room for MAX_INLINED + 1):
+// the functions inlined there, as debuggers list them - each at its own line, its caller at
+// the call's line - then the real function (its ELF symbol). Returns how many.
+static uint32_t name_frames(Dwfl_Module *mod, Dwarf_Addr lookup, struct named_frame *out)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	struct named_frame f = {dwfl_module_addrinfo(mod, lookup, &off, &sym, NULL, NULL, NULL),
+				NULL, -1};
+	Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
+	int lineno = 0;
+	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	if (file && lineno > 0) {
+		f.file = file;
+		f.line = lineno;
+	}
+	// dwarf_getscopes follows an inlined function into its abstract definition; the chain of
+	// concrete DIEs around the innermost inlined call is dwarf_getscopes_die's.
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, lookup, &bias);
+	Dwarf_Die *scopes = NULL, *chain = NULL;
+	int n = cu ? dwarf_getscopes(cu, lookup - bias, &scopes) : 0, m = 0;
+	for (int i = 0; i < n && !chain; i++) {
+		if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+			break;
+		if (dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine &&
+		    (m = dwarf_getscopes_die(&scopes[i], &chain)) <= 0)
+			break;
+	}
+	free(scopes);
+	uint32_t count = 0;
+	const char *symbol = f.function;
+	for (int i = 0; i < m && count < MAX_INLINED; i++) {
+		int tag = dwarf_tag(&chain[i]);
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		f.function = die_function(&chain[i]);
+		out[count++] = f;
+		call_site(cu, &chain[i], &f.file, &f.line);
+	}
+	free(chain);
+	f.function = symbol;
+	out[count++] = f;
+	return count;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
@@ -88,34 +175,38 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct pyu_unwound f = {w->tid, pc, sp, NULL, NULL, NULL, -1, NULL};
 	struct named_pc *slot = w->names ? &w->names[(lookup ^ (lookup >> 12)) % NAME_CACHE]
 					 : NULL;
+	struct named_frame found[MAX_INLINED + 1] = {{NULL, NULL, -1}};
+	const struct named_frame *frames = found;
+	uint32_t count = 1;
 	if (slot && slot->pc == lookup) {
-		f.function = slot->function;
 		f.library = slot->library;
-		f.file = slot->file;
-		f.line = slot->line;
-		w->frames++;
-		w->err = w->fn(w->arg, &f);
-		return w->err ? DWARF_CB_ABORT : DWARF_CB_OK;
-	}
-	Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
-	if (mod) {
-		GElf_Off off;
-		GElf_Sym sym;
-		f.function = dwfl_module_addrinfo(mod, lookup, &off, &sym, NULL, NULL, NULL);
-		f.library = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-		Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
-		int lineno = 0;
-		const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
-		if (file && lineno > 0) {
-			f.file = file;
-			f.line = lineno;
+		frames = slot->frames;
+		count = slot->count;
+	} else {
+		Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
+		if (mod) {
+			f.library = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+			count = name_frames(mod, lookup, found);
+		}
+		if (slot && count <= NAMED_FRAMES) {
+			slot->pc = lookup;
+			slot->library = f.library;
+			slot->count = count;
+			memcpy(slot->frames, found, count * sizeof(*found));
 		}
 	}
-	if (slot)
-		*slot = (struct named_pc){lookup, f.function, f.library, f.file, f.line};
-	w->frames++;
-	w->err = w->fn(w->arg, &f);
-	return w->err ? DWARF_CB_ABORT : DWARF_CB_OK;
+	for (uint32_t i = 0; i < count; i++) {
+		if (w->frames >= PYU_UNWIND_MAX_FRAMES)
+			return DWARF_CB_ABORT;
+		f.function = frames[i].function;
+		f.file = frames[i].file;
+		f.line = frames[i].line;
+		w->frames++;
+		w->err = w->fn(w->arg, &f);
+		if (w->err)
+			return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
 }
 
 static int thread_cb(Dwfl_Thread *thread, void *arg)

@@ -207,7 +207,10 @@ def _native_frames(thread, libraries):
                 sp = 0
             name = f.name()
             sal = f.find_sal()
-            path = sal.symtab.filename if sal is not None and sal.symtab is not None else None
+            # The full name (the compilation directory joined), as lldb gives it: a relative
+            # name cannot be opened, and the core reads Cython's generated C files.
+            path = sal.symtab.fullname() if sal is not None and sal.symtab is not None \
+                else None
             frames.append((pc, sp, 0, name if name not in _UNNAMED else None, libraries(pc),
                            path, sal.line if path else 0))
             try:
@@ -268,7 +271,8 @@ except ImportError:  # a gdb without frame filters
 
 if _FrameDecorator is not None:
     class _PythonFrames(_FrameDecorator):
-        """An eval-loop frame with the Python frames it runs after its function name."""
+        """An eval-loop frame with the Python frames it runs after its function name, a Cython
+        function with its .pyx location ("[Python: ...]", "[Cython: ...]", made by the core)."""
 
         def __init__(self, base, text):
             super(_PythonFrames, self).__init__(base)
@@ -280,7 +284,7 @@ if _FrameDecorator is not None:
                 name = self.inferior_frame().name() or "??"  # as gdb prints it without filters
             if not self._text:
                 return name
-            return "%s [Python: %s]" % (name, "; ".join(self._text.splitlines()))
+            return "%s %s" % (name, self._text)
 
 
 class _FrameFilter(object):

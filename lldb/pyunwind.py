@@ -318,8 +318,8 @@ class PyDown(_Command):
 
 def frame_python(frame, internal_dict):
     """lldb's frame-format hook (${script.frame:pyunwind.frame_python}): " [Python: ...]"
-    after an eval-loop frame, naming the Python frames it runs; "" for every other frame.
-    Never raises."""
+    after an eval-loop frame, naming the Python frames it runs, " [Cython: ...]" after a Cython
+    function; "" for every other frame. Never raises."""
     try:
         thread = frame.GetThread()
         process = thread.GetProcess()
@@ -330,7 +330,7 @@ def frame_python(frame, internal_dict):
         return ""
     if not text:
         return ""
-    return " [Python: %s]" % "; ".join(text.splitlines())
+    return " " + text
 
 
 _HOOK = "${script.frame:%s.frame_python}" % __name__

@@ -177,9 +177,10 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_clear_native(struct pyu_stacks *s, uint3
 // caller. Threads that cannot be unwound get a native error; fails only for a target that is
 // neither a process nor a core (PYU_ERR_ARGUMENT) or out of memory.
 PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s);
-// The Python frames native frame @level of @thread runs, one "File ..., line N, in NAME" line
-// each, innermost first; "" when it runs none or the stacks cannot be merged. For decorating a
-// debugger's own backtrace. *ret is for pyu_free().
+// What native frame @level of @thread is at the Python level, for decorating a debugger's own
+// backtrace: "[Python: File ..., line N, in NAME; File ...]" naming the Python frames it runs,
+// innermost first, and/or "[Cython: File "x.pyx", line N, in NAME]" when it is a Cython
+// function; "" when neither (or the stacks cannot be merged). *ret is for pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s, uint32_t thread,
 						     uint32_t level, char **ret);
 

@@ -235,16 +235,17 @@ def crash_point(outdir, reporter):
         ctypes.memset(0, 0, 1)
 
 
-def _run_crash(outdir, reporter_box):
+def _run_crash(outdir, reporter_box, crash):
     while not reporter_box:
         time.sleep(0.01)
-    crash_point(outdir, reporter_box[0])
+    crash(outdir, reporter_box[0])
 
 
-def start(outdir, mode, scenarios):
+def start(outdir, mode, scenarios, crash=crash_point):
     """Starts a thread "scenario-NAME" per (NAME, function, args) of @scenarios, in crash mode
     the thread "scenario-crash", and the reporter. The caller's thread must then block for good
-    with arrive(); HOLD.acquire(). Returns the scenario threads."""
+    with arrive(); HOLD.acquire(). Returns the scenario threads. The crash thread runs
+    @crash(outdir, reporter), which calls crash_report() right before it crashes."""
     threads = []
     for name, fn, args in scenarios:
         t = threading.Thread(target=fn, args=args, name="scenario-" + name)
@@ -253,7 +254,7 @@ def start(outdir, mode, scenarios):
     exclude = []
     reporter_box = []
     if mode == "crash":
-        crasher = threading.Thread(target=_run_crash, args=(outdir, reporter_box),
+        crasher = threading.Thread(target=_run_crash, args=(outdir, reporter_box, crash),
                                    name="scenario-crash")
         crasher.daemon = True
         threads.append(crasher)

@@ -1,0 +1,34 @@
+# cython: language_level=3
+# cymod - the Cython module of the Cython tests (tests/e2e/test_cython.py), compiled by the test
+# for each interpreter, with and without --line-directives. Lines marked "@name" are the truth:
+# the .pyx line each Cython frame is executing while the target's threads block.
+from libc.string cimport memset
+
+
+cdef inline int inner(object callback, int n) except -1:
+    callback(n)  # @inner
+    return n
+
+
+def outer(callback, int n):
+    inner(callback, n + 1)  # @outer
+    return n
+
+
+cdef class Klass:
+    cdef int count
+
+    def method(self, callback):
+        self.count += 1
+        callback(self.count)  # @method
+        return self.count
+
+
+def generate(callback):
+    yield 1
+    callback(2)  # @generate
+    yield 2
+
+
+def crash(size_t address):
+    memset(<void *>address, 0, 1)  # @crash
