@@ -100,7 +100,8 @@ static size_t segment_at(const char *p, size_t *name_len, size_t *digits)
 	return d + n + 1;
 }
 
-bool pyu_cython_decode(const char *symbol, char *module, char *qualname, char *name)
+bool pyu_cython_decode(const char *symbol, const char *module_hint, char *module, char *qualname,
+		       char *name)
 {
 	module[0] = qualname[0] = name[0] = '\0';
 	if (!symbol)
@@ -115,20 +116,30 @@ bool pyu_cython_decode(const char *symbol, char *module, char *qualname, char *n
 		       append(qualname, NULL, "<module>", 8) && append(name, NULL, "<module>", 8);
 	}
 	// Scope segments: the module's path parts, then classes and enclosing functions. Which of
-	// them are the module is not in the name; the first is taken as the module.
+	// them are the module is not in the name: up to the one that equals @module_hint (the
+	// extension's file name), else the first.
+	enum { MAX_SEGMENTS = 32 };
+	const char *seg[MAX_SEGMENTS];
+	size_t seg_len[MAX_SEGMENTS], count = 0;
 	const char *stop = p + end;
-	bool first = true;
-	while (p < stop) {
+	while (p < stop && count < MAX_SEGMENTS) {
 		size_t n = 0, d = 0, len = segment_at(p, &n, &d);
 		if (!len || p + len >= stop)
 			break;
-		if (!(first ? append(module, NULL, p + d, n) : append(qualname, ".", p + d, n)))
-			return false;
-		first = false;
+		seg[count] = p + d;
+		seg_len[count++] = n;
 		p += len;
 	}
-	if (first)
+	if (!count)
 		return false;
+	size_t module_parts = 1;
+	for (size_t i = 0; module_hint && i < count; i++)
+		if (strlen(module_hint) == seg_len[i] && !memcmp(module_hint, seg[i], seg_len[i]))
+			module_parts = i + 1;
+	for (size_t i = 0; i < count; i++)
+		if (!(i < module_parts ? append(module, ".", seg[i], seg_len[i])
+				       : append(qualname, ".", seg[i], seg_len[i])))
+			return false;
 	while (p < stop && isdigit((unsigned char)*p)) // the counter
 		p++;
 	if (p == stop)
@@ -478,16 +489,33 @@ static char *dup_text(const char *text, bool *failed)
 	return copy;
 }
 
+// The module name an extension's file gives: "mod" of ".../mod.cpython-312-x86_64-linux-gnu.so".
+static void module_of_library(const char *library, char *out)
+{
+	out[0] = '\0';
+	if (!library)
+		return;
+	const char *base = strrchr(library, '/');
+	base = base ? base + 1 : library;
+	size_t n = strcspn(base, ".");
+	if (n && n < PYU_CYTHON_NAME_MAX) {
+		memcpy(out, base, n);
+		out[n] = '\0';
+	}
+}
+
 struct pyu_error *pyu_cython_resolve(struct pyu_cython_files *files, const char *symbol,
-				     const char *file, int64_t line,
+				     const char *library, const char *file, int64_t line,
 				     struct pyu_cython_frame *ret)
 {
 	struct pyu_cython_frame f = {0};
 	f.line = -1;
 	f.role = pyu_cython_role(symbol);
 	char module[PYU_CYTHON_NAME_MAX], qualname[PYU_CYTHON_NAME_MAX], name[PYU_CYTHON_NAME_MAX];
+	char hint[PYU_CYTHON_NAME_MAX];
+	module_of_library(library, hint);
 	if (f.role == PYU_CYTHON_NONE || f.role == PYU_CYTHON_HELPER ||
-	    !pyu_cython_decode(symbol, module, qualname, name)) {
+	    !pyu_cython_decode(symbol, hint, module, qualname, name)) {
 		memset(ret, 0, sizeof(*ret));
 		ret->line = -1;
 		ret->role = f.role == PYU_CYTHON_FUNCTION || f.role == PYU_CYTHON_WRAPPER

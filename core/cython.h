@@ -52,9 +52,11 @@ enum pyu_cython_role pyu_cython_role(const char *symbol);
 // Decodes a Cython C symbol: *module ("cymod", "pkg.mod"), *qualname ("Klass.method") and
 // *name ("method"), each into a buffer of PYU_CYTHON_NAME_MAX bytes. A scope segment
 // ("5Klass_") is told from a counter ("5crash") by its length and the '_' after it; a def whose
-// name has '_' exactly where such a length ends reads as a scope. Returns false when @symbol is
-// not a decodable Cython function name. Pure.
-bool pyu_cython_decode(const char *symbol, char *module, char *qualname, char *name);
+// name has '_' exactly where such a length ends reads as a scope. The module is the segments up
+// to the one equal to @module_hint (the extension's own name; may be NULL), else the first.
+// Returns false when @symbol is not a decodable Cython function name. Pure.
+bool pyu_cython_decode(const char *symbol, const char *module_hint, char *module, char *qualname,
+		       char *name);
 
 // Line @line's text in @text[0..len) when it is a Cython marker `/* "FILE":N` (leading blanks
 // allowed): copies FILE (at most PYU_CYTHON_NAME_MAX - 1 bytes) into @file and sets *ret_line.
@@ -73,11 +75,11 @@ struct pyu_cython_files;
 struct pyu_cython_files *pyu_cython_files_create(struct pyu_target *t);
 void pyu_cython_files_destroy(struct pyu_cython_files *c);
 
-// Resolves a native frame (its C symbol, the file and line its debug information gives) as a
-// Cython frame into *ret (release with pyu_cython_frame_clear). ret->role is PYU_CYTHON_NONE
-// for a frame that is not Cython's. Fails only for out of memory; on error, *ret is zeroed.
+// Resolves a native frame (its C symbol, its library, the file and line its debug information
+// gives) as a Cython frame into *ret (release with pyu_cython_frame_clear). ret->role is
+// PYU_CYTHON_NONE for a frame that is not Cython's. Fails only for out of memory; on error, *ret is zeroed.
 struct pyu_error *pyu_cython_resolve(struct pyu_cython_files *files, const char *symbol,
-				     const char *file, int64_t line,
+				     const char *library, const char *file, int64_t line,
 				     struct pyu_cython_frame *ret);
 void pyu_cython_frame_clear(struct pyu_cython_frame *f);
 

@@ -110,7 +110,8 @@ static struct pyu_error *add_cython(struct pyu_stacks *s, struct pyu_native_fram
 	f->cython = calloc(1, sizeof(*f->cython));
 	if (!f->cython)
 		return &pyu_error_nomem;
-	return pyu_cython_resolve(s->cython_files, f->function, f->file, f->line, f->cython);
+	return pyu_cython_resolve(s->cython_files, f->function, f->library, f->file, f->line,
+				  f->cython);
 }
 
 PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,

@@ -10,11 +10,12 @@
 #   cygone  plain, the .c deleted after the build: names from the symbols, no line, said so
 #   cystrip plain, stripped of DWARF (strip --strip-debug): names from the symbols, no line
 # The target blocks threads in Python -> def -> cdef (inlined) -> Python callback, in a method
-# of a cdef class and in a generator body; crash mode adds a Cython function that crashes in
-# C. Truth: the Python frames as the target reports them, the Cython frames' .pyx lines from the
-# "@name" marks in the .pyx, whether the cdef function survived inlining from the module's own
-# symbol table. Checked: the CLI, gdb and lldb on the live process, the CLI and gdb on a gdb
-# core, all three on the kernel core of the crash; gdb's and lldb's own bt decorated.
+# of a cdef class, in a generator body and in a coroutine body; crash mode adds a Cython
+# function that crashes in C. Truth: the Python frames as the target reports them, the Cython
+# frames' .pyx lines from the "@name" marks in the .pyx, whether the cdef function survived
+# inlining from the module's own symbol table. Checked: the CLI, gdb and lldb on the live
+# process, the CLI and gdb on a gdb core, all three on the kernel core of the crash; gdb's and
+# lldb's own bt decorated.
 # Builds are cached under the project cache ($PYUNWIND_CACHE or .cache/cython/builds).
 #
 #   tests/e2e/test_cython.py [-j N] [FILTER...]     (make test-cython)
@@ -188,8 +189,8 @@ def expected_cython(moddir, module, kind):
         return ([("inner",) + loc("inner")] if inner else []) + [("outer",) + loc("outer")]
     if kind == "method":
         return [("Klass.method",) + loc("method")]
-    if kind == "generate":
-        return [(("generate" if lines else "<generator>"),) + loc("generate")]
+    if kind in ("generate", "coroutine"):
+        return [((kind if lines else "<generator>"),) + loc(kind)]
     if kind == "crash":
         return [("crash",) + loc("crash")]
     raise KeyError(kind)

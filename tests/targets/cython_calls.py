@@ -4,9 +4,10 @@
 #
 # Imports the Cython modules named (each a build of tests/targets/cython/cymod.pyx under its
 # own name, made by the test into DIR) and blocks threads inside each: Python -> def -> cdef
-# (inlined) -> a Python callback, a method of a cdef class, a generator body. The threads are
-# named "scenario-KIND.MODULE" (KIND: outer, method, generate). Crash mode adds a thread whose
-# Cython function (of the first module) crashes in C: memset on address 0. Runs on 2.7 and 3.6+.
+# (inlined) -> a Python callback, a method of a cdef class, a generator body, a coroutine body.
+# The threads are named "scenario-KIND.MODULE" (KIND: outer, method, generate, coroutine).
+# Crash mode adds a thread whose Cython function (of the first module) crashes in C: memset on
+# address 0. Runs on 2.7 and 3.6+.
 import importlib
 import os
 import sys
@@ -38,6 +39,13 @@ def run_generate(mod):
         pass
 
 
+def run_coroutine(mod):
+    try:
+        mod.coroutine(blocks).send(None)
+    except StopIteration:
+        pass
+
+
 def crash_in_c(outdir, reporter):
     if pyu_truth.crash_report(outdir, reporter, sys._getframe()):
         MODULES[0].crash(0)
@@ -50,7 +58,8 @@ def main(argv):
     for mod in MODULES:
         scenarios += [("outer." + mod.__name__, run_outer, (mod,)),
                       ("method." + mod.__name__, run_method, (mod,)),
-                      ("generate." + mod.__name__, run_generate, (mod,))]
+                      ("generate." + mod.__name__, run_generate, (mod,)),
+                      ("coroutine." + mod.__name__, run_coroutine, (mod,))]
     pyu_truth.start(outdir, mode, scenarios, crash=crash_in_c)
     arrive()
     HOLD.acquire()

@@ -28,14 +28,21 @@ START_TEST(test_roles)
 }
 END_TEST
 
-static void decoded(const char *symbol, const char *module, const char *qualname,
-		    const char *name)
+static void decoded_as(const char *symbol, const char *hint, const char *module,
+		       const char *qualname, const char *name)
 {
 	char m[PYU_CYTHON_NAME_MAX], q[PYU_CYTHON_NAME_MAX], n[PYU_CYTHON_NAME_MAX];
-	ck_assert_msg(pyu_cython_decode(symbol, m, q, n), "%s not decoded", symbol);
+	ck_assert_msg(pyu_cython_decode(symbol, hint, m, q, n), "%s not decoded", symbol);
 	ck_assert_str_eq(m, module);
 	ck_assert_str_eq(q, qualname);
 	ck_assert_str_eq(n, name);
+}
+
+static void decoded(const char *symbol, const char *module, const char *qualname,
+		    const char *name)
+{
+	decoded_as(symbol, NULL, module, qualname, name);
+	decoded_as(symbol, "cymod", module, qualname, name);
 }
 
 START_TEST(test_decode)
@@ -54,16 +61,19 @@ START_TEST(test_decode)
 	decoded("__pyx_pymod_exec_cymod", "cymod", "<module>", "<module>");
 	decoded("__pyx_pf_5cymod_7__pyx_unpickle_Klass", "cymod", "__pyx_unpickle_Klass",
 		"__pyx_unpickle_Klass");
+	// a package: the module's parts run up to the extension's own name
+	decoded_as("__pyx_pf_3pkg_3mod_5Klass_2meth", "mod", "pkg.mod", "Klass.meth", "meth");
+	decoded_as("__pyx_pf_3pkg_3mod_5Klass_2meth", NULL, "pkg", "mod.Klass.meth", "meth");
 	char m[PYU_CYTHON_NAME_MAX], q[PYU_CYTHON_NAME_MAX], n[PYU_CYTHON_NAME_MAX];
-	ck_assert(!pyu_cython_decode("__pyx_pf_", m, q, n));
-	ck_assert(!pyu_cython_decode("__pyx_pf_5cymod_", m, q, n));
-	ck_assert(!pyu_cython_decode("__pyx_pf_99999cymod_x", m, q, n));
-	ck_assert(!pyu_cython_decode("__Pyx_Generator_Next", m, q, n));
-	ck_assert(!pyu_cython_decode(NULL, m, q, n));
+	ck_assert(!pyu_cython_decode("__pyx_pf_", NULL, m, q, n));
+	ck_assert(!pyu_cython_decode("__pyx_pf_5cymod_", NULL, m, q, n));
+	ck_assert(!pyu_cython_decode("__pyx_pf_99999cymod_x", NULL, m, q, n));
+	ck_assert(!pyu_cython_decode("__Pyx_Generator_Next", NULL, m, q, n));
+	ck_assert(!pyu_cython_decode(NULL, NULL, m, q, n));
 	char longname[PYU_CYTHON_NAME_MAX * 2];
 	snprintf(longname, sizeof(longname), "__pyx_pf_5cymod_%0*d", PYU_CYTHON_NAME_MAX + 10, 0);
 	memset(longname + strlen("__pyx_pf_5cymod_"), 'x', PYU_CYTHON_NAME_MAX + 10);
-	ck_assert(!pyu_cython_decode(longname, m, q, n));
+	ck_assert(!pyu_cython_decode(longname, NULL, m, q, n));
 }
 END_TEST
 
@@ -191,7 +201,8 @@ START_TEST(test_resolve)
 	struct pyu_cython_frame f;
 
 	// the C file's marker above line 9, the .pyx next to it, the name from its def
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_2outer", c, 9, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_2outer", "/x/cymod.so",
+					      c, 9, &f));
 	ck_assert_int_eq(f.role, PYU_CYTHON_FUNCTION);
 	ck_assert_int_eq(f.line_from, PYU_CYTHON_LINE_C_FILE);
 	ck_assert_str_eq(f.file, pyxpath);
@@ -202,34 +213,38 @@ START_TEST(test_resolve)
 	pyu_cython_frame_clear(&f);
 
 	// DWARF naming the .pyx (--line-directives)
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_f_5cymod_x", pyxpath, 2, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_f_5cymod_x", "/x/cymod.so",
+					      pyxpath, 2, &f));
 	ck_assert_int_eq(f.line_from, PYU_CYTHON_LINE_DWARF);
 	ck_assert_int_eq(f.line, 2);
 	ck_assert_str_eq(f.qualname, "outer");
 	pyu_cython_frame_clear(&f);
 
 	// a C line above every marker; a C file that is gone; no line at all
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_outer", c, 1, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_outer", "/x/cymod.so",
+					      c, 1, &f));
 	ck_assert_int_eq(f.line_from, PYU_CYTHON_LINE_NONE);
 	ck_assert_ptr_nonnull(strstr(f.why, "no Cython marker"));
 	pyu_cython_frame_clear(&f);
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_outer", "/nonexistent/cymod.c",
-					      9, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_outer", "/x/cymod.so",
+					      "/nonexistent/cymod.c", 9, &f));
 	ck_assert_int_eq(f.line_from, PYU_CYTHON_LINE_NONE);
 	ck_assert_ptr_nonnull(strstr(f.why, "not readable here"));
 	ck_assert_str_eq(f.qualname, "outer");
 	ck_assert(!f.name_from_source);
 	pyu_cython_frame_clear(&f);
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_5Klass_meth", NULL, -1, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__pyx_pf_5cymod_5Klass_meth", "/x/cymod.so",
+					      NULL, -1, &f));
 	ck_assert_int_eq(f.line_from, PYU_CYTHON_LINE_NONE);
 	ck_assert_ptr_null(f.file);
 	ck_assert_str_eq(f.qualname, "Klass.meth");
 	pyu_cython_frame_clear(&f);
 
 	// not Cython's, and a helper
-	ck_assert_ptr_null(pyu_cython_resolve(files, "qsort", NULL, -1, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "qsort", "/x/cymod.so", NULL, -1, &f));
 	ck_assert_int_eq(f.role, PYU_CYTHON_NONE);
-	ck_assert_ptr_null(pyu_cython_resolve(files, "__Pyx_Generator_Next", NULL, -1, &f));
+	ck_assert_ptr_null(pyu_cython_resolve(files, "__Pyx_Generator_Next", "/x/cymod.so",
+					      NULL, -1, &f));
 	ck_assert_int_eq(f.role, PYU_CYTHON_HELPER);
 	ck_assert_ptr_null(f.qualname);
 	pyu_cython_files_destroy(files);

@@ -30,5 +30,9 @@ def generate(callback):
     yield 2
 
 
+async def coroutine(callback):
+    callback(4)  # @coroutine
+
+
 def crash(size_t address):
     memset(<void *>address, 0, 1)  # @crash
