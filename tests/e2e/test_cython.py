@@ -105,15 +105,17 @@ def locked_build(key, build):
 
 
 def generated_c(py, module, line_directives):
-    """The C file Cython makes of cymod.pyx as @module: the same for every interpreter a
-    Cython version serves, so made once per Cython."""
+    """The C file Cython makes of cymod.pyx as @module, with that .pyx beside it: the same for
+    every interpreter a Cython version serves, so made once per Cython."""
     cmd, env, version = cython_command(py)
     with open(PYX, "rb") as f:
-        digest = hashlib.sha256(f.read() + version.encode()).hexdigest()[:16]
+        text = f.read()
+    digest = hashlib.sha256(text + version.encode()).hexdigest()[:16]
     key = "gen-%s-%s-%s" % (module, "ld" if line_directives else "plain", digest)
 
     def build(tmp):
-        shutil.copy(PYX, os.path.join(tmp, module + ".pyx"))
+        with open(os.path.join(tmp, module + ".pyx"), "wb") as f:
+            f.write(text)
         run(cmd + (["--line-directives"] if line_directives else []) +
             ["-o", module + ".c", module + ".pyx"], cwd=tmp, env=env)
 
@@ -140,15 +142,16 @@ def modules_for(py):
     incs = include_dirs(py)
     h = hashlib.sha256()
     for m in MODULES:
-        with open(sources[m], "rb") as f:
-            h.update(f.read())
+        for path in (sources[m], sources[m][:-2] + ".pyx"):
+            with open(path, "rb") as f:
+                h.update(f.read())
     h.update(("%s %s %s %s" % (os.path.realpath(py.path), py.version, CFLAGS, incs)).encode())
     key = "%s-%s" % (py.label, h.hexdigest()[:16])
 
     def build(tmp):
         for m in MODULES:
             shutil.copy(sources[m], os.path.join(tmp, m + ".c"))
-            shutil.copy(PYX, os.path.join(tmp, m + ".pyx"))
+            shutil.copy(sources[m][:-2] + ".pyx", os.path.join(tmp, m + ".pyx"))
             # relative names, as setuptools compiles: DWARF joins them to the build directory
             run(["gcc"] + CFLAGS + ["-I" + d for d in incs] + [m + ".c", "-o", m + ".so"],
                 cwd=tmp)
