@@ -163,6 +163,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 
 #define MAX_CHUNKS 64
 #define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
+#define MIN_CHUNK (16u << 10) // _PY_DATA_STACK_CHUNK_SIZE: no chunk is smaller
 
 struct stack_frames {
 	bool loaded;
@@ -267,6 +268,35 @@ static uint64_t frame_below(const struct stack_frames *sf, const struct pyu_thre
 	return lowest > 0 ? sf->addrs[lowest - 1] : 0;
 }
 
+// A thread's frames sit in its data-stack chunks, newest first, each walked top down: reading
+// the used part of each chunk at once (a few backend reads instead of one per page) is what
+// makes a deep stack cheap, as it is for CPython's own unwinder. A hint only: what cannot be
+// read here is left to the walk, which reports it.
+static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start *st)
+{
+	uint64_t c = st->chunk, end = st->top, budget = PYU_PREFETCH_MAX;
+	for (unsigned n = 0; c && n < MAX_CHUNKS && budget > 0; n++) {
+		uint64_t hdr[3];
+		// An older chunk's extent is in its header: read the smallest chunk CPython makes
+		// with it, and the rest (if any) once the header says how much is used.
+		if (n > 0)
+			pyu_target_prefetch(w->t, c, MIN_CHUNK);
+		struct pyu_error *err = pyu_target_read(w->t, c, hdr, sizeof(hdr));
+		if (err) {
+			pyu_error_destroy(err);
+			return;
+		}
+		if (n > 0) // an older chunk: its own top field says how much of it is used
+			end = hdr[2] < (64u << 20) / 8 ? c + CHUNK_DATA + 8 * hdr[2] : 0;
+		if (end <= c)
+			return;
+		uint64_t from = end - c > budget ? end - budget : c;
+		pyu_target_prefetch(w->t, from, end - from);
+		budget -= end - from;
+		c = hdr[0];
+	}
+}
+
 // Free-threaded 3.14+: a frame may run a thread's own copy of the bytecode, entry @index of
 // code->co_tlbc ({Py_ssize_t size; char *entries[size]}); entry 0 is co_code_adaptive.
 // On error, *start is unchanged.
@@ -339,6 +369,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	uint32_t run_start = th->frame_count, cframe_steps = 0;
 	uint64_t cframe = by_cframe && !st->first_unknown ? st->cframe : 0;
 	bool cframe_ends = false;
+	if (st->chunk && st->top)
+		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
 		addr = sf->n ? sf->addrs[sf->n - 1] : 0;

@@ -80,7 +80,9 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->search_dirs);
 	free(t->exe_target_path);
 	free(t->exe_local_path);
-	free(t->cache);
+	free(t->cache_addr);
+	free(t->cache_data);
+	free(t->readahead);
 	free(t->notice);
 	close_files(t);
 	for (size_t i = 0; i < t->file_check_count; i++) {
@@ -101,11 +103,134 @@ static uint64_t backend_read(struct pyu_target *t, uint64_t addr, void *buf, uin
 	return n > len ? len : n; // a backend claiming more than asked is not trusted
 }
 
+#define PYU_NO_PAGE 1 // never a page address (those are page-aligned)
+
 void pyu_target_flush_cache(struct pyu_target *t)
 {
-	if (t->cache) {
+	if (t->cache_addr) {
 		for (unsigned i = 0; i < PYU_CACHE_PAGES; i++)
-			t->cache[i].valid = false;
+			t->cache_addr[i] = PYU_NO_PAGE;
+	}
+	memset(t->streams, 0, sizeof(t->streams));
+}
+
+static bool cache_alloc(struct pyu_target *t)
+{
+	if (t->cache_addr)
+		return true;
+	t->cache_addr = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_addr));
+	t->cache_data = malloc((size_t)PYU_CACHE_PAGES * PYU_PAGE_SIZE);
+	if (!t->cache_addr || !t->cache_data) {
+		free(t->cache_addr);
+		free(t->cache_data);
+		t->cache_addr = NULL;
+		t->cache_data = NULL;
+		return false;
+	}
+	for (unsigned i = 0; i < PYU_CACHE_PAGES; i++)
+		t->cache_addr[i] = PYU_NO_PAGE;
+	return true;
+}
+
+static unsigned slot_of(uint64_t page)
+{
+	return (unsigned)((page / PYU_PAGE_SIZE) % PYU_CACHE_PAGES);
+}
+
+static bool cached(const struct pyu_target *t, uint64_t page)
+{
+	return t->cache_addr[slot_of(page)] == page;
+}
+
+// After a miss on @page, how many pages to read and from where: consecutive misses (a walk
+// through contiguous memory, either way) double the window, kept inside @page's mapping when
+// the target declares mappings, since a read starting on an unmapped page fails whole.
+static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *pages)
+{
+	struct pyu_miss_stream *st = NULL;
+	int run = 0;
+	for (unsigned i = 0; i < PYU_READAHEAD_STREAMS && !st; i++) {
+		struct pyu_miss_stream *c = &t->streams[i];
+		if (c->run >= 0 && page == c->last + PYU_PAGE_SIZE)
+			st = c, run = c->run + 1;
+		else if (c->run <= 0 && page + PYU_PAGE_SIZE == c->last)
+			st = c, run = c->run - 1;
+	}
+	if (!st) {
+		st = &t->streams[t->next_stream];
+		t->next_stream = (t->next_stream + 1) % PYU_READAHEAD_STREAMS;
+	}
+	st->run = run;
+	st->last = page;
+	unsigned n = 1;
+	for (int k = run < 0 ? -run : run; k > 0 && n < PYU_READAHEAD_MAX; k--)
+		n *= 2;
+	if (n == 1)
+		return page;
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, page);
+	uint64_t lo = m ? m->start & ~(uint64_t)(PYU_PAGE_SIZE - 1) : page;
+	uint64_t hi = m ? m->end : page + (uint64_t)n * PYU_PAGE_SIZE;
+	if (hi < page + PYU_PAGE_SIZE)
+		hi = page + PYU_PAGE_SIZE;
+	uint64_t start = page;
+	if (run < 0) {
+		// Down: the pages below come next (only with a known mapping to stay inside).
+		uint64_t room = (page - lo) / PYU_PAGE_SIZE;
+		start = page - (uint64_t)(n - 1 < room ? n - 1 : room) * PYU_PAGE_SIZE;
+		st->last = start; // the next miss of this stream is the page below the window
+	}
+	uint64_t room_up = (hi - start) / PYU_PAGE_SIZE;
+	if (room_up < n)
+		n = (unsigned)room_up;
+	// Pages already in the cache at either end are not read again.
+	while (n > 1 && start != page && cached(t, start))
+		start += PYU_PAGE_SIZE, n--;
+	while (n > 1 && start + (uint64_t)(n - 1) * PYU_PAGE_SIZE != page &&
+	       cached(t, start + (uint64_t)(n - 1) * PYU_PAGE_SIZE))
+		n--;
+	if (run > 0)
+		st->last = start + (uint64_t)(n - 1) * PYU_PAGE_SIZE;
+	*pages = n;
+	return start;
+}
+
+// Reads the @n pages from @start in one backend read and puts every whole page read into the
+// cache. Returns the number of pages read.
+static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n)
+{
+	if (!t->readahead)
+		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
+	if (!t->readahead || n == 0 || n > PYU_READAHEAD_MAX)
+		return 0;
+	uint64_t got = backend_read(t, start, t->readahead, (uint64_t)n * PYU_PAGE_SIZE);
+	for (uint64_t k = 0; k < got / PYU_PAGE_SIZE; k++) {
+		uint64_t p = start + k * PYU_PAGE_SIZE;
+		unsigned sl = slot_of(p);
+		memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, t->readahead + k * PYU_PAGE_SIZE,
+		       PYU_PAGE_SIZE);
+		t->cache_addr[sl] = p;
+	}
+	return got / PYU_PAGE_SIZE;
+}
+
+void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len)
+{
+	if (len == 0 || len > PYU_PREFETCH_MAX || addr + len < addr || !cache_alloc(t))
+		return;
+	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+	uint64_t end = addr + len;
+	while (page < end) {
+		if (cached(t, page)) {
+			page += PYU_PAGE_SIZE;
+			continue;
+		}
+		unsigned n = 1; // a run of pages not in the cache, read at once
+		while (n < PYU_READAHEAD_MAX && page + (uint64_t)n * PYU_PAGE_SIZE < end &&
+		       !cached(t, page + (uint64_t)n * PYU_PAGE_SIZE))
+			n++;
+		if (fill_pages(t, page, n) < n)
+			return; // unreadable from there: the reads themselves will say so
+		page += (uint64_t)n * PYU_PAGE_SIZE;
 	}
 }
 
@@ -115,22 +240,26 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 {
 	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
 	size_t off = (size_t)(addr - page);
-	if (!t->cache) {
-		t->cache = calloc(PYU_CACHE_PAGES, sizeof(*t->cache));
-		if (!t->cache) // no cache: still read, just uncached
-			return (size_t)backend_read(t, addr, buf, len);
-	}
-	struct pyu_cache_page *slot = &t->cache[(page / PYU_PAGE_SIZE) % PYU_CACHE_PAGES];
-	if (slot->valid && slot->addr == page) {
+	if (!cache_alloc(t)) // no cache: still read, just uncached
+		return (size_t)backend_read(t, addr, buf, len);
+	unsigned slot = slot_of(page);
+	unsigned char *data = t->cache_data + (size_t)slot * PYU_PAGE_SIZE;
+	if (t->cache_addr[slot] == page) {
 		t->cached_reads++;
-		memcpy(buf, slot->data + off, len);
+		memcpy(buf, data + off, len);
 		return len;
 	}
-	slot->valid = false;
-	if (backend_read(t, page, slot->data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
-		slot->addr = page;
-		slot->valid = true;
-		memcpy(buf, slot->data + off, len);
+	unsigned n = 1;
+	uint64_t start = readahead_window(t, page, &n);
+	// The wanted page is among those read unless the read stopped short of it.
+	if (n > 1 && fill_pages(t, start, n) > 0 && t->cache_addr[slot] == page) {
+		memcpy(buf, data + off, len);
+		return len;
+	}
+	t->cache_addr[slot] = PYU_NO_PAGE;
+	if (backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
+		t->cache_addr[slot] = page;
+		memcpy(buf, data + off, len);
 		return len;
 	}
 	// Part of the page is unreadable (end of a segment, a debugger that reads less): the

@@ -123,6 +123,12 @@ bool pyu_parse_size(const char *text, uint64_t *ret);
 // Cannot fail.
 const char *pyu_target_source(const struct pyu_target *t);
 
+// A hint: [@addr, @addr+@len) will be read soon. Reads the pages of it not in the cache in as
+// few backend reads as possible (whole pages; nothing beyond PYU_PREFETCH_MAX bytes). Cannot
+// fail: what cannot be read is left to the reads themselves.
+#define PYU_PREFETCH_MAX (512u << 10)
+void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

@@ -14,16 +14,12 @@
 #define PYU_PAGE_SIZE 4096u
 #define PYU_CACHE_PAGES 256u        // 1 MiB per target, allocated on first read
 #define PYU_DIRECT_READ_MIN 65536u  // reads this long bypass the cache
+#define PYU_READAHEAD_MAX 32u       // pages read at once when misses run in sequence
+#define PYU_READAHEAD_STREAMS 4u    // sequences of misses followed at once
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
 #define PYU_MAX_SEARCH_DIRS 64u
-
-struct pyu_cache_page {
-	uint64_t addr; // page address; meaningful only when valid
-	bool valid;
-	unsigned char data[PYU_PAGE_SIZE];
-};
 
 struct pyu_path_map {
 	char *from, *to;
@@ -90,7 +86,20 @@ struct pyu_target {
 	size_t status_count, status_cap;
 	void (*read_status)(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
 
-	struct pyu_cache_page *cache; // PYU_CACHE_PAGES entries, NULL until first read
+	// The page cache: PYU_CACHE_PAGES slots, direct-mapped by page number. cache_addr[i] is
+	// the page slot i holds, or PYU_NO_PAGE; cache_data is not initialised (only the small
+	// address array is zeroed, so a short-lived target does not pay for clearing 1 MiB).
+	uint64_t *cache_addr;
+	unsigned char *cache_data;
+	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
+	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams
+	// are followed at once (frames, and the frame objects they point to, interleave).
+	struct pyu_miss_stream {
+		uint64_t last; // last page missed (or read ahead to) in this stream
+		int run;       // >0: ascending pages, <0: descending, 0: none yet
+	} streams[PYU_READAHEAD_STREAMS];
+	unsigned next_stream; // round-robin victim
+	unsigned char *readahead; // PYU_READAHEAD_MAX pages, allocated on first use
 	uint64_t backend_reads, cached_reads;
 
 	struct pyu_file_check *file_checks;
