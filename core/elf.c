@@ -48,6 +48,11 @@ struct symtab {
 	size_t count;
 	char *strs;
 	size_t strs_len;
+	// Open-addressing index by name: 1 + symbol number, 0 = empty; NULL when it could not be
+	// made (then lookups scan the table). Built on first lookup: a runtime search asks for a
+	// dozen names, and a full symbol table has tens of thousands.
+	uint32_t *index;
+	size_t index_slots; // a power of two
 };
 
 struct pyu_elf {
@@ -224,8 +229,10 @@ void pyu_elf_close(struct pyu_elf *elf)
 	free(elf->shstrtab);
 	free(elf->dynsym.syms);
 	free(elf->dynsym.strs);
+	free(elf->dynsym.index);
 	free(elf->symtab.syms);
 	free(elf->symtab.strs);
+	free(elf->symtab.index);
 	free(elf);
 }
 
@@ -338,22 +345,79 @@ static void load_symtab(struct pyu_elf *elf, uint32_t type, struct symtab *tab)
 	}
 }
 
-static bool search_symtab(const struct symtab *tab, const char *name, struct pyu_elf_symbol *ret)
+static uint64_t name_hash(const char *name)
 {
+	uint64_t h = 0xcbf29ce484222325ull; // FNV-1a
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+// The name of defined symbol @i, or NULL (undefined, or a name outside the string table).
+static const char *sym_name(const struct symtab *tab, size_t i)
+{
+	const unsigned char *sym = tab->syms + i * SYM_SIZE;
+	if (pyu_le16(sym + 6) == 0)
+		return NULL;
+	return table_string(tab->strs, tab->strs_len, pyu_le32(sym));
+}
+
+// Builds tab->index. Symbols keep their table order along each probe sequence, so a lookup
+// finds the first of several symbols of one name, as a scan would. Failure leaves no index.
+static void index_symtab(struct symtab *tab)
+{
+	if (tab->index || tab->count == 0 || tab->count >= UINT32_MAX / 4)
+		return;
+	size_t slots = 64;
+	while (slots < 2 * tab->count)
+		slots *= 2;
+	uint32_t *index = calloc(slots, sizeof(*index));
+	if (!index)
+		return;
 	for (size_t i = 0; i < tab->count; i++) {
-		const unsigned char *sym = tab->syms + i * SYM_SIZE;
-		uint16_t shndx = pyu_le16(sym + 6);
-		if (shndx == 0)
+		const char *n = sym_name(tab, i);
+		if (!n)
 			continue;
-		const char *n = table_string(tab->strs, tab->strs_len, pyu_le32(sym));
-		if (!n || strcmp(n, name) != 0)
-			continue;
-		ret->value = pyu_le64(sym + 8);
-		ret->size = pyu_le64(sym + 16);
-		ret->type = sym[4] & 0xf;
-		ret->bind = sym[4] >> 4;
-		ret->shndx = shndx;
-		return true;
+		size_t k = (size_t)name_hash(n) & (slots - 1);
+		while (index[k])
+			k = (k + 1) & (slots - 1);
+		index[k] = (uint32_t)i + 1;
+	}
+	tab->index = index;
+	tab->index_slots = slots;
+}
+
+static void fill_symbol(const struct symtab *tab, size_t i, struct pyu_elf_symbol *ret)
+{
+	const unsigned char *sym = tab->syms + i * SYM_SIZE;
+	ret->value = pyu_le64(sym + 8);
+	ret->size = pyu_le64(sym + 16);
+	ret->type = sym[4] & 0xf;
+	ret->bind = sym[4] >> 4;
+	ret->shndx = pyu_le16(sym + 6);
+}
+
+static bool search_symtab(struct symtab *tab, const char *name, struct pyu_elf_symbol *ret)
+{
+	index_symtab(tab);
+	if (tab->index) {
+		size_t k = (size_t)name_hash(name) & (tab->index_slots - 1);
+		for (; tab->index[k]; k = (k + 1) & (tab->index_slots - 1)) {
+			size_t i = tab->index[k] - 1;
+			const char *n = sym_name(tab, i);
+			if (n && strcmp(n, name) == 0) {
+				fill_symbol(tab, i, ret);
+				return true;
+			}
+		}
+		return false;
+	}
+	for (size_t i = 0; i < tab->count; i++) {
+		const char *n = sym_name(tab, i);
+		if (n && strcmp(n, name) == 0) {
+			fill_symbol(tab, i, ret);
+			return true;
+		}
 	}
 	return false;
 }
