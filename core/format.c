@@ -487,14 +487,55 @@ static void text_errors(struct pyu_strbuf *sb, const struct pyu_stacks *s)
 static void json_int_or_null(struct pyu_strbuf *sb, int64_t v, bool absent)
 {
 	if (absent)
-		pyu_strbuf_puts(sb, "null");
+		pyu_strbuf_append(sb, "null", 4);
 	else
-		pyu_strbuf_printf(sb, "%" PRId64, v);
+		pyu_strbuf_i64(sb, v);
+}
+
+// The JSON of each code object's names ("function", "qualname", "file"), escaped once per
+// document: a deep recursion repeats one code object a thousand times.
+struct json_codes {
+	struct pyu_strbuf text;
+	uint32_t *off, *len; // per code index; len 0 = not made yet
+	uint32_t count;
+};
+
+static void json_code_fields(struct pyu_strbuf *sb, const struct pyu_code_info *c)
+{
+	pyu_strbuf_puts(sb, ", \"function\": ");
+	pyu_strbuf_json_cstr(sb, c->name);
+	pyu_strbuf_puts(sb, ", \"qualname\": ");
+	pyu_strbuf_json_cstr(sb, c->qualname);
+	pyu_strbuf_puts(sb, ", \"file\": ");
+	pyu_strbuf_json_cstr(sb, c->filename);
+}
+
+static void json_codes_put(struct pyu_strbuf *sb, struct json_codes *jc, int32_t index,
+			   const struct pyu_code_info *c)
+{
+	if (!jc || index < 0 || (uint32_t)index >= jc->count) {
+		json_code_fields(sb, c);
+		return;
+	}
+	if (jc->len[index] == 0) {
+		size_t at = jc->text.len;
+		json_code_fields(&jc->text, c);
+		if (jc->text.nomem || jc->text.too_long || jc->text.len - at > UINT32_MAX ||
+		    at > UINT32_MAX) {
+			json_code_fields(sb, c);
+			return;
+		}
+		jc->off[index] = (uint32_t)at;
+		jc->len[index] = (uint32_t)(jc->text.len - at);
+	}
+	pyu_strbuf_append(sb, jc->text.buf + jc->off[index], jc->len[index]);
 }
 
 static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
 {
-	pyu_strbuf_printf(sb, "\"0x%" PRIx64 "\"", addr);
+	pyu_strbuf_putc(sb, '"');
+	pyu_strbuf_hex(sb, addr);
+	pyu_strbuf_putc(sb, '"');
 }
 
 // ", \"locals\": [...]" of a frame (and "locals_error" when they cannot be read).
@@ -540,7 +581,7 @@ static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 // Frame @f, which is frame @frame of thread @thread (they matter only with PYU_FMT_LOCALS).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		       const struct pyu_frame_info *f, uint32_t thread, uint32_t frame,
-		       uint32_t flags)
+		       uint32_t flags, struct json_codes *jc)
 {
 	const struct pyu_code_info *c = code_of(s, f);
 	if (!c) {
@@ -552,12 +593,8 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		return;
 	}
 	const struct pyu_location *l = &f->loc;
-	pyu_strbuf_puts(sb, "{\"kind\": \"python\", \"function\": ");
-	pyu_strbuf_json_cstr(sb, c->name);
-	pyu_strbuf_puts(sb, ", \"qualname\": ");
-	pyu_strbuf_json_cstr(sb, c->qualname);
-	pyu_strbuf_puts(sb, ", \"file\": ");
-	pyu_strbuf_json_cstr(sb, c->filename);
+	pyu_strbuf_puts(sb, "{\"kind\": \"python\"");
+	json_codes_put(sb, jc, f->code, c);
 	pyu_strbuf_puts(sb, ", \"line\": ");
 	json_int_or_null(sb, l->line, l->line == PYU_NO_LINE);
 	pyu_strbuf_puts(sb, ", \"end_line\": ");
@@ -568,9 +605,10 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	json_int_or_null(sb, l->end_column, l->end_column == PYU_NO_COLUMN);
 	pyu_strbuf_puts(sb, ", \"instruction_offset\": ");
 	json_int_or_null(sb, f->instruction_offset, f->instruction_offset < 0);
-	pyu_strbuf_printf(sb, ", \"code_address\": \"0x%" PRIx64 "\", \"frame_address\": \"0x%" PRIx64
-			  "\"",
-			  c->address, f->frame_address);
+	pyu_strbuf_puts(sb, ", \"code_address\": ");
+	json_addr(sb, c->address);
+	pyu_strbuf_puts(sb, ", \"frame_address\": ");
+	json_addr(sb, f->frame_address);
 	if (flags & PYU_FMT_LOCALS)
 		json_locals(sb, s, thread, frame, false);
 	pyu_strbuf_putc(sb, '}');
@@ -710,7 +748,8 @@ static void json_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 // --native: "frames" is the merged stack; when the sides do not fit, "frames" keeps the Python
 // frames, "native_frames" the native ones and "merge_error" says why (null when merged).
 static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-					    uint32_t thread, uint32_t flags, uint32_t limit)
+					    uint32_t thread, uint32_t flags, uint32_t limit,
+					    struct json_codes *jc)
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
 	struct pyu_merge m;
@@ -732,7 +771,7 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 			continue;
 		pyu_strbuf_puts(sb, listed++ ? ",\n    " : "\n    ");
 		if (it->python)
-			json_frame(sb, s, &th->frames[it->index], thread, it->index, flags);
+			json_frame(sb, s, &th->frames[it->index], thread, it->index, flags, jc);
 		else if (it->cython)
 			json_cython_frame(sb, &th->native[it->index], it->index);
 		else
@@ -761,7 +800,7 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 }
 
 static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-			uint32_t flags, uint32_t limit)
+			uint32_t flags, uint32_t limit, struct json_codes *jc)
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
 	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
@@ -769,7 +808,7 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		json_frame(sb, s, &th->frames[i], thread, i, flags);
+		json_frame(sb, s, &th->frames[i], thread, i, flags, jc);
 	}
 	pyu_strbuf_puts(sb, "]}");
 }
@@ -787,14 +826,21 @@ static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_s
 			  "\"free_threaded\": %s},\n \"threads\": [",
 			  s->hexversion, s->debug_build ? "true" : "false",
 			  s->free_threaded ? "true" : "false");
+	struct json_codes jc = {.count = s->code_count};
+	pyu_strbuf_init(&jc.text, PYU_STRBUF_MAX);
+	if (jc.count) {
+		jc.off = malloc(jc.count * sizeof(*jc.off));
+		jc.len = calloc(jc.count, sizeof(*jc.len));
+	}
+	struct json_codes *use = jc.off && jc.len ? &jc : NULL;
 	for (uint32_t i = 0, t = first; i < count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
 		if (flags & PYU_FMT_NATIVE) {
-			if ((err = json_thread_native(sb, s, first + i, flags, limit)))
-				return err;
+			if ((err = json_thread_native(sb, s, first + i, flags, limit, use)))
+				break;
 			continue;
 		}
-		json_thread(sb, s, chain ? t : first + i, flags, limit);
+		json_thread(sb, s, chain ? t : first + i, flags, limit, use);
 		if (chain) {
 			uint32_t outer = s->threads[t].outer;
 			if (!outer || outer > s->thread_count || i + 1 >= s->thread_count)
@@ -803,6 +849,11 @@ static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_s
 			count++;
 		}
 	}
+	free(jc.off);
+	free(jc.len);
+	pyu_strbuf_release(&jc.text);
+	if (err)
+		return err;
 	pyu_strbuf_puts(sb, "],\n \"errors\": [");
 	for (uint32_t i = 0; i < s->error_count; i++) {
 		if (i)
@@ -1165,7 +1216,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, 0, 0, 0);
+	json_frame(sb, s, f, 0, 0, 0, NULL);
 }
 
 void pyu_format_text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,

@@ -76,6 +76,45 @@ void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n)
 	sb->buf[sb->len] = '\0';
 }
 
+void pyu_strbuf_i64(struct pyu_strbuf *sb, int64_t v)
+{
+	char tmp[24];
+	size_t at = sizeof(tmp);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	do {
+		tmp[--at] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		tmp[--at] = '-';
+	pyu_strbuf_append(sb, tmp + at, sizeof(tmp) - at);
+}
+
+void pyu_strbuf_u64(struct pyu_strbuf *sb, uint64_t v)
+{
+	char tmp[24];
+	size_t at = sizeof(tmp);
+	do {
+		tmp[--at] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	pyu_strbuf_append(sb, tmp + at, sizeof(tmp) - at);
+}
+
+void pyu_strbuf_hex(struct pyu_strbuf *sb, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	char tmp[20];
+	size_t at = sizeof(tmp);
+	do {
+		tmp[--at] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	tmp[--at] = 'x';
+	tmp[--at] = '0';
+	pyu_strbuf_append(sb, tmp + at, sizeof(tmp) - at);
+}
+
 void pyu_strbuf_puts(struct pyu_strbuf *sb, const char *s)
 {
 	pyu_strbuf_append(sb, s, strlen(s));

@@ -30,6 +30,11 @@ void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n);
 void pyu_strbuf_puts(struct pyu_strbuf *sb, const char *s);
 void pyu_strbuf_putc(struct pyu_strbuf *sb, char c);
 void pyu_strbuf_repeat(struct pyu_strbuf *sb, char c, size_t n);
+// Numbers without printf (the formatters' hot path): decimal, and "0x" + lowercase hex as
+// printf's "0x%" PRIx64 gives it.
+void pyu_strbuf_i64(struct pyu_strbuf *sb, int64_t v);
+void pyu_strbuf_u64(struct pyu_strbuf *sb, uint64_t v);
+void pyu_strbuf_hex(struct pyu_strbuf *sb, uint64_t v);
 void pyu_strbuf_printf(struct pyu_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
