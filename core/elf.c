@@ -119,12 +119,15 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		if (phoff > elf->file_size || (uint64_t)phnum * phentsize > elf->file_size - phoff)
 			return format_error(elf->path, "program headers past the end");
 		elf->phdrs = calloc(phnum, sizeof(*elf->phdrs));
-		if (!elf->phdrs)
-			return &pyu_error_nomem;
+		// The table in one read (bounded above: MAX_PHNUM entries of a 16-bit size).
+		unsigned char *table = read_table(elf, phoff, phnum, phentsize);
+		if (!elf->phdrs || !table) {
+			free(table);
+			return elf->phdrs ? format_error(elf->path, "program headers past the end")
+					  : &pyu_error_nomem;
+		}
 		for (size_t i = 0; i < phnum; i++) {
-			unsigned char ph[PHDR_SIZE];
-			if (!read_exact(elf, phoff + i * phentsize, ph, sizeof(ph)))
-				return format_error(elf->path, "program headers past the end");
+			const unsigned char *ph = table + i * phentsize;
 			struct elf_phdr *p = &elf->phdrs[i];
 			p->type = pyu_le32(ph);
 			p->flags = pyu_le32(ph + 4);
@@ -134,6 +137,7 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 			p->memsz = pyu_le64(ph + 40);
 			elf->phnum = i + 1;
 		}
+		free(table);
 	}
 
 	if (shoff == 0)
@@ -159,12 +163,14 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 	if (shoff > elf->file_size || count * shentsize > elf->file_size - shoff)
 		return format_error(elf->path, "section headers past the end");
 	elf->shdrs = calloc((size_t)count, sizeof(*elf->shdrs));
-	if (!elf->shdrs)
-		return &pyu_error_nomem;
+	unsigned char *table = read_table(elf, shoff, count, shentsize);
+	if (!elf->shdrs || !table) {
+		free(table);
+		return elf->shdrs ? format_error(elf->path, "section headers past the end")
+				  : &pyu_error_nomem;
+	}
 	for (size_t i = 0; i < count; i++) {
-		unsigned char sh[SHDR_SIZE];
-		if (!read_exact(elf, shoff + i * shentsize, sh, sizeof(sh)))
-			return format_error(elf->path, "section headers past the end");
+		const unsigned char *sh = table + i * shentsize;
 		struct elf_shdr *s = &elf->shdrs[i];
 		s->name = pyu_le32(sh);
 		s->type = pyu_le32(sh + 4);
@@ -176,6 +182,7 @@ static struct pyu_error *parse_headers(struct pyu_elf *elf)
 		s->entsize = pyu_le64(sh + 56);
 		elf->shnum = i + 1;
 	}
+	free(table);
 	if (strndx < elf->shnum) {
 		const struct elf_shdr *s = &elf->shdrs[strndx];
 		if (s->type == SHT_STRTAB && s->size > 0 && s->size <= MAX_TABLE) {

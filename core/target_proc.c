@@ -15,6 +15,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#define MAPS_BUFFER (64u << 10)
+
 struct proc_backend {
 	pid_t pid;
 	bool use_mem; // process_vm_readv is unavailable or refused: use /proc/PID/mem
@@ -121,9 +123,38 @@ static char *proc_path_for(int pid, uint64_t start, uint64_t end, const char *pa
 	return root;
 }
 
+// The last file compared with its maps line: a library's lines come one after another, and one
+// stat() answers for all of them.
+struct last_file {
+	char path[4096];
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	bool valid, same;
+};
+
+static bool same_file_cached(struct last_file *lf, const char *path, unsigned dev_major,
+			     unsigned dev_minor, uint64_t inode)
+{
+	if (lf->valid && lf->inode == inode && lf->dev_major == dev_major &&
+	    lf->dev_minor == dev_minor && strcmp(lf->path, path) == 0)
+		return lf->same;
+	bool same = same_file(path, dev_major, dev_minor, inode);
+	size_t n = strlen(path);
+	lf->valid = n < sizeof(lf->path);
+	if (lf->valid) {
+		memcpy(lf->path, path, n + 1);
+		lf->dev_major = dev_major;
+		lf->dev_minor = dev_minor;
+		lf->inode = inode;
+		lf->same = same;
+	}
+	return same;
+}
+
 // Parses one line of /proc/PID/maps into the target. Unparseable lines are skipped: the
 // kernel's format is stable, and one odd line should not lose the rest.
-static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line)
+static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line,
+				       struct last_file *lf)
 {
 	uint64_t start, end, offset, inode;
 	unsigned dev_major, dev_minor;
@@ -150,7 +181,7 @@ static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line
 		path[0] ? path : NULL);
 	if (err || path[0] != '/' || inode == 0)
 		return err;
-	if (!is_deleted && same_file(path, dev_major, dev_minor, inode))
+	if (!is_deleted && same_file_cached(lf, path, dev_major, dev_minor, inode))
 		return NULL;
 	char *local = proc_path_for(pid, start, end, path);
 	struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
@@ -176,15 +207,22 @@ static struct pyu_error *read_maps(struct pyu_target *t, int pid)
 			return permission_error(pid, "the memory map");
 		return pyu_error_create(PYU_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	}
+	// /proc files report a 1 KiB block size: stdio would read the map 1 KiB per system call.
+	char *fbuf = malloc(MAPS_BUFFER);
+	if (fbuf)
+		setvbuf(f, fbuf, _IOFBF, MAPS_BUFFER);
+	struct last_file *lf = calloc(1, sizeof(*lf));
 	char *line = NULL;
 	size_t cap = 0;
-	struct pyu_error *err = NULL;
+	struct pyu_error *err = lf ? NULL : &pyu_error_nomem;
 	while (!err && getline(&line, &cap, f) > 0)
-		err = add_maps_line(t, pid, line);
+		err = add_maps_line(t, pid, line, lf);
 	if (!err && ferror(f))
 		err = pyu_error_create(PYU_ERR_IO, "cannot read %s", path);
 	free(line);
 	fclose(f);
+	free(fbuf);
+	free(lf);
 	return err;
 }
 
