@@ -105,9 +105,15 @@ class LldbView(core.DebuggerView):
                 and self._same_executable(pid, exe_path):
             yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
             return
+        # The modules' sections place every file, _PyRuntime included; listing the memory
+        # regions costs a round trip to lldb-server per region (most of the time of a whole
+        # py-bt), so they are asked for only when the sections were not enough.
         yield "through lldb's memory reads", \
-            lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads(),
-                                            self._registers)
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(False),
+                                            self._threads(), self._registers)
+        yield "through lldb's memory reads and regions", \
+            lambda: core.Target.open_reader(lib, self._read, self._mappings(True),
+                                            self._threads(), self._registers)
 
     def _sysroot(self):
         """lldb's platform sysroot (`platform select --sysroot DIR host`, as gdb's `set
@@ -182,7 +188,7 @@ class LldbView(core.DebuggerView):
             out.append((th.GetThreadID(), values))
         return out
 
-    def _mappings(self):
+    def _mappings(self, regions):
         maps = []
         t = self.target
         # Loaded sections of each module give mappings with their file offsets, which is what
@@ -198,7 +204,10 @@ class LldbView(core.DebuggerView):
                     continue
                 writable = bool(s.GetPermissions() & lldb.ePermissionsWritable)
                 maps.append((load, load + size, s.GetFileOffset(), writable, path))
-        # Anonymous writable memory (heap, stacks) from the region list.
+        if not regions:
+            return maps
+        # Anonymous writable memory (heap, stacks) from the region list: where a last-resort
+        # search for _Py_DebugOffsets looks when no file says where _PyRuntime is.
         regions = self.process.GetMemoryRegions()
         info = lldb.SBMemoryRegionInfo()
         for i in range(regions.GetSize()):
