@@ -1,0 +1,158 @@
+# anchor.py - pyunwind against CPython's own remote unwinder, inside one interpreter of the same
+# version as the target (3.14+ has _remote_debugging). Run by bench/run with that interpreter:
+#
+#   python3.14 bench/anchor.py LIBPYUNWIND PID TRUTH.json RUNS
+#
+# Each snapshot is one fresh handle on both sides (open the process, find the runtime, walk,
+# drop): pyunwind's pyu_target_open_pid + pyu_stacks_collect (+ pyu_format_bt as JSON, or as
+# text with source lines), and RemoteUnwinder(pid, all_threads=True).get_stack_trace(). Runs
+# alternate between the variants (shuffled each round); medians of the thread's CPU time (user
+# + system: both sides' reads are system calls of this thread, and time spent waiting for a CPU
+# on a loaded machine is left out), and of wall-clock time, are printed as one JSON object. Both sides' output is checked against
+# the truth, every frame of every thread (file, line, function), before anything is timed.
+import ctypes
+import json
+import random
+import statistics
+import sys
+import time
+
+import _remote_debugging
+
+PYU_FMT_JSON, PYU_FMT_SOURCE, PYU_FMT_ALL = 0x1, 0x2, 0x8
+
+
+class Pyunwind(object):
+    def __init__(self, path):
+        lib = self.lib = ctypes.CDLL(path)
+        P = ctypes.c_void_p
+        PP = ctypes.POINTER(P)
+        for name, res, args in (
+                ("pyu_target_open_pid", P, [ctypes.c_int32, PP]),
+                ("pyu_stacks_collect", P, [P, PP]),
+                ("pyu_format_bt", P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                      ctypes.POINTER(ctypes.c_char_p)]),
+                ("pyu_stacks_destroy", None, [P]),
+                ("pyu_target_destroy", None, [P]),
+                ("pyu_error_message", ctypes.c_char_p, [P]),
+                ("pyu_free", None, [P])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        self.free = lib.pyu_free
+        self.free.argtypes = [ctypes.c_void_p]
+
+    def snapshot(self, pid, flags=None):
+        """One fresh handle: open, collect (and format with @flags), drop. Returns the text
+        (or None without @flags)."""
+        lib = self.lib
+        t, s = ctypes.c_void_p(), ctypes.c_void_p()
+        err = lib.pyu_target_open_pid(pid, ctypes.byref(t))
+        if err:
+            raise RuntimeError(lib.pyu_error_message(err).decode())
+        try:
+            err = lib.pyu_stacks_collect(t, ctypes.byref(s))
+            if err:
+                raise RuntimeError(lib.pyu_error_message(err).decode())
+            text = None
+            if flags is not None:
+                raw = ctypes.c_void_p()  # the library's buffer, released with pyu_free
+                err = lib.pyu_format_bt(s, 0, flags | PYU_FMT_ALL, 0,
+                                        ctypes.cast(ctypes.byref(raw),
+                                                    ctypes.POINTER(ctypes.c_char_p)))
+                if err:
+                    raise RuntimeError(lib.pyu_error_message(err).decode())
+                text = ctypes.string_at(raw.value).decode()
+                self.free(raw)
+            lib.pyu_stacks_destroy(s)
+            return text
+        finally:
+            lib.pyu_target_destroy(t)
+
+
+def anchor(pid):
+    return _remote_debugging.RemoteUnwinder(pid, all_threads=True).get_stack_trace()
+
+
+def anchor_threads(result):
+    """{native tid: [(file, line, function)]} from get_stack_trace() of 3.14 (ThreadInfo list)
+    or 3.15 (InterpreterInfo list of ThreadInfo)."""
+    threads = {}
+    for item in result:
+        for th in (item.threads if hasattr(item, "threads") else [item]):
+            frames = []
+            for f in th.frame_info:
+                line = getattr(f, "lineno", None)
+                if line is None and getattr(f, "location", None) is not None:
+                    line = f.location[0] if isinstance(f.location, tuple) else \
+                        f.location.lineno
+                frames.append((f.filename, line, f.funcname))
+            threads[th.thread_id] = frames
+    return threads
+
+
+def check(name, got, truth):
+    """None if @got ({tid: [(file, line, function)]}) has every frame of every thread of the
+    truth; else what differs."""
+    want = {t["native_thread_id"]: t["frames"] for t in truth["threads"]}
+    if set(got) != set(want):
+        return "%s: threads %s, truth %s" % (name, sorted(got), sorted(want))
+    for tid, frames in want.items():
+        g = got[tid]
+        if len(g) != len(frames):
+            return "%s: thread %d has %d frames, truth %d" % (name, tid, len(g), len(frames))
+        for i, (gf, wf) in enumerate(zip(g, frames)):
+            if gf[0] != wf["file"] or gf[1] != wf["line"] or \
+                    gf[2] not in (wf["function"], wf["qualname"]):
+                return "%s: thread %d frame %d is %s, truth %s:%s %s" % (
+                    name, tid, i, gf, wf["file"], wf["line"], wf["qualname"])
+    return None
+
+
+def pyunwind_threads(doc):
+    return {t["native_thread_id"]: [(f.get("file"), f.get("line"), f.get("qualname") or
+                                     f.get("function")) for f in t["frames"]]
+            for t in doc["threads"]}
+
+
+def main(argv):
+    lib_path, pid, truth_path, runs = argv[1], int(argv[2]), argv[3], int(argv[4])
+    with open(truth_path) as f:
+        truth = json.load(f)
+    pyu = Pyunwind(lib_path)
+    problems = [check("RemoteUnwinder", anchor_threads(anchor(pid)), truth),
+                check("pyunwind", pyunwind_threads(json.loads(pyu.snapshot(pid, PYU_FMT_JSON))),
+                      truth)]
+    problems = [p for p in problems if p]
+    variants = {
+        "anchor": lambda: anchor(pid),
+        "collect": lambda: pyu.snapshot(pid),
+        "json": lambda: pyu.snapshot(pid, PYU_FMT_JSON),
+        "text": lambda: pyu.snapshot(pid, PYU_FMT_SOURCE),
+        "text_nosource": lambda: pyu.snapshot(pid, 0),
+    }
+    cpu = {k: [] for k in variants}
+    wall = {k: [] for k in variants}
+    for fn in variants.values():  # warm the page cache and the interpreter
+        fn()
+    order = list(variants)
+    rng = random.Random(14)
+    for _ in range(runs):
+        # A new order each round: on a loaded machine a fixed order lets the scheduler's
+        # time slices fall on the same variant every round.
+        rng.shuffle(order)
+        for k in order:
+            fn = variants[k]
+            c0, w0 = time.thread_time(), time.perf_counter()
+            fn()
+            c1, w1 = time.thread_time(), time.perf_counter()
+            cpu[k].append((c1 - c0) * 1000.0)
+            wall[k].append((w1 - w0) * 1000.0)
+    out = {k: statistics.median(v) for k, v in cpu.items()}
+    out["wall"] = {k: statistics.median(v) for k, v in wall.items()}
+    out["problems"] = problems
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
