@@ -30,6 +30,8 @@
 #define SHT_STRTAB 3
 #define SHT_NOBITS 8
 #define SHT_DYNSYM 11
+#define SHT_GNU_HASH 0x6ffffff6
+#define MAX_GNU_BUCKETS (1u << 24)
 #define SHN_XINDEX 0xffff
 
 struct elf_phdr {
@@ -53,6 +55,11 @@ struct symtab {
 	// dozen names, and a full symbol table has tens of thousands.
 	uint32_t *index;
 	size_t index_slots; // a power of two
+	// The file's own GNU hash table of this symbol table (.gnu.hash, for .dynsym), when it
+	// has one that checks out: a lookup then touches one bucket's chain, not every symbol.
+	// gnu_words = nbuckets buckets, then one chain word per symbol from gnu_symoffset on.
+	uint32_t *gnu_words;
+	uint32_t gnu_nbuckets, gnu_symoffset;
 };
 
 struct pyu_elf {
@@ -237,6 +244,7 @@ void pyu_elf_close(struct pyu_elf *elf)
 	free(elf->dynsym.syms);
 	free(elf->dynsym.strs);
 	free(elf->dynsym.index);
+	free(elf->dynsym.gnu_words);
 	free(elf->symtab.syms);
 	free(elf->symtab.strs);
 	free(elf->symtab.index);
@@ -324,6 +332,41 @@ struct pyu_error *pyu_elf_find_section(const struct pyu_elf *elf, const char *na
 }
 
 // Reads the first section of @type and its linked string table, once.
+// Reads the GNU hash section linked to the symbol table in section @sym_section, if any:
+// {nbuckets, symoffset, bloom_size, bloom_shift; u64 bloom[bloom_size]; u32 buckets[nbuckets];
+// u32 chain[count - symoffset]}. Anything that does not fit the table leaves no hash (lookups
+// then use the index), so a damaged file cannot make a lookup read outside what was read.
+static void load_gnu_hash(const struct pyu_elf *elf, size_t sym_section, struct symtab *tab)
+{
+	for (size_t i = 0; i < elf->shnum; i++) {
+		const struct elf_shdr *s = &elf->shdrs[i];
+		if (s->type != SHT_GNU_HASH || s->link != sym_section)
+			continue;
+		unsigned char head[16];
+		if (s->size < sizeof(head) || !read_exact(elf, s->offset, head, sizeof(head)))
+			return;
+		uint32_t nbuckets = pyu_le32(head), symoffset = pyu_le32(head + 4);
+		uint32_t bloom = pyu_le32(head + 8);
+		if (nbuckets == 0 || nbuckets > MAX_GNU_BUCKETS || symoffset > tab->count ||
+		    bloom > MAX_GNU_BUCKETS)
+			return;
+		uint64_t words = (uint64_t)nbuckets + (tab->count - symoffset);
+		uint64_t at = sizeof(head) + 8 * (uint64_t)bloom;
+		if (at + 4 * words > s->size || s->offset > UINT64_MAX - at)
+			return;
+		unsigned char *raw = read_table(elf, s->offset + at, words, 4);
+		if (!raw)
+			return;
+		uint32_t *w = (uint32_t *)(void *)raw; // malloc'd: aligned for uint32_t
+		for (uint64_t k = 0; k < words; k++)
+			w[k] = pyu_le32(raw + 4 * k);
+		tab->gnu_words = w;
+		tab->gnu_nbuckets = nbuckets;
+		tab->gnu_symoffset = symoffset;
+		return;
+	}
+}
+
 static void load_symtab(struct pyu_elf *elf, uint32_t type, struct symtab *tab)
 {
 	if (tab->loaded)
@@ -348,6 +391,7 @@ static void load_symtab(struct pyu_elf *elf, uint32_t type, struct symtab *tab)
 		}
 		tab->count = count;
 		tab->strs_len = (size_t)str->size;
+		load_gnu_hash(elf, i, tab);
 		return;
 	}
 }
@@ -404,8 +448,41 @@ static void fill_symbol(const struct symtab *tab, size_t i, struct pyu_elf_symbo
 	ret->shndx = pyu_le16(sym + 6);
 }
 
+static uint32_t gnu_hash(const char *name)
+{
+	uint32_t h = 5381;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+// Through the file's GNU hash table: the chain of the name's bucket holds every defined
+// symbol of that hash, in table order, the last one's word with bit 0 set.
+static bool search_gnu_hash(const struct symtab *tab, const char *name,
+			    struct pyu_elf_symbol *ret)
+{
+	uint32_t h = gnu_hash(name);
+	const uint32_t *chain = tab->gnu_words + tab->gnu_nbuckets;
+	for (size_t i = tab->gnu_words[h % tab->gnu_nbuckets];
+	     i >= tab->gnu_symoffset && i < tab->count; i++) {
+		uint32_t ch = chain[i - tab->gnu_symoffset];
+		if ((ch | 1) == (h | 1)) {
+			const char *n = sym_name(tab, i);
+			if (n && strcmp(n, name) == 0) {
+				fill_symbol(tab, i, ret);
+				return true;
+			}
+		}
+		if (ch & 1)
+			break;
+	}
+	return false;
+}
+
 static bool search_symtab(struct symtab *tab, const char *name, struct pyu_elf_symbol *ret)
 {
+	if (tab->gnu_words)
+		return search_gnu_hash(tab, name, ret);
 	index_symtab(tab);
 	if (tab->index) {
 		size_t k = (size_t)name_hash(name) & (tab->index_slots - 1);

@@ -489,6 +489,132 @@ END_TEST
 // A global in this test binary, initialised, so it lives in .data.
 uint64_t pyu_elf_test_marker = 0x5eed5eed12345678u;
 
+// ---- .gnu.hash ------------------------------------------------------------------------------
+#define SHT_GNU_HASH 0x6ffffff6
+#define GNU_SYMS 300
+#define GNU_BUCKETS 17
+
+static uint32_t gnu_hash_of(const char *name)
+{
+	uint32_t h = 5381;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+static void gnu_name(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "sym_%d", i);
+}
+
+// The synthetic file with a new .dynsym of GNU_SYMS defined symbols ("sym_I" = 0x10000 + I,
+// ordered by bucket as linkers order them) and a .gnu.hash for it, as section 11; the
+// section headers are written again after the new tables. @damage: 0 none, 1 zero buckets,
+// 2 symoffset past the table, 3 the section cut short.
+static void write_gnu_elf(const char *path, int damage)
+{
+	struct fx_buf b = {0};
+	struct elf_layout lay = build_elf(&b, PYU_ELF_ET_DYN, 0, 0);
+	unsigned char *shdrs = malloc(11 * 64);
+	ck_assert_ptr_nonnull(shdrs);
+	memcpy(shdrs, b.data + lay.shoff, 11 * 64);
+	b.len = lay.shoff;
+	// Symbols 1..GNU_SYMS in bucket order.
+	int order[GNU_SYMS];
+	int n = 0;
+	char name[32];
+	for (uint32_t bucket = 0; bucket < GNU_BUCKETS; bucket++)
+		for (int i = 0; i < GNU_SYMS; i++) {
+			gnu_name(name, sizeof(name), i);
+			if (gnu_hash_of(name) % GNU_BUCKETS == bucket)
+				order[n++] = i;
+		}
+	ck_assert_int_eq(n, GNU_SYMS);
+	struct fx_buf str = {0}, sym = {0};
+	add_str(&str, "");
+	put_sym(&sym, 0, 0, 0, 0, 0);
+	uint32_t buckets[GNU_BUCKETS] = {0}, chain[GNU_SYMS];
+	for (int k = 0; k < n; k++) {
+		gnu_name(name, sizeof(name), order[k]);
+		put_sym(&sym, add_str(&str, name), 0x11, 5, 0x10000 + (uint64_t)order[k], 8);
+		uint32_t h = gnu_hash_of(name), bucket = h % GNU_BUCKETS;
+		if (!buckets[bucket])
+			buckets[bucket] = (uint32_t)k + 1;
+		bool last = k + 1 == n;
+		if (!last) {
+			gnu_name(name, sizeof(name), order[k + 1]);
+			last = gnu_hash_of(name) % GNU_BUCKETS != bucket;
+		}
+		chain[k] = (h & ~1u) | (last ? 1u : 0u);
+	}
+	fx_align(&b, 8);
+	size_t sym_off = b.len;
+	fx_put(&b, sym.data, sym.len);
+	size_t str_off = b.len;
+	fx_put(&b, str.data, str.len);
+	fx_align(&b, 8);
+	size_t hash_off = b.len;
+	fx_u32(&b, damage == 1 ? 0 : GNU_BUCKETS);
+	fx_u32(&b, damage == 2 ? GNU_SYMS + 5 : 1); // symoffset
+	fx_u32(&b, 1);                              // one bloom word
+	fx_u32(&b, 6);
+	fx_u64(&b, ~0ull);
+	for (int i = 0; i < GNU_BUCKETS; i++)
+		fx_u32(&b, buckets[i]);
+	for (int i = 0; i < GNU_SYMS; i++)
+		fx_u32(&b, chain[i]);
+	size_t hash_len = b.len - hash_off;
+	if (damage == 3)
+		hash_len -= 8;
+	fx_align(&b, 8);
+	size_t shoff = b.len;
+	fx_put(&b, shdrs, 11 * 64);
+	// .dynsym and .dynstr now name the new tables.
+	fx_set(&b, shoff + 1 * 64 + 24, sym_off, 8);
+	fx_set(&b, shoff + 1 * 64 + 32, sym.len, 8);
+	fx_set(&b, shoff + 2 * 64 + 24, str_off, 8);
+	fx_set(&b, shoff + 2 * 64 + 32, str.len, 8);
+	put_shdr(&b, 0, SHT_GNU_HASH, 2, 0, hash_off, hash_len, 1, 4);
+	fx_set(&b, 0x28, shoff, 8); // e_shoff
+	fx_set(&b, 0x3c, 12, 2);    // e_shnum
+	fx_write_file(path, b.data, b.len);
+	free(shdrs);
+	fx_free(&b), fx_free(&str), fx_free(&sym);
+}
+
+START_TEST(test_elf_gnu_hash)
+{
+	char *path = fx_tmp_path();
+	for (int damage = 0; damage <= 3; damage++) {
+		write_gnu_elf(path, damage);
+		struct pyu_elf *elf = open_ok(path);
+		char name[32];
+		// Every symbol, through the hash (or, when the hash is damaged, the index).
+		for (int i = 0; i < GNU_SYMS; i++) {
+			gnu_name(name, sizeof(name), i);
+			struct pyu_elf_symbol sym = {0};
+			struct pyu_error *err = pyu_elf_find_symbol(elf, name, &sym);
+			ck_assert_msg(!err, "damage %d, %s: %s", damage, name,
+				      pyu_error_message(err));
+			ck_assert_uint_eq(sym.value, 0x10000 + (uint64_t)i);
+			ck_assert_uint_eq(sym.shndx, 5);
+		}
+		// Names that are not there, whichever bucket they fall in; .symtab still answers.
+		for (int i = GNU_SYMS; i < GNU_SYMS + 40; i++) {
+			gnu_name(name, sizeof(name), i);
+			struct pyu_elf_symbol sym;
+			expect_code(pyu_elf_find_symbol(elf, name, &sym), PYU_ERR_NOT_FOUND);
+		}
+		struct pyu_elf_symbol sym;
+		ck_assert_ptr_null(pyu_elf_find_symbol(elf, "local_fn", &sym));
+		ck_assert_uint_eq(sym.size, 0x20);
+		pyu_elf_close(elf);
+	}
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 START_TEST(test_elf_real_self)
 {
 	char self[4096] = {0};
@@ -673,6 +799,7 @@ static Suite *elf_suite(void)
 	tcase_add_test(tc, test_elf_load_bias);
 	tcase_add_test(tc, test_elf_truncated);
 	tcase_add_test(tc, test_elf_corrupt);
+	tcase_add_test(tc, test_elf_gnu_hash);
 	tcase_add_test(tc, test_elf_real_self);
 	tcase_add_test(tc, test_elf_debug_file);
 	tcase_add_test(tc, test_elf_open_errors);
