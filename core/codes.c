@@ -19,6 +19,11 @@ struct code_extra {
 	bool decoded, decode_failed;
 	struct pyu_line_range *ranges;
 	struct pyu_linetable_decoded dec;
+	// The last lookup: a recursion asks for the same instruction of one code object again and
+	// again (valid when has_last).
+	bool has_last;
+	int64_t last_offset;
+	struct pyu_location last_loc;
 };
 
 struct pyu_code_cache {
@@ -238,6 +243,8 @@ struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t o
 	struct pyu_linetable lt = {ci->table, ci->table_len, ci->firstlineno, ci->format,
 				   ci->code_len};
 	struct pyu_location loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	if (x->has_last && x->last_offset == offset)
+		return x->last_loc;
 	if (!x->decoded && !x->decode_failed) {
 		x->decode_failed = true;
 		if (ci->table_len <= DECODE_MAX_TABLE) {
@@ -258,6 +265,9 @@ struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t o
 	if (st != PYU_LT_OK)
 		loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN,
 					    PYU_NO_COLUMN};
+	x->has_last = true;
+	x->last_offset = offset;
+	x->last_loc = loc;
 	return loc;
 }
 

@@ -164,6 +164,8 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 #define MAX_CHUNKS 64
 #define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
 #define MIN_CHUNK (16u << 10) // _PY_DATA_STACK_CHUNK_SIZE: no chunk is smaller
+#define PYU_PAGE_BYTES 4096u    // pages as the target's page cache keeps them
+#define PYU_PAGES_PER_BATCH 24u // frame-object pages read at once (one gathered read takes 32)
 
 struct stack_frames {
 	bool loaded;
@@ -268,6 +270,71 @@ static uint64_t frame_below(const struct stack_frames *sf, const struct pyu_thre
 	return lowest > 0 ? sf->addrs[lowest - 1] : 0;
 }
 
+// Notes that frame @frame of @th has its f_lineno at @addr (see pyu_walk_read_linenos).
+static bool note_lineno(struct pyu_walk *w, const struct pyu_thread_info *th, uint32_t frame,
+			uint64_t addr)
+{
+	if (th < w->s->threads || th >= w->s->threads + w->s->thread_count)
+		return true; // not a thread of the snapshot: nothing to apply it to
+	if (w->linenos.n == w->linenos.cap) {
+		size_t n = w->linenos.cap ? w->linenos.cap * 2 : 64;
+		uint64_t *a = realloc(w->linenos.addrs, n * sizeof(*a));
+		if (a)
+			w->linenos.addrs = a;
+		uint32_t *t = realloc(w->linenos.thread, n * sizeof(*t));
+		if (t)
+			w->linenos.thread = t;
+		uint32_t *f = realloc(w->linenos.frame, n * sizeof(*f));
+		if (f)
+			w->linenos.frame = f;
+		if (!a || !t || !f)
+			return false;
+		w->linenos.cap = n;
+	}
+	w->linenos.addrs[w->linenos.n] = addr;
+	w->linenos.thread[w->linenos.n] = (uint32_t)(th - w->s->threads);
+	w->linenos.frame[w->linenos.n++] = frame;
+	return true;
+}
+
+// The frame objects of a thread sit close together in the heap: a batch of them at a time
+// whose pages are read in one gathered system call (a read per object pinned a page per
+// object; every page at once would not fit the cache), then each f_lineno from the cache.
+struct pyu_error *pyu_walk_read_linenos(struct pyu_walk *w)
+{
+	size_t n = w->linenos.n;
+	const uint64_t *addrs = w->linenos.addrs;
+	for (size_t i = 0; i < n;) {
+		size_t end = i + 1;
+		unsigned pages = 1;
+		for (; end < n; end++) {
+			if (addrs[end] / PYU_PAGE_BYTES == addrs[end - 1] / PYU_PAGE_BYTES)
+				continue;
+			if (++pages > PYU_PAGES_PER_BATCH)
+				break;
+		}
+		pyu_target_prefetch_scattered(w->t, addrs + i, end - i, 4);
+		for (; i < end; i++) {
+			uint32_t lineno, ti = w->linenos.thread[i], k = w->linenos.frame[i];
+			struct pyu_error *err = pyu_target_read_u32(w->t, addrs[i], &lineno);
+			if (err) {
+				pyu_error_destroy(err); // the table's line stands
+				continue;
+			}
+			if ((int32_t)lineno <= 0 || ti >= w->s->thread_count)
+				continue;
+			struct pyu_thread_info *th = &w->s->threads[ti];
+			if (k < th->frame_count)
+				override_line(&th->frames[k].loc, (int32_t)lineno);
+		}
+	}
+	free(w->linenos.addrs);
+	free(w->linenos.thread);
+	free(w->linenos.frame);
+	memset(&w->linenos, 0, sizeof(w->linenos));
+	return NULL;
+}
+
 // A thread's frames sit in its data-stack chunks, newest first, each walked top down: reading
 // the used part of each chunk at once (a few backend reads instead of one per page) is what
 // makes a deep stack cheap, as it is for CPython's own unwinder. A hint only: what cannot be
@@ -281,6 +348,8 @@ static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start
 		// with it, and the rest (if any) once the header says how much is used.
 		if (n > 0)
 			pyu_target_prefetch(w->t, c, MIN_CHUNK);
+		else if (end > c && end - c <= budget) // the newest: used up to the thread's top
+			pyu_target_prefetch(w->t, c, end - c);
 		struct pyu_error *err = pyu_target_read(w->t, c, hdr, sizeof(hdr));
 		if (err) {
 			pyu_error_destroy(err);
@@ -494,15 +563,9 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
-		if (frame_obj && l->frame.f_lineno != PYU_NO_FIELD) {
-			uint32_t lineno;
-			err = pyu_target_read_u32(w->t, frame_obj + (uint64_t)l->frame.f_lineno,
-						  &lineno);
-			if (err)
-				pyu_error_destroy(err); // the table's line stands
-			else if ((int32_t)lineno > 0)
-				override_line(&f.loc, (int32_t)lineno);
-		}
+		if (frame_obj && l->frame.f_lineno != PYU_NO_FIELD &&
+		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
+			return &pyu_error_nomem;
 		err = push_frame(th, &f, cap);
 		if (err)
 			return err;

@@ -77,7 +77,20 @@ struct pyu_walk {
 	struct pyu_runtime *rt;
 	struct pyu_stacks *s;
 	struct pyu_code_cache *codes;
+	// Frames with a frame object, whose f_lineno (set while a tracer runs) overrides the
+	// line table: read for every thread at once after the walk (frames.c), since each is in
+	// a frame object of its own, scattered over the heap.
+	struct {
+		uint64_t *addrs;  // where each f_lineno is
+		uint32_t *thread; // which thread of w->s, and which of its frames
+		uint32_t *frame;
+		size_t n, cap;
+	} linenos;
 };
+
+// Reads the f_lineno of every frame noted during the walk and applies those set, then forgets
+// the notes. Fails only for out of memory (the table's lines then stand).
+struct pyu_error *pyu_walk_read_linenos(struct pyu_walk *w);
 
 // Appends every thread of every interpreter to w->s. Fails only for out of memory or when the
 // interpreter list cannot be read at all; unreadable threads and frames become error frames

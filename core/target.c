@@ -194,6 +194,60 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 	return start;
 }
 
+// Reads the @n pages at @pages (page addresses, none in the cache) in gathered backend reads,
+// into the cache. A page that cannot be read is skipped. Returns the number of pages read.
+static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages, unsigned n)
+{
+	if (!t->readahead)
+		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
+	if (!t->readahead || n > PYU_READAHEAD_MAX)
+		return 0;
+	uint64_t total = 0;
+	for (unsigned i = 0; i < n;) {
+		uint64_t got = t->backend_gather(t, pages + i, n - i, PYU_PAGE_SIZE, t->readahead);
+		if (got > n - i)
+			got = 0;
+		for (uint64_t k = 0; k < got; k++) {
+			unsigned sl = slot_of(pages[i + k]);
+			memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE,
+			       t->readahead + k * PYU_PAGE_SIZE, PYU_PAGE_SIZE);
+			t->cache_addr[sl] = pages[i + k];
+		}
+		total += got;
+		i += (unsigned)got + 1; // past the page the gather stopped at, if any
+	}
+	return total;
+}
+
+void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
+				   size_t size)
+{
+	if (!t->backend_gather || size == 0 || size > PYU_PAGE_SIZE || !cache_alloc(t))
+		return;
+	uint64_t pages[PYU_READAHEAD_MAX];
+	unsigned np = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (addrs[i] > UINT64_MAX - size)
+			continue;
+		uint64_t first = addrs[i] & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		uint64_t last = (addrs[i] + size - 1) & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		for (uint64_t p = first; p <= last && p >= first; p += PYU_PAGE_SIZE) {
+			bool seen = cached(t, p);
+			for (unsigned k = 0; k < np && !seen; k++)
+				seen = pages[k] == p;
+			if (seen)
+				continue;
+			pages[np++] = p;
+			if (np == PYU_READAHEAD_MAX) {
+				fill_pages_gathered(t, pages, np);
+				np = 0;
+			}
+		}
+	}
+	if (np)
+		fill_pages_gathered(t, pages, np);
+}
+
 // Reads the @n pages from @start in one backend read and puts every whole page read into the
 // cache. Returns the number of pages read.
 static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n)

@@ -129,6 +129,13 @@ const char *pyu_target_source(const struct pyu_target *t);
 #define PYU_PREFETCH_MAX (512u << 10)
 void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len);
 
+// A hint: the pages holding [@addrs[i], @addrs[i] + @size) will be read soon (objects a table
+// points to, scattered over the heap). With a backend that gathers (a live process) the pages
+// not in the cache are read in one system call per PYU_READAHEAD_MAX of them; otherwise
+// nothing is done. Cannot fail: what cannot be read is left to the reads themselves.
+void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
+				   size_t size);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

@@ -16,6 +16,7 @@
 #define PYU_DIRECT_READ_MIN 65536u  // reads this long bypass the cache
 #define PYU_READAHEAD_MAX 32u       // pages read at once when misses run in sequence
 #define PYU_READAHEAD_STREAMS 4u    // sequences of misses followed at once
+#define PYU_GATHER_MAX 1024u        // pieces of one gathered backend read (the kernel's IOV_MAX)
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
@@ -48,6 +49,11 @@ struct pyu_target {
 	// Reads only what the target itself holds, never a mapped file (a core's own data);
 	// NULL when that is backend_read. Used to compare a file's headers with the target's.
 	pyu_backend_read_fn image_read;
+	// Optional: reads @n pieces of @size bytes, piece i at addrs[i], into @out one after
+	// another in one go; returns how many pieces (a prefix) were read whole. NULL when the
+	// backend has no such thing (pyu_target_prefetch_scattered then does nothing).
+	uint64_t (*backend_gather)(struct pyu_target *t, const uint64_t *addrs, size_t n,
+				   size_t size, unsigned char *out);
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;

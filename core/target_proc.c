@@ -77,6 +77,26 @@ static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 	return done;
 }
 
+// One process_vm_readv for many small pieces (a remote iovec each, all into one local
+// buffer). The kernel never splits an iovec element, so what it returns is whole pieces.
+static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, size_t n, size_t size,
+			    unsigned char *out)
+{
+	struct proc_backend *p = t->backend_data;
+	if (p->use_mem || n == 0 || n > PYU_GATHER_MAX)
+		return 0;
+	struct iovec *remote = malloc(n * sizeof(*remote));
+	if (!remote)
+		return 0;
+	size_t k = 0;
+	for (; k < n && addrs[k] <= UINTPTR_MAX - size; k++)
+		remote[k] = (struct iovec){(void *)(uintptr_t)addrs[k], size};
+	struct iovec local = {out, k * size};
+	ssize_t r = k ? process_vm_readv(p->pid, &local, 1, remote, (unsigned long)k, 0) : 0;
+	free(remote);
+	return r > 0 ? (uint64_t)r / size : 0;
+}
+
 static void proc_destroy(struct pyu_target *t)
 {
 	struct proc_backend *p = t->backend_data;
@@ -151,19 +171,64 @@ static bool same_file_cached(struct last_file *lf, const char *path, unsigned de
 	return same;
 }
 
+// Parses a hexadecimal (@base 16, at most 16 digits) or decimal (at most 19) number at *@p
+// that ends at @stop, and moves *@p past it (past every space when @stop is ' ', which the end
+// of the line also satisfies). Returns false on anything else. A hand parser: sscanf was most
+// of the time of opening a process.
+static bool parse_num(char **p, unsigned base, char stop, uint64_t *ret)
+{
+	uint64_t v = 0;
+	unsigned n = 0;
+	char *s = *p;
+	for (;; s++, n++) {
+		unsigned d;
+		char c = *s;
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (base == 16 && c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (base == 16 && c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			break;
+		if (n >= (base == 16 ? 16u : 19u))
+			return false;
+		v = v * base + d;
+	}
+	// The inode may end the line of an anonymous mapping.
+	if (n == 0 || (*s != stop && !(stop == ' ' && (*s == '\n' || *s == '\0'))))
+		return false;
+	while (stop == ' ' && *s == ' ')
+		s++;
+	if (stop != ' ')
+		s++;
+	*p = s;
+	*ret = v;
+	return true;
+}
+
 // Parses one line of /proc/PID/maps into the target. Unparseable lines are skipped: the
 // kernel's format is stable, and one odd line should not lose the rest.
 static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line,
 				       struct last_file *lf)
 {
-	uint64_t start, end, offset, inode;
-	unsigned dev_major, dev_minor;
-	char perms[8];
-	int n = 0;
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start,
-		   &end, perms, &offset, &dev_major, &dev_minor, &inode, &n) < 7 || n == 0)
+	uint64_t start, end, offset, inode, major_, minor_;
+	char *p = line, *perms;
+	if (!parse_num(&p, 16, '-', &start) || !parse_num(&p, 16, ' ', &end))
 		return NULL;
-	char *path = line + n;
+	perms = p;
+	while (*p && *p != ' ')
+		p++;
+	if (p - perms < 4 || *p != ' ')
+		return NULL;
+	while (*p == ' ')
+		p++;
+	if (!parse_num(&p, 16, ' ', &offset) || !parse_num(&p, 16, ':', &major_) ||
+	    !parse_num(&p, 16, ' ', &minor_) || !parse_num(&p, 10, ' ', &inode) ||
+	    major_ > UINT32_MAX || minor_ > UINT32_MAX)
+		return NULL;
+	unsigned dev_major = (unsigned)major_, dev_minor = (unsigned)minor_;
+	char *path = p;
 	size_t len = strlen(path);
 	while (len > 0 && path[len - 1] == '\n')
 		path[--len] = '\0';
@@ -367,6 +432,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	}
 	t->live_pid = pid;
 	t->read_status = proc_thread_status;
+	t->backend_gather = proc_gather;
 	err = read_maps(t, pid);
 	if (!err)
 		err = read_tasks(t, pid);

@@ -212,7 +212,20 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 	return NULL;
 }
 
+static struct pyu_error *walk_interpreters(struct pyu_walk *w);
+
 struct pyu_error *pyu_walk_threads(struct pyu_walk *w)
+{
+	struct pyu_error *err = walk_interpreters(w);
+	// Also after an error: the frames found before it stand, and so do their lines.
+	struct pyu_error *lerr = pyu_walk_read_linenos(w);
+	if (!err)
+		return lerr;
+	pyu_error_destroy(lerr);
+	return err;
+}
+
+static struct pyu_error *walk_interpreters(struct pyu_walk *w)
 {
 	uint64_t interp;
 	struct pyu_error *err = pyu_target_read_u64(w->t, w->rt->interp_head_addr, &interp);

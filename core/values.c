@@ -38,6 +38,7 @@
 #define SIZE_MAX_SANE (1ull << 40) // counts past this are corrupt, whatever the limits
 #define TABLE_LOG2_MAX 30        // dict/set tables larger than 2**30 slots are corrupt
 #define CHUNK 128                // entries read per target read when scanning tables
+#define KEY_PREFETCH 64          // bytes of each key object worth having at hand
 
 enum kind {
 	K_UNKNOWN = 0, // not classified yet (cache slots)
@@ -634,6 +635,16 @@ static struct pyu_error *entries_foreach(struct pyu_values *v, const struct keys
 			return err;
 		if (values && (err = rd(v, values + 8 * i, vbuf, n * 8)) != NULL)
 			return err;
+		// Every visitor reads the keys (names, mostly, each on a page of its own): their
+		// pages at once, not a system call each.
+		uint64_t keys[CHUNK];
+		size_t nk = 0;
+		for (size_t j = 0; j < n; j++) {
+			uint64_t key = pyu_get_u64(buf + j * k->esize, k->key_off);
+			if (key)
+				keys[nk++] = key;
+		}
+		pyu_target_prefetch_scattered(v->t, keys, nk, KEY_PREFETCH);
 		for (size_t j = 0; j < n; j++) {
 			uint64_t key = pyu_get_u64(buf + j * k->esize, k->key_off);
 			uint64_t val = values ? pyu_get_u64(vbuf, (int32_t)(8 * j))

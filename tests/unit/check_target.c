@@ -495,6 +495,38 @@ START_TEST(test_live_child)
 	free(s);
 	// Unmapped memory faults.
 	assert_fault_at(pyu_target_read_u64(t, 8, &v), 8);
+	uint64_t lm = (uint64_t)(uintptr_t)&live_marker;
+	// Pages prefetched from scattered addresses (an unmapped one among them, skipped) are
+	// then read from the cache, not the process.
+	pyu_target_flush_cache(t);
+	uint64_t scattered[] = {8, lm, (uint64_t)(uintptr_t)live_text, lm + 4};
+	pyu_target_prefetch_scattered(t, scattered, 4, 8);
+	uint64_t backend = pyu_target_backend_reads(t), cached = pyu_target_cached_reads(t);
+	ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
+	ck_assert_uint_eq(v, 0x1122334455667788u);
+	ck_assert_ptr_null(pyu_target_read_u64(t, (uint64_t)(uintptr_t)live_text, &v));
+	ck_assert_uint_eq(v & 0xffffffffu, 0x6c696863u);
+	ck_assert_uint_eq(pyu_target_backend_reads(t), backend);
+	ck_assert_uint_eq(pyu_target_cached_reads(t), cached + 2);
+	assert_fault_at(pyu_target_read_u64(t, 8, &v), 8);
+	// More pages than one gathered read takes (40 pages of libc's text, from the middle of
+	// it): all in the cache afterwards.
+	const struct pyu_mapping *text = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)&printf);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_uint_ge(text->end - text->start, 48 * 4096);
+	uint64_t pages[40];
+	for (int i = 0; i < 40; i++)
+		pages[i] = text->start + 4096 * (uint64_t)(i + 4) + 100;
+	pyu_target_flush_cache(t);
+	pyu_target_prefetch_scattered(t, pages, 40, 8);
+	backend = pyu_target_backend_reads(t);
+	for (int i = 0; i < 40; i++) {
+		uint64_t want;
+		memcpy(&want, (const void *)(uintptr_t)pages[i], 8); // the same text here
+		ck_assert_ptr_null(pyu_target_read_u64(t, pages[i], &v));
+		ck_assert_uint_eq(v, want);
+	}
+	ck_assert_uint_eq(pyu_target_backend_reads(t), backend);
 
 	// The maps: our own executable, the file with spaces, the deleted one.
 	const struct pyu_mapping *m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)&live_marker);
@@ -622,6 +654,14 @@ static int read_without_process_vm_readv(void)
 		rc = 14;
 	else if (!pyu_target_read_u8(t, 8, &b)) // unmapped memory still faults
 		rc = 15;
+	else {
+		// Without process_vm_readv nothing is gathered: reads still go through
+		// /proc/PID/mem.
+		uint64_t addrs[] = {(uint64_t)(uintptr_t)&live_marker, 8};
+		pyu_target_prefetch_scattered(t, addrs, 2, 8);
+		if (pyu_target_read_u64(t, addrs[0], &v) || v != 0x1122334455667788u)
+			rc = 16;
+	}
 	pyu_target_destroy(t);
 	kill(sleeper, SIGKILL);
 	waitpid(sleeper, NULL, 0);
