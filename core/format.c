@@ -151,6 +151,82 @@ static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
 	pyu_carets_render(rules, lines, lens, count, loc, SOURCE_INDENT, sb);
 }
 
+// ---- frames repeat ----------------------------------------------------------------------
+// What a Python frame prints, but for its number (text) or its frame address and locals
+// (JSON), depends only on its code object and location: a deep recursion prints the same text a
+// thousand times, and making it (source lines, carets, escaping) is most of formatting. One memo
+// per code object holds the text made for the last location asked.
+
+struct frame_memo {
+	bool valid;
+	struct pyu_location loc;
+	int64_t offset; // the instruction offset (JSON has it)
+	char *text;
+	size_t len;
+};
+
+struct frame_memos {
+	struct frame_memo *m; // one per code object of the snapshot; NULL: no memo (no memory)
+	uint32_t count;
+};
+
+static void memos_init(struct frame_memos *fm, const struct pyu_stacks *s)
+{
+	fm->count = s->code_count;
+	fm->m = fm->count ? calloc(fm->count, sizeof(*fm->m)) : NULL;
+	if (!fm->m)
+		fm->count = 0;
+}
+
+static void memos_release(struct frame_memos *fm)
+{
+	for (uint32_t i = 0; i < fm->count; i++)
+		free(fm->m[i].text);
+	free(fm->m);
+	fm->m = NULL;
+	fm->count = 0;
+}
+
+static bool same_location(const struct pyu_location *a, const struct pyu_location *b)
+{
+	return a->line == b->line && a->end_line == b->end_line && a->column == b->column &&
+	       a->end_column == b->end_column;
+}
+
+// The memo of frame @f's code object when it holds the text for @f's location: appended to
+// @sb, true. Otherwise false, and *@slot is where to keep the text about to be made (NULL
+// when there is no memo for it).
+static bool memo_put(struct pyu_strbuf *sb, struct frame_memos *fm, const struct pyu_frame_info *f,
+		     struct frame_memo **slot)
+{
+	*slot = NULL;
+	if (!fm || f->code < 0 || (uint32_t)f->code >= fm->count)
+		return false;
+	struct frame_memo *m = &fm->m[f->code];
+	if (m->valid && m->offset == f->instruction_offset && same_location(&m->loc, &f->loc)) {
+		pyu_strbuf_append(sb, m->text, m->len);
+		return true;
+	}
+	*slot = m;
+	return false;
+}
+
+// Keeps what @sb got since @at in @m (if any) for the frame @f. Failing to keep it only costs
+// time later.
+static void memo_keep(struct frame_memo *m, const struct pyu_strbuf *sb, size_t at,
+		      const struct pyu_frame_info *f)
+{
+	if (!m || sb->nomem || sb->too_long || sb->len < at)
+		return;
+	size_t len = sb->len - at;
+	char *text = malloc(len ? len : 1);
+	if (!text)
+		return;
+	memcpy(text, sb->buf + at, len);
+	free(m->text);
+	*m = (struct frame_memo){true, f->loc, f->instruction_offset, text, len};
+}
+
 // ---- text -------------------------------------------------------------------------------
 
 static void put_int_or(struct pyu_strbuf *sb, int64_t v, bool absent, const char *none)
@@ -257,11 +333,18 @@ static void text_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 // "#N  " padded to four columns, at least one space after the number.
 static void frame_number(struct pyu_strbuf *sb, uint32_t i)
 {
-	int n = 0;
-	char num[16];
-	n = snprintf(num, sizeof(num), "#%u", i);
-	pyu_strbuf_append(sb, num, (size_t)n);
-	pyu_strbuf_repeat(sb, ' ', n < 4 ? (size_t)(4 - n) : 1);
+	char num[16]; // "#" + up to 10 digits, padded with spaces to 4 (at least one space)
+	size_t digits = 1, n;
+	for (uint32_t x = i / 10; x; x /= 10)
+		digits++;
+	num[0] = '#';
+	for (size_t k = digits; k > 0; k--, i /= 10)
+		num[k] = (char)('0' + i % 10);
+	n = digits + 1;
+	do
+		num[n++] = ' ';
+	while (n < 4);
+	pyu_strbuf_append(sb, num, n);
 }
 
 static void text_error_frame(struct pyu_strbuf *sb, const struct pyu_frame_info *f)
@@ -295,7 +378,8 @@ static void text_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 
 // Frame @i of @thread, shown as "#@number" (a stack through nested interpreters numbers on).
 static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-		       uint32_t i, uint32_t number, uint32_t flags, struct pyu_source_cache *cache)
+		       uint32_t i, uint32_t number, uint32_t flags, struct pyu_source_cache *cache,
+		       struct frame_memos *memos)
 {
 	const struct pyu_frame_info *f = &s->threads[thread].frames[i];
 	frame_number(sb, number);
@@ -304,9 +388,15 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 		text_error_frame(sb, f);
 		return;
 	}
-	text_location(sb, c, f);
-	if (flags & PYU_FMT_SOURCE)
-		source_with_carets(sb, cache, pyu_caret_rules_for(s->hexversion), c, &f->loc);
+	struct frame_memo *slot;
+	if (!memo_put(sb, memos, f, &slot)) {
+		size_t at = sb->len;
+		text_location(sb, c, f);
+		if (flags & PYU_FMT_SOURCE)
+			source_with_carets(sb, cache, pyu_caret_rules_for(s->hexversion), c,
+					   &f->loc);
+		memo_keep(slot, sb, at, f);
+	}
 	if (flags & PYU_FMT_LOCALS)
 		text_locals(sb, s, thread, i, "    ");
 }
@@ -314,7 +404,8 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 // A thread's stack; a thread nested through interpreters goes on with each caller's frames
 // after a line naming the switch ("--- interpreter 1 → 0 ---"), numbered on.
 static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-			uint32_t flags, uint32_t limit, struct pyu_source_cache *cache)
+			uint32_t flags, uint32_t limit, struct pyu_source_cache *cache,
+			struct frame_memos *memos)
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
 	const struct pyu_thread_info *outermost = th; // the one whose thread ids are its own
@@ -339,7 +430,7 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 			if (limit && number >= limit)
 				hidden++;
 			else
-				text_frame(sb, s, cur, i, number++, flags, cache);
+				text_frame(sb, s, cur, i, number++, flags, cache, memos);
 		}
 		prev = t;
 		if (!t->outer || t->outer > s->thread_count)
@@ -430,7 +521,7 @@ static void text_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 // py-bt --native: the merged stack (see native.c), or both sides apart with the reason.
 static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 					    uint32_t thread, uint32_t flags, uint32_t limit,
-					    struct pyu_source_cache *cache)
+					    struct pyu_source_cache *cache, struct frame_memos *memos)
 {
 	const struct pyu_thread_info *th = &s->threads[thread];
 	struct pyu_merge m;
@@ -447,7 +538,7 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct pyu_merge_item *it = &m.items[i];
 		if (it->python)
-			text_frame(sb, s, thread, it->index, it->index, flags, cache);
+			text_frame(sb, s, thread, it->index, it->index, flags, cache, memos);
 		else if (it->cython)
 			text_cython_frame(sb, &th->native[it->index], it->index, flags, cache);
 		else
@@ -498,6 +589,7 @@ struct json_codes {
 	struct pyu_strbuf text;
 	uint32_t *off, *len; // per code index; len 0 = not made yet
 	uint32_t count;
+	struct frame_memos memos;
 };
 
 static void json_code_fields(struct pyu_strbuf *sb, const struct pyu_code_info *c)
@@ -529,6 +621,18 @@ static void json_codes_put(struct pyu_strbuf *sb, struct json_codes *jc, int32_t
 		jc->len[index] = (uint32_t)(jc->text.len - at);
 	}
 	pyu_strbuf_append(sb, jc->text.buf + jc->off[index], jc->len[index]);
+}
+
+// @v in lowercase hex digits, no prefix, at @out (room for 16). Returns how many.
+static size_t hex_digits(char *out, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	size_t n = 1;
+	for (uint64_t x = v >> 4; x; x >>= 4)
+		n++;
+	for (size_t i = n; i > 0; i--, v >>= 4)
+		out[i - 1] = digits[v & 15];
+	return n;
 }
 
 static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
@@ -578,6 +682,9 @@ static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_shown_locals_clear(&sl);
 }
 
+static void json_frame_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+				const struct pyu_frame_info *f, struct json_codes *jc);
+
 // Frame @f, which is frame @frame of thread @thread (they matter only with PYU_FMT_LOCALS).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		       const struct pyu_frame_info *f, uint32_t thread, uint32_t frame,
@@ -592,6 +699,34 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_printf(sb, ", \"address\": \"0x%" PRIx64 "\"}", f->frame_address);
 		return;
 	}
+	struct frame_memo *slot;
+	if (!memo_put(sb, jc ? &jc->memos : NULL, f, &slot)) {
+		size_t at = sb->len;
+		json_frame_location(sb, c, f, jc);
+		memo_keep(slot, sb, at, f);
+	}
+	// The rest in one append: this runs once per frame of a document.
+	static const char key[] = ", \"frame_address\": \"0x";
+	char tail[sizeof(key) + 20];
+	memcpy(tail, key, sizeof(key) - 1);
+	size_t n = sizeof(key) - 1;
+	n += hex_digits(tail + n, f->frame_address);
+	tail[n++] = '"';
+	if (!(flags & PYU_FMT_LOCALS)) {
+		tail[n++] = '}';
+		pyu_strbuf_append(sb, tail, n);
+		return;
+	}
+	pyu_strbuf_append(sb, tail, n);
+	json_locals(sb, s, thread, frame, false);
+	pyu_strbuf_putc(sb, '}');
+}
+
+// A Python frame's JSON from its start to its code address: what frames of one code object at
+// one location share.
+static void json_frame_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+				const struct pyu_frame_info *f, struct json_codes *jc)
+{
 	const struct pyu_location *l = &f->loc;
 	pyu_strbuf_puts(sb, "{\"kind\": \"python\"");
 	json_codes_put(sb, jc, f->code, c);
@@ -607,11 +742,6 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	json_int_or_null(sb, f->instruction_offset, f->instruction_offset < 0);
 	pyu_strbuf_puts(sb, ", \"code_address\": ");
 	json_addr(sb, c->address);
-	pyu_strbuf_puts(sb, ", \"frame_address\": ");
-	json_addr(sb, f->frame_address);
-	if (flags & PYU_FMT_LOCALS)
-		json_locals(sb, s, thread, frame, false);
-	pyu_strbuf_putc(sb, '}');
 }
 
 void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_info *th)
@@ -833,6 +963,7 @@ static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_s
 		jc.len = calloc(jc.count, sizeof(*jc.len));
 	}
 	struct json_codes *use = jc.off && jc.len ? &jc : NULL;
+	memos_init(&jc.memos, s);
 	for (uint32_t i = 0, t = first; i < count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n" : "\n");
 		if (flags & PYU_FMT_NATIVE) {
@@ -852,6 +983,7 @@ static struct pyu_error *json_document(struct pyu_strbuf *sb, const struct pyu_s
 	free(jc.off);
 	free(jc.len);
 	pyu_strbuf_release(&jc.text);
+	memos_release(&jc.memos);
 	if (err)
 		return err;
 	pyu_strbuf_puts(sb, "],\n \"errors\": [");
@@ -921,6 +1053,8 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 		return pyu_strbuf_finish(&sb, ret);
 	}
 	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+	struct frame_memos memos;
+	memos_init(&memos, s);
 	if (all)
 		text_version(&sb, s);
 	for (uint32_t i = 0, printed = 0; i < count && !err; i++) {
@@ -929,10 +1063,11 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 		if (printed++ || all)
 			pyu_strbuf_putc(&sb, '\n');
 		if (flags & PYU_FMT_NATIVE)
-			err = text_thread_native(&sb, s, first + i, flags, limit, cache);
+			err = text_thread_native(&sb, s, first + i, flags, limit, cache, &memos);
 		else
-			text_thread(&sb, s, first + i, flags, limit, cache);
+			text_thread(&sb, s, first + i, flags, limit, cache, &memos);
 	}
+	memos_release(&memos);
 	if (err) {
 		pyu_source_cache_destroy(cache);
 		pyu_strbuf_release(&sb);

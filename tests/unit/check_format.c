@@ -175,6 +175,71 @@ START_TEST(test_bt_text_source_and_carets)
 }
 END_TEST
 
+// A deep recursion repeats one code object at one location: formatting keeps what it made for
+// the last location of each code object. Frames alternating between locations, or with the
+// same line but another instruction, must each still print their own.
+START_TEST(test_repeated_frames)
+{
+	char *path = MAKE_FILE("rep.py", X_PY);
+	struct pyu_code_info codes[] = {code(0x5000, "f", "C.f", path, 4),
+					code(0x6000, "<module>", "<module>", path, 1)};
+	enum { N = 105 };
+	static struct pyu_frame_info frames[N];
+	// Mostly "foo" at offset 20; every 7th the whole call at 24; every 11th "foo" at 22
+	// (same location, another instruction); the last one <module>.
+	for (int i = 0; i < N - 1; i++) {
+		if (i % 7 == 3)
+			frames[i] = pyframe(0, loc(5, 6, 15, 21), 24, 0x7000 + 0x100 * (uint64_t)i);
+		else
+			frames[i] = pyframe(0, loc(5, 5, 15, 18), i % 11 == 5 ? 22 : 20,
+					    0x7000 + 0x100 * (uint64_t)i);
+	}
+	frames[N - 1] = pyframe(1, loc(8, 8, 0, 6), 10, 0xf000);
+	struct pyu_thread_info threads[] = {thread(0x1000, 7, 1, NULL, frames, N)};
+	struct pyu_stacks s = snapshot("3.12.1", 0x030c01f0, codes, 2, threads, 1);
+
+	static char want[64 << 10];
+	size_t w = (size_t)snprintf(want, sizeof(want), "Thread 0x1000 (tid 7), holds the GIL:\n");
+	for (int i = 0; i < N - 1; i++)
+		w += (size_t)snprintf(want + w, sizeof(want) - w,
+				      "#%-2d File \"%s\", line 5, in C.f\n"
+				      "        return foo(a,\n"
+				      "               %s\n",
+				      i, path, i % 7 == 3 ? "^^^^^^" : "^^^");
+	snprintf(want + w, sizeof(want) - w,
+		 "#%d File \"%s\", line 8, in <module>\n        main()\n", N - 1, path);
+	char *out = bt(&s, 0, PYU_FMT_SOURCE, 0);
+	expect_str(out, want);
+	free(out);
+
+	out = bt(&s, 0, PYU_FMT_JSON, 0);
+	const char *p = out;
+	for (int i = 0; i < N; i++) {
+		char frame[512];
+		if (i == N - 1)
+			snprintf(frame, sizeof(frame),
+				 "{\"kind\": \"python\", \"function\": \"<module>\", \"qualname\": "
+				 "\"<module>\", \"file\": \"%s\", \"line\": 8, \"end_line\": 8, "
+				 "\"column\": 0, \"end_column\": 6, \"instruction_offset\": 10, "
+				 "\"code_address\": \"0x6000\", \"frame_address\": \"0xf000\"}",
+				 path);
+		else
+			snprintf(frame, sizeof(frame),
+				 "{\"kind\": \"python\", \"function\": \"f\", \"qualname\": \"C.f\", "
+				 "\"file\": \"%s\", \"line\": 5, \"end_line\": %d, \"column\": 15, "
+				 "\"end_column\": %d, \"instruction_offset\": %d, \"code_address\": "
+				 "\"0x5000\", \"frame_address\": \"0x%x\"}",
+				 path, i % 7 == 3 ? 6 : 5, i % 7 == 3 ? 21 : 18,
+				 i % 7 == 3 ? 24 : i % 11 == 5 ? 22 : 20, 0x7000 + 0x100 * i);
+		const char *at = strstr(p, frame);
+		ck_assert_msg(at != NULL, "frame %d not found in order: %s", i, frame);
+		p = at + strlen(frame);
+	}
+	free(out);
+	remove_file(path);
+}
+END_TEST
+
 START_TEST(test_carets_non_ascii)
 {
 	// "é" is 2 bytes, "名" 3 bytes and two columns wide.
@@ -629,6 +694,7 @@ static Suite *format_suite(void)
 	Suite *s = suite_create("format");
 	TCase *tc = tcase_create("format");
 	tcase_add_test(tc, test_bt_text_source_and_carets);
+	tcase_add_test(tc, test_repeated_frames);
 	tcase_add_test(tc, test_carets_non_ascii);
 	tcase_add_test(tc, test_missing_and_pseudo_files);
 	tcase_add_test(tc, test_all_threads_errors_and_escaping);
