@@ -124,20 +124,18 @@ static uint64_t threading_active(const struct pyu_stacks *s, struct pyu_values *
 	return err ? 0 : active;
 }
 
-static void read_thread_name(const struct pyu_stacks *s, struct pyu_values *v, uint64_t active,
+// The name of the Thread object @thread (0: none found) into th->name. Cannot fail.
+static void read_thread_name(const struct pyu_stacks *s, struct pyu_values *v, uint64_t thread,
 			     struct pyu_thread_info *th)
 {
-	uint64_t thread = 0, name = 0;
-	if (!active || th->thread_id > INT64_MAX)
+	uint64_t name = 0;
+	if (!thread)
 		return;
-	struct pyu_error *err = pyu_dict_get_int(v, active, (int64_t)th->thread_id, &thread);
 	// 3.x keeps the name in _name; 2.7's private __name is mangled.
-	if (!err) {
-		err = pyu_object_getattr(v, thread, "_name", &name, NULL);
-		if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
-			pyu_error_destroy(err);
-			err = pyu_object_getattr(v, thread, "_Thread__name", &name, NULL);
-		}
+	struct pyu_error *err = pyu_object_getattr(v, thread, "_name", &name, NULL);
+	if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+		pyu_error_destroy(err);
+		err = pyu_object_getattr(v, thread, "_Thread__name", &name, NULL);
 	}
 	char *text = NULL;
 	if (!err)
@@ -202,14 +200,27 @@ void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 		pyu_error_destroy(err);
 		return;
 	}
-	uint64_t interp = 0, active = 0;
+	// Each thread's Thread object, from one pass over threading._active per run of threads
+	// of one interpreter.
+	int64_t *idents = s->thread_count ? malloc(s->thread_count * sizeof(*idents)) : NULL;
+	uint64_t *objs = s->thread_count ? calloc(s->thread_count, sizeof(*objs)) : NULL;
+	for (uint32_t i = 0; idents && objs && i < s->thread_count;) {
+		uint64_t interp = s->threads[i].interp_address;
+		uint32_t end = i;
+		while (end < s->thread_count && s->threads[end].interp_address == interp) {
+			uint64_t id = s->threads[end].thread_id;
+			idents[end++] = id > INT64_MAX ? -1 : (int64_t)id; // -1: no thread's ident
+		}
+		uint64_t active = threading_active(s, v, interp);
+		if (active) {
+			err = pyu_dict_get_ints(v, active, idents + i, end - i, objs + i);
+			pyu_error_destroy(err);
+		}
+		i = end;
+	}
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];
-		if (th->interp_address != interp) {
-			interp = th->interp_address;
-			active = threading_active(s, v, interp);
-		}
-		read_thread_name(s, v, active, th);
+		read_thread_name(s, v, objs ? objs[i] : 0, th);
 		uint64_t exc = handled_exception(s, v, th);
 		if (!exc)
 			continue;
@@ -231,6 +242,8 @@ void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 		th->exc_type = type;
 		th->exc_truncated = truncated;
 	}
+	free(idents);
+	free(objs);
 }
 
 // ---- locals -------------------------------------------------------------------------------

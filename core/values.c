@@ -1037,6 +1037,45 @@ static bool find_int_visit(void *arg, uint64_t key, uint64_t value)
 	return !f->hit;
 }
 
+struct find_ints {
+	struct pyu_values *v;
+	const int64_t *keys;
+	size_t n, left;
+	uint64_t *found;
+};
+
+static bool find_ints_visit(void *arg, uint64_t key, uint64_t value)
+{
+	struct find_ints *f = arg;
+	uint64_t type;
+	struct type_entry te;
+	int64_t k;
+	struct pyu_error *err = classify_obj(f->v, key, &type, &te);
+	if (!err && te.kind != K_INT && te.kind != K_PY2INT)
+		return true;
+	if (!err)
+		err = read_small_int(f->v, key, (enum kind)te.kind, &k);
+	if (err) {
+		pyu_error_destroy(err);
+		return true;
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		if (f->keys[i] == k && !f->found[i]) {
+			f->found[i] = value;
+			f->left--;
+		}
+	}
+	return f->left > 0;
+}
+
+struct pyu_error *pyu_dict_get_ints(struct pyu_values *v, uint64_t dict, const int64_t *keys,
+				    size_t n, uint64_t *ret)
+{
+	memset(ret, 0, n * sizeof(*ret));
+	struct find_ints f = {v, keys, n, n, ret};
+	return n ? pyu_dict_foreach(v, dict, find_ints_visit, &f) : NULL;
+}
+
 struct pyu_error *pyu_dict_get_int(struct pyu_values *v, uint64_t dict, int64_t key,
 				   uint64_t *ret)
 {

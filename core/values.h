@@ -71,6 +71,11 @@ struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const ch
 				   uint64_t *ret);
 struct pyu_error *pyu_dict_get_int(struct pyu_values *v, uint64_t dict, int64_t key,
 				   uint64_t *ret);
+// The values under each of the @n int keys @keys, in one pass over the dict (a lookup per
+// thread of threading._active scanned it once per thread): @ret[i] is 0 when @keys[i] is
+// absent. Errors as pyu_dict_foreach; on error @ret holds what was found before it.
+struct pyu_error *pyu_dict_get_ints(struct pyu_values *v, uint64_t dict, const int64_t *keys,
+				    size_t n, uint64_t *ret);
 
 // Attribute lookup WITHOUT running code: for a module, its dict; otherwise the instance's
 // attributes (tp_dictoffset including negative offsets, 3.11 managed dicts and values, 3.12
