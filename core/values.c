@@ -1008,35 +1008,6 @@ struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const ch
 static struct pyu_error *read_small_int(struct pyu_values *v, uint64_t obj, enum kind k,
 					int64_t *ret);
 
-struct find_int {
-	struct pyu_values *v;
-	int64_t key;
-	uint64_t found;
-	bool hit;
-};
-
-static bool find_int_visit(void *arg, uint64_t key, uint64_t value)
-{
-	struct find_int *f = arg;
-	uint64_t type;
-	struct type_entry te;
-	int64_t n;
-	struct pyu_error *err = classify_obj(f->v, key, &type, &te);
-	if (!err && te.kind != K_INT && te.kind != K_PY2INT)
-		return true;
-	if (!err)
-		err = read_small_int(f->v, key, (enum kind)te.kind, &n);
-	if (err) {
-		pyu_error_destroy(err);
-		return true;
-	}
-	if (n == f->key) {
-		f->found = value;
-		f->hit = true;
-	}
-	return !f->hit;
-}
-
 struct find_ints {
 	struct pyu_values *v;
 	const int64_t *keys;
@@ -1079,13 +1050,13 @@ struct pyu_error *pyu_dict_get_ints(struct pyu_values *v, uint64_t dict, const i
 struct pyu_error *pyu_dict_get_int(struct pyu_values *v, uint64_t dict, int64_t key,
 				   uint64_t *ret)
 {
-	struct find_int f = {v, key, 0, false};
-	struct pyu_error *err = pyu_dict_foreach(v, dict, find_int_visit, &f);
+	uint64_t found;
+	struct pyu_error *err = pyu_dict_get_ints(v, dict, &key, 1, &found);
 	if (err)
 		return err;
-	if (!f.hit)
+	if (!found) // a dict's values are never NULL: 0 is "no such key"
 		return pyu_error_create(PYU_ERR_NOT_FOUND, "no key %" PRId64, key);
-	*ret = f.found;
+	*ret = found;
 	return NULL;
 }
 
