@@ -496,8 +496,8 @@ START_TEST(test_live_child)
 	// Unmapped memory faults.
 	assert_fault_at(pyu_target_read_u64(t, 8, &v), 8);
 	uint64_t lm = (uint64_t)(uintptr_t)&live_marker;
-	// Pages prefetched from scattered addresses (an unmapped one among them, skipped) are
-	// then read from the cache, not the process.
+	// Pages prefetched from scattered addresses (an unmapped one among them is not cached and
+	// still faults below) are then read from the cache, not the process.
 	pyu_target_flush_cache(t);
 	uint64_t scattered[] = {8, lm, (uint64_t)(uintptr_t)live_text, lm + 4};
 	pyu_target_prefetch_scattered(t, scattered, 4, 8);
