@@ -372,9 +372,18 @@ def file_offset(loads, addr):
     return None
 
 
-def relaxed_check(truth, doc):
+def written_text(value, written):
+    """@value (a name the damaged core gave) holds the bytes of a word the damage wrote (up to
+    the word's first NUL): the damage landed in the characters of a string, which on 3.12+ may
+    be one of the runtime's static strings near the head - memory really says that name."""
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else b""
+    return any(len(w.split(b"\0")[0]) >= 4 and w.split(b"\0")[0] in data for w in written)
+
+
+def relaxed_check(truth, doc, written=()):
     """Whatever a damaged core gives must be right as far as it goes: every Python frame before
-    a thread's first error frame equals the truth's frame at that position."""
+    a thread's first error frame equals the truth's frame at that position. A function or file
+    name may differ only by the very bytes the damage wrote into it (@written: those words)."""
     tt = dict((t["thread_id"], t) for t in truth["threads"])
     for t in doc["threads"]:
         want = tt.get(t["thread_id"])
@@ -388,7 +397,8 @@ def relaxed_check(truth, doc):
                                                                         len(want["frames"]))
             w = want["frames"][i]
             for k in ("function", "file", "line"):
-                if f.get(k) != w.get(k):
+                if f.get(k) != w.get(k) and not (k != "line" and written_text(f.get(k),
+                                                                              written)):
                     return "thread %s frame #%d: %s %r, truth %r" % (t["thread_id"], i, k,
                                                                     f.get(k), w.get(k))
     return None
@@ -464,7 +474,7 @@ def damaged_cases(core, truth, doc, empty, workdir):
             os.close(fd)
         if rc == 0:
             got = json.loads(out)
-            problem = relaxed_check(truth, got)
+            problem = relaxed_check(truth, got, [b for _, b in writes if len(b) == 8])
             assert not problem, "%s: a wrong stack: %s" % (name, problem)
             outcomes.append("%s: %d threads (%.1fs)" % (name, len(got["threads"]), secs))
         else:
