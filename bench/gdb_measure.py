@@ -1,7 +1,8 @@
 # gdb_measure.py - runs inside gdb (`gdb -x bench/gdb_measure.py`): loads one tool, times one
 # command with time.perf_counter() around gdb.execute(), and writes what it saw for bench/run.
 # Parameters come from the environment, set by bench/run:
-#   BENCH_SOURCE   script to `source` first (pyunwind's adapter or CPython's pythonX.Y-gdb.py)
+#   BENCH_SOURCE   script to `source` first (pyunwind's adapter or CPython's pythonX.Y-gdb.py),
+#                  or empty for none (gdb's own backtrace)
 #   BENCH_COMMAND  the command to time, e.g. "py-bt --all" or "thread apply all py-bt"
 #   BENCH_JSON     if set, a command run after the timed one whose output is kept too
 #                  (pyunwind: "py-bt --all --json", answered from the same snapshot)
@@ -15,7 +16,8 @@ import gdb
 result = {"ok": False}
 try:
     t0 = time.perf_counter()
-    gdb.execute("source " + os.environ["BENCH_SOURCE"], to_string=True)
+    if os.environ["BENCH_SOURCE"]:  # empty: time one of gdb's own commands
+        gdb.execute("source " + os.environ["BENCH_SOURCE"], to_string=True)
     result["load_ms"] = (time.perf_counter() - t0) * 1000.0
     command = os.environ["BENCH_COMMAND"]
     t0 = time.perf_counter()

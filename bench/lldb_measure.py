@@ -1,7 +1,8 @@
 # lldb_measure.py - runs inside lldb (`script exec(open(PATH).read())`): loads one tool, times one
 # command with time.perf_counter() around SBCommandInterpreter.HandleCommand(), and writes what it
 # saw for bench/run. Parameters come from the environment, set by bench/run:
-#   BENCH_IMPORT   module to `command script import` first (pyunwind's lldb adapter)
+#   BENCH_IMPORT   module to `command script import` first (pyunwind's lldb adapter), or empty
+#                  for none (lldb's own backtrace)
 #   BENCH_COMMAND  the command to time, e.g. "py-bt --all"
 #   BENCH_JSON     if set, a command run after the timed one whose output is kept too
 #   BENCH_RESULT   where to write the result document (JSON)
@@ -26,14 +27,16 @@ def _bench_measure(debugger):
 
     try:
         t0 = time.perf_counter()
-        run("command script import " + os.environ["BENCH_IMPORT"])
+        if os.environ["BENCH_IMPORT"]:  # empty: time one of lldb's own commands
+            run("command script import " + os.environ["BENCH_IMPORT"])
         result["load_ms"] = (time.perf_counter() - t0) * 1000.0
         command = os.environ["BENCH_COMMAND"]
         t0 = time.perf_counter()
         output = run(command)
         result["ms"] = (time.perf_counter() - t0) * 1000.0
         result["output"] = output
-        module = sys.modules.get(os.path.splitext(os.path.basename(os.environ["BENCH_IMPORT"]))[0])
+        module = sys.modules.get(os.path.splitext(os.path.basename(os.environ["BENCH_IMPORT"]))[0]) \
+            if os.environ["BENCH_IMPORT"] else None
         session = getattr(module, "_session", None)  # pyunwind's lldb adapter keeps it here
         if session is not None and hasattr(session, "target_reads"):
             result["reads"] = list(session.target_reads())

@@ -155,15 +155,31 @@ class GdbView(core.DebuggerView):
 
 
     def native_threads(self):
+        """(tid, pthread id, frames callback) per thread. The callbacks switch threads; the
+        selected thread and frame are restored once, when the iteration ends (or is closed),
+        not after every thread: restoring means unwinding the selected thread again."""
         libraries = _Libraries(self._mappings())
-        for th in self.inferior.threads():
-            pthread_id = 0
-            try:
-                pthread_id = int.from_bytes(bytes(th.handle()), "little")
-            except Exception:
-                pass
-            yield th.ptid[1] or th.ptid[0], pthread_id, \
-                (lambda th=th: _native_frames(th, libraries))
+        saved = gdb.selected_thread()
+        try:
+            saved_frame = gdb.selected_frame()
+        except gdb.error:
+            saved_frame = None
+        try:
+            for th in self.inferior.threads():
+                pthread_id = 0
+                try:
+                    pthread_id = int.from_bytes(bytes(th.handle()), "little")
+                except Exception:
+                    pass
+                yield th.ptid[1] or th.ptid[0], pthread_id, \
+                    (lambda th=th: _native_frames(th, libraries))
+        finally:
+            if saved is not None and saved.is_valid():
+                if gdb.selected_thread() is None or gdb.selected_thread().ptid != saved.ptid:
+                    saved.switch()
+                if saved_frame is not None and saved_frame.is_valid() and \
+                        saved_frame != gdb.selected_frame():
+                    saved_frame.select()
 
 
 _UNNAMED = ("??",)
@@ -188,15 +204,11 @@ class _Libraries(object):
 
 def _native_frames(thread, libraries):
     """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per frame,
-    innermost first. The selected thread and frame are restored."""
-    saved = gdb.selected_thread()
-    try:
-        saved_frame = gdb.selected_frame()
-    except gdb.error:
-        saved_frame = None
+    innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
     try:
-        if saved is None or saved.ptid != thread.ptid:
+        current = gdb.selected_thread()
+        if current is None or current.ptid != thread.ptid:
             thread.switch()
         f = gdb.newest_frame()
         while f is not None and len(frames) < _MAX_NATIVE_FRAMES:
@@ -219,13 +231,6 @@ def _native_frames(thread, libraries):
                 break
     except gdb.error as e:
         raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
-    finally:
-        if saved is not None and saved.is_valid():
-            if saved.ptid != thread.ptid:
-                saved.switch()
-            if saved_frame is not None and saved_frame.is_valid() and \
-                    saved_frame != gdb.selected_frame():
-                saved_frame.select()
     return frames
 
 
