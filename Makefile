@@ -72,6 +72,7 @@ bench: deps pythons all
 	@bench/run
 	@bench/triage
 	@bench/memonly
+	@bench/locals-run
 
 clean:
 	rm -rf $(BUILD)

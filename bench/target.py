@@ -18,12 +18,18 @@ _release = threading.Lock()
 _release.acquire()  # never released: blocked threads sit in a C call without the GIL
 
 
+WITH_LOCALS = []  # set by the locals scenario: the truth also gives each frame's locals
+
+
 def _frame_record(f):
     code = f.f_code
-    return {"function": code.co_name,
-            "qualname": getattr(code, "co_qualname", code.co_name),
-            "file": code.co_filename,
-            "line": f.f_lineno}
+    record = {"function": code.co_name,
+              "qualname": getattr(code, "co_qualname", code.co_name),
+              "file": code.co_filename,
+              "line": f.f_lineno}
+    if WITH_LOCALS:
+        record["locals"] = {name: repr(value) for name, value in f.f_locals.items()}
+    return record
 
 
 def _stack(f):
@@ -120,6 +126,7 @@ def locals_recurse(n, label, *rest, **options):
 
 
 def locals_threads(truth):
+    WITH_LOCALS.append(True)
     for i in range(THREADS):
         threading.Thread(target=locals_recurse, args=(THREAD_FRAMES - 4, "worker-%d" % i),
                          name="worker-%d" % i, daemon=True).start()
