@@ -28,6 +28,7 @@
 #define FLOAT_CACHE 256          // float reprs remembered per context, by bit pattern
 #define KNOWN_MAX 256            // builtin types learnt by address
 #define KNOWN_NAME 48            // bytes of a learnt type's tp_name
+#define KNOWN_FUNCS 128          // builtins module values remembered as function candidates
 #define SEED_MODULES 4096        // sys.modules entries looked at while learning them
 #define SEED_MODULE_SCAN 64      // modules whose dicts are searched for a function
 #define SEED_ITEMS 4096          // entries of one dict looked at while learning
@@ -78,6 +79,14 @@ struct known_type {
 	char name[KNOWN_NAME]; // its tp_name
 };
 
+// A value of the builtins module bound under one name only (a candidate for a builtin
+// function's name when the C string of its PyMethodDef cannot be read).
+struct known_func {
+	uint64_t addr;
+	bool ambiguous;        // bound under two names: neither is taken
+	char name[KNOWN_NAME];
+};
+
 struct where_str {
 	struct where_str *next;
 	char text[];
@@ -96,6 +105,9 @@ struct pyu_values {
 	struct known_type known[KNOWN_MAX];
 	uint32_t known_count;
 	uint64_t exc_root;     // BaseException, learnt with the builtin types
+	uint64_t builtins;     // the builtins module, learnt with them
+	struct known_func funcs[KNOWN_FUNCS];
+	uint32_t func_count;
 	bool seeded;           // the builtin types were looked for (found or not)
 	uint64_t stack[DEPTH_MAX + 1]; // containers being printed, outermost first
 	uint32_t depth;
@@ -827,6 +839,41 @@ static bool non_heap_type(struct pyu_values *v, uint64_t type)
 	       !(flags & TPFLAGS_HEAPTYPE);
 }
 
+static void remember_func(struct pyu_values *v, uint64_t key, uint64_t value)
+{
+	for (uint32_t i = 0; i < v->func_count; i++) {
+		if (v->funcs[i].addr == value) {
+			v->funcs[i].ambiguous = true;
+			return;
+		}
+	}
+	if (v->func_count >= KNOWN_FUNCS)
+		return;
+	struct text tx;
+	if (!ok(read_text(v, key, v->vl.py2 ? K_PY2STR : K_STR, KNOWN_NAME, &tx)))
+		return;
+	if (tx.kind == 1 && tx.n == tx.total && tx.n < KNOWN_NAME && !memchr(tx.data, 0, tx.n)) {
+		struct known_func *f = &v->funcs[v->func_count++];
+		f->addr = value;
+		f->ambiguous = false;
+		memcpy(f->name, tx.data, tx.n);
+		f->name[tx.n] = 0;
+	}
+	free(tx.data);
+}
+
+// The name the builtins module binds builtin function @obj to, or NULL when it binds it under
+// none or under more than one name. Learns the builtins first if needed.
+static const char *builtin_func_name(struct pyu_values *v, uint64_t obj)
+{
+	if (!v->seeded)
+		seed_known_types(v);
+	for (uint32_t i = 0; i < v->func_count; i++)
+		if (v->funcs[i].addr == obj)
+			return v->funcs[i].ambiguous ? NULL : v->funcs[i].name;
+	return NULL;
+}
+
 static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
 {
 	struct seed_walk *w = arg;
@@ -857,6 +904,11 @@ static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
 		free(tx.data);
 		return true;
 	}
+	// Any other value of a static type, under its name: builtin functions among them, whose
+	// names their PyMethodDef keeps in read-only data. Which are functions is known once the
+	// walk has learnt the type of 'len'.
+	if (ok(type_of(v, value, &type)) && non_heap_type(v, type))
+		remember_func(v, key, value);
 	// Names bound to objects of the others.
 	static const struct {
 		const char *key, *type_name;
@@ -926,6 +978,7 @@ static void seed_known_types(struct pyu_values *v)
 	if (!w.builtins || !w.str_type || !non_heap_type(v, w.str_type) ||
 	    !non_heap_type(v, dict_type))
 		goto out;
+	v->builtins = w.builtins;
 	if ((err = type_of(v, w.builtins, &module_type)) != NULL ||
 	    (err = field_u64(v, w.builtins, v->vl.module_dict, &bdict)) != NULL)
 		goto out;
@@ -2000,8 +2053,18 @@ static void repr_cfunction(struct pyu_values *v, uint64_t obj, struct pyu_strbuf
 		err = field_u64(v, obj, v->vl.cfunc.self, &self);
 	if (!err)
 		err = field_u64(v, ml, v->vl.cfunc.ml_name, &p);
-	if (!err)
-		err = read_cstr(v, p, &name);
+	if (!err && (err = read_cstr(v, p, &name)) != NULL) {
+		// A core without the interpreter's files lacks the C string; a function of the
+		// builtins module is named by what the module binds it to (len -> 'len'). Its
+		// self is the module (2.7: none).
+		if (!v->seeded)
+			seed_known_types(v);
+		const char *known = !self || self == v->builtins ? builtin_func_name(v, obj) : NULL;
+		if (known) {
+			pyu_error_destroy(err);
+			err = (name = strdup(known)) != NULL ? NULL : &pyu_error_nomem;
+		}
+	}
 	if (!err && self && !is_kind(v, self, K_MODULE)) {
 		if (!(err = type_of(v, self, &stype)))
 			err = read_tp_name(v, stype, &tname);

@@ -31,9 +31,10 @@ CLI = os.path.join(REPO, "build", "pyunwind")
 WIDE = ["--max-depth", "64", "--max-items", "20000", "--max-chars", "200000",
         "--max-digits", "5000", "--max-repr", "4000000"]
 # Read from memory alone, these types' reprs may need text only the interpreter's files hold
-# (a C function's name, the tp_name of a static type no builtin name gives): they are exact or
-# say so (`<unreadable ...>`); then only their kind and address are compared.
-NEEDS_FILES = ("builtin_function_or_method", "lock")
+# (the tp_name of a static type no builtin name gives): they are exact or say so
+# (`<unreadable ...>`); then only their kind and address are compared. A builtin function of
+# the builtins module (`len`) is not among them: the module's own binding names it.
+NEEDS_FILES = ("lock",)
 HUGE_SECONDS = 5.0      # bt --locals with default bounds, huge values included
 DEFAULT_REPR_MAX = 4096 + 64
 
