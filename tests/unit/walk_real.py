@@ -7,6 +7,7 @@
 #
 #   tests/unit/walk_real.py [-j N] [FILTER...]      (make test-walk)
 # Ends with "test-walk: N passed, N failed".
+import errno
 import glob
 import json
 import os
@@ -247,6 +248,21 @@ lock.acquire()
 '''
 
 
+def _popen_new_executable(args, env, timeout=30.0):
+    """Starts a program file written a moment ago. While another case's thread forks, its
+    child holds every open file of this process until it execs, the copy's write descriptor
+    included, and exec of a file open for writing fails with ETXTBSY: wait for that to pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                    env=env)
+        except OSError as e:
+            if e.errno != errno.ETXTBSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def routes_case(py):
     def run():
         exe = os.path.realpath(py.path)
@@ -267,8 +283,7 @@ def routes_case(py):
                 # need the hidden names, so the program uses only built-in modules.
                 home = os.path.dirname(os.path.dirname(exe))
                 env = dict(os.environ, PYTHONHOME=home)
-                proc = subprocess.Popen([copy, "-c", ROUTES_PROGRAM], stdout=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=env)
+                proc = _popen_new_executable([copy, "-c", ROUTES_PROGRAM], env)
                 try:
                     want = json.loads(proc.stdout.readline().decode())
                     with stopped(proc.pid):
