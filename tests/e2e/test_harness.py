@@ -5,12 +5,14 @@
 import os
 import struct
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import tempfile  # noqa: E402
 
-from harness import (Target, compare, gdb_batch, lldb_batch, run_cases, selected,  # noqa: E402
-                     task_ids)
+from harness import (Target, HarnessError, compare, gdb_batch, lldb_batch,  # noqa: E402
+                     run_cases, selected, task_ids)
+from harness.target import pyu_clock  # noqa: E402
 
 SCENARIOS_ALL = ["recursion", "generator", "nested-class", "lambda", "comprehension",
                  "c-between", "exec", "except", "settrace", "long-lines"]
@@ -275,6 +277,51 @@ def case_install(py):
     return run
 
 
+STUCK = {"blocked": "import time\ntime.sleep(10 ** 6)\n",
+         "spinning": "while True:\n    pass\n"}
+
+
+def case_stuck(py, kind):
+    """A target that never reports: the wait for its truth, measured in the target's own time
+    so that a loaded machine does not end it early, still ends - after its timeout when the
+    target is blocked, after the wall-clock ceiling at the latest - with a failure."""
+    def run():
+        import time
+        work = tempfile.mkdtemp(prefix="pyu-stuck-")
+        program = os.path.join(work, "stuck.py")
+        with open(program, "w") as f:
+            f.write(STUCK[kind])
+        timeout = 5
+        limit = pyu_clock.CEILING * timeout + 10
+        outcome = []
+
+        def attempt():
+            try:
+                with Target(py, program, timeout=timeout):
+                    outcome.append(None)
+            except HarnessError as e:
+                outcome.append(e)
+        t0 = time.time()
+        waiter = threading.Thread(target=attempt)
+        waiter.daemon = True  # a wait that never ends must not keep the run from ending
+        try:
+            waiter.start()
+            waiter.join(limit)
+            took = time.time() - t0
+            check(outcome, "the wait for a stuck target's truth did not end within %d s" % limit)
+            check(outcome[0] is not None, "a target that never reports was taken as ready")
+            check("no truth within %ds" % timeout in str(outcome[0]),
+                  "wrong failure: %s" % outcome[0])
+            if kind == "blocked":
+                # Blocked, it waits for no CPU: its own time is the wall-clock time.
+                check(took < 2 * timeout + 5, "a blocked target took %.0f s to give up on"
+                      % took)
+        finally:
+            import shutil
+            shutil.rmtree(work, ignore_errors=True)
+    return run
+
+
 def main():
     pys = selected()
     if not pys:
@@ -289,6 +336,8 @@ def main():
     cases.append(("compare %s" % pys[-1].label, case_compare(pys[-1])))
     cases.append(("debuggers %s" % pys[-1].label, case_debuggers(pys[-1])))
     cases.append(("install %s" % pys[-1].label, case_install(pys[-1])))
+    for kind in sorted(STUCK):
+        cases.append(("stuck %s %s" % (kind, pys[-1].label), case_stuck(pys[-1], kind)))
     return run_cases(cases, jobs=2, prefix="test-harness")
 
 

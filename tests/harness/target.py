@@ -16,6 +16,20 @@ from .matrix import REPO
 TARGETS = os.path.join(REPO, "tests", "targets")
 
 
+def _load_clock():
+    # The targets' own clock module (tests/targets/pyu_clock.py): the harness and the targets
+    # measure their waits alike.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pyu_clock",
+                                                  os.path.join(TARGETS, "pyu_clock.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pyu_clock = _load_clock()
+
+
 class HarnessError(Exception):
     """The target or a tool misbehaved; the message says what happened, in plain words."""
 
@@ -82,10 +96,13 @@ class Target(object):
 
     @program is a file name in tests/targets (".py" optional) or a path. The program is run as
     `PYTHON PROGRAM WORKDIR MODE` in WORKDIR and must write WORKDIR/truth.json when ready.
-    @env adds to the environment (MALLOC_ARENA_MAX=1 is set unless given). @command: the argv
-    that runs the interpreter, when it is not the interpreter's path alone (a dynamic loader
-    started by hand: [LOADER, "--library-path", DIRS, PYTHON]). PYUNWIND_KEEP=1 keeps the work
-    directory (truth, cores, stderr) for a look after a failure.
+    @timeout: seconds of the target's own time (tests/targets/pyu_clock.py: the time it did
+    not spend waiting for a CPU other programs had) for each wait on it - to get ready, to lose
+    its reporter thread, to crash. @env adds to the environment (MALLOC_ARENA_MAX=1 is set
+    unless given). @command: the argv that runs the interpreter, when it is not the
+    interpreter's path alone (a dynamic loader started by hand: [LOADER, "--library-path",
+    DIRS, PYTHON]). PYUNWIND_KEEP=1 keeps the work directory (truth, cores, stderr) for a look
+    after a failure.
     """
 
     def __init__(self, py, program="scenario", mode="park", timeout=150, keep=False, env=None,
@@ -151,9 +168,13 @@ class Target(object):
             return ""
 
     def _wait_truth(self):
-        deadline = time.time() + self.timeout
+        # The target's verdict - truth, error.json or its exit - within self.timeout seconds of
+        # the target's own time: on a loaded machine a niced target may get a percent of a CPU,
+        # and a debug build compiling its standard library (no .pyc in the private root) then
+        # needs minutes of wall-clock time to get ready.
+        clock = pyu_clock.Clock(self.pid)
         err_path = os.path.join(self.workdir, "error.json")
-        while time.time() < deadline:
+        while not clock.expired(self.timeout):
             if os.path.exists(self.truth_path):
                 with open(self.truth_path, encoding="utf-8") as f:
                     return json.load(f)
@@ -164,13 +185,14 @@ class Target(object):
                 raise HarnessError("%s exited with status %s before it was ready:\n%s"
                                    % (self.python, self.proc.returncode, self._stderr_tail()))
             time.sleep(0.02)
-        raise HarnessError("%s: no truth within %ds:\n%s"
-                           % (self.python, self.timeout, self._stderr_tail()))
+        raise HarnessError("%s: no truth within %ds of its own time, after %s:\n%s"
+                           % (self.python, self.timeout, clock.describe(),
+                              self._stderr_tail()))
 
     def _wait_tasks(self, count):
         # The reporter thread must be gone before anyone looks: the truth leaves it out.
-        deadline = time.time() + self.timeout
-        while time.time() < deadline:
+        clock = pyu_clock.Clock(self.pid)
+        while not clock.expired(self.timeout):
             n = len(task_ids(self.pid))
             if n == count:
                 return
@@ -178,8 +200,8 @@ class Target(object):
                 raise HarnessError("target exited (status %s):\n%s"
                                    % (self.proc.returncode, self._stderr_tail()))
             time.sleep(0.02)
-        raise HarnessError("target has %d threads, truth lists %d"
-                           % (len(task_ids(self.pid)), count))
+        raise HarnessError("target has %d threads, truth lists %d, after %s"
+                           % (len(task_ids(self.pid)), count, clock.describe()))
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -231,10 +253,12 @@ class Target(object):
     def crash_core(self):
         """For mode="crash": waits for the crash and returns the kernel core's path. Raises
         HarnessError saying why when the process did not crash or no core file appeared."""
-        try:
-            self.proc.wait(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            raise HarnessError("target did not crash within %ds" % self.timeout)
+        clock = pyu_clock.Clock(self.pid)
+        while self.proc.poll() is None:
+            if clock.expired(self.timeout):
+                raise HarnessError("target did not crash within %ds of its own time, after %s"
+                                   % (self.timeout, clock.describe()))
+            time.sleep(0.02)
         rc = self.proc.returncode
         if rc != -signal.SIGSEGV:
             raise HarnessError("target ended with status %s, not SIGSEGV:\n%s"

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+import pyu_clock
+
 HOLD = threading.Lock()
 HOLD.acquire()
 
@@ -150,10 +152,11 @@ _report = {}
 
 
 def _reporter(outdir, expected, mode, exclude, timeout, restless=()):
-    deadline = time.time() + timeout
+    # @timeout counts this process's own time: on a loaded machine it may wait minutes for a CPU.
+    clock = pyu_clock.Clock()
     me = threading.current_thread().ident
     exclude = set(exclude) | set([me])
-    while time.time() < deadline:
+    while not clock.expired(timeout):
         with _arrived_lock:
             n = len(_arrived)
         if n >= expected:
@@ -162,7 +165,7 @@ def _reporter(outdir, expected, mode, exclude, timeout, restless=()):
     # Still means: two snapshots 50 ms apart agree and no thread is inside arrive().
     prev = None
     threads = None
-    while time.time() < deadline:
+    while not clock.expired(timeout):
         threads = collect(exclude)
         busy = any(t["frames"] and t["frames"][0]["function"] == "arrive" for t in threads)
         if not busy and prev is not None and _key(prev, restless) == _key(threads, restless):
@@ -272,12 +275,12 @@ def crash_report(outdir, reporter, frame):
     thread to be gone, then writes the truth with this thread as it will be at the crash.
     Returns False (no truth written; the reporter wrote error.json) when the others did not
     settle."""
-    reporter.join(130)
+    reporter.join()  # it ends by its own deadline
     if "threads" not in _report:
         return False
-    deadline = time.time() + 30
+    clock = pyu_clock.Clock()
     expect = len(_report.get("threads", [])) + 1
-    while _task_count() > expect and time.time() < deadline:
+    while _task_count() > expect and not clock.expired(30):
         time.sleep(0.01)
     me = _thread_entry(threading.current_thread().ident, frame, _thread_names())
     me["native_thread_id"] = native_id()
