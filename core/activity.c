@@ -1,7 +1,7 @@
-// activity.c - pyu_stacks_read_activity(): each thread's system call, fatal signal and CPU
-// time, from what the target knows of its kernel thread (target.h: /proc, a core's notes, a
-// debugger's registers) and the crash a core records; the numbers named by the
-// architecture's table (syscalls.c).
+// activity.c - pyu_thread_activity(): a thread's system call, fatal signal and CPU time, read
+// when first asked for (a thread header printed), not by every snapshot: from what the target
+// knows of its kernel thread (target.h: /proc, a core's notes, a debugger's registers) and the
+// crash a core records; the numbers named by the architecture's table (syscalls.c).
 #include <stddef.h>
 
 #include "activity.h"
@@ -42,35 +42,37 @@ static bool is_fatal(int32_t sig)
 	return sig > 0;
 }
 
-void pyu_stacks_read_activity(struct pyu_stacks *s)
+const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread)
 {
-	const struct pyu_arch *arch = pyu_target_arch(s->target);
-	struct pyu_crash crash;
-	bool crashed = pyu_target_crash(s->target, &crash) && is_fatal(crash.signal);
-	for (uint32_t i = 0; i < s->thread_count; i++) {
-		struct pyu_thread_info *th = &s->threads[i];
-		struct pyu_activity *a = &th->activity;
-		*a = (struct pyu_activity){.state = PYU_STATE_UNKNOWN};
-		if (th->native_thread_id <= 0)
-			continue;
-		struct pyu_thread_status st;
-		pyu_target_thread_status(s->target, th->native_thread_id, &st);
-		a->has_cpu = st.cpu_ns >= 0;
-		a->cpu_ns = a->has_cpu ? st.cpu_ns : 0;
-		if (st.syscall == -1) {
-			a->state = PYU_STATE_RUNNING;
-		} else if (st.syscall >= 0) {
-			a->syscall = st.syscall;
-			a->syscall_name = pyu_syscall_name(arch, st.syscall);
-			a->state = state_of_wait(pyu_syscall_wait_kind(a->syscall_name,
-								       st.has_args ? st.args : NULL));
-		}
-		if (crashed && crash.tid == th->native_thread_id) {
-			a->signal = crash.signal;
-			a->has_fault_address = crash.has_address;
-			a->fault_address = crash.address;
-		}
+	struct pyu_thread_info *th = &s->threads[thread];
+	struct pyu_activity *a = &th->activity;
+	if (th->activity_read)
+		return a;
+	th->activity_read = true;
+	*a = (struct pyu_activity){.state = PYU_STATE_UNKNOWN};
+	if (th->native_thread_id <= 0 || !s->target) // no target (a snapshot made by hand)
+		return a;
+	struct pyu_thread_status st;
+	pyu_target_thread_status(s->target, th->native_thread_id, &st);
+	a->has_cpu = st.cpu_ns >= 0;
+	a->cpu_ns = a->has_cpu ? st.cpu_ns : 0;
+	if (st.syscall == -1) {
+		a->state = PYU_STATE_RUNNING;
+	} else if (st.syscall >= 0) {
+		const struct pyu_arch *arch = pyu_target_arch(s->target);
+		a->syscall = st.syscall;
+		a->syscall_name = pyu_syscall_name(arch, st.syscall);
+		a->state = state_of_wait(pyu_syscall_wait_kind(a->syscall_name,
+							       st.has_args ? st.args : NULL));
 	}
+	struct pyu_crash crash;
+	if (pyu_target_crash(s->target, &crash) && is_fatal(crash.signal) &&
+	    crash.tid == th->native_thread_id) {
+		a->signal = crash.signal;
+		a->has_fault_address = crash.has_address;
+		a->fault_address = crash.address;
+	}
+	return a;
 }
 
 bool pyu_in_syscall(const struct pyu_activity *a)

@@ -1,7 +1,7 @@
 // activity.h - what each thread is doing, for the thread headers of py-bt and the JSON: the
 // system call it is blocked in and what that means in plain words, the fatal signal it
-// received (a core's crashing thread), its CPU time. Read once per snapshot from the target
-// (activity.c); the thread's stack says nothing of this.
+// received (a core's crashing thread), its CPU time. Read from the target on first use, once
+// per thread (activity.c); the thread's stack says nothing of this.
 #ifndef PYU_ACTIVITY_H
 #define PYU_ACTIVITY_H
 
@@ -35,9 +35,12 @@ bool pyu_in_syscall(const struct pyu_activity *a);
 
 struct pyu_stacks;
 
-// Fills every thread's activity in @s from its target. Cannot fail (what cannot be known
-// stays unknown).
-void pyu_stacks_read_activity(struct pyu_stacks *s);
+// What thread @thread (< s->thread_count) of @s is doing, read from the target the first
+// time it is asked for and kept in the snapshot (a live process's /proc files cost four system
+// calls a thread, more than its stack: a snapshot that prints no thread header reads none).
+// Read once per thread, so every later call agrees. Cannot fail (what cannot be known stays
+// unknown).
+const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread);
 
 // "waiting on a lock", "running", ...; NULL for PYU_STATE_UNKNOWN. Cannot fail.
 const char *pyu_state_words(enum pyu_state state);

@@ -279,8 +279,8 @@ static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 	}
 }
 
-static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_info *th,
-			       uint32_t flags)
+static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			       const struct pyu_thread_info *th, uint32_t flags)
 {
 	pyu_strbuf_printf(sb, "Thread 0x%" PRIx64, th->thread_id);
 	if (th->native_thread_id >= 0)
@@ -293,7 +293,7 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_thread_in
 	if (th->holds_gil == 1)
 		pyu_strbuf_puts(sb, ", holds the GIL");
 	pyu_strbuf_putc(sb, ':');
-	text_activity(sb, &th->activity);
+	text_activity(sb, pyu_thread_activity(s, (uint32_t)(th - s->threads)));
 	pyu_strbuf_putc(sb, '\n');
 	if ((flags & PYU_FMT_LOCALS) && th->exc_repr) {
 		pyu_strbuf_puts(sb, "    handling ");
@@ -412,7 +412,7 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	for (uint32_t k = 0; outermost->outer && outermost->outer <= s->thread_count &&
 			     k < s->thread_count; k++)
 		outermost = &s->threads[outermost->outer - 1];
-	text_thread_header(sb, outermost, flags);
+	text_thread_header(sb, s, outermost, flags);
 	if (!th->frame_count && !th->outer)
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
 	uint32_t number = 0, hidden = 0, cur = thread;
@@ -528,7 +528,7 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 	struct pyu_error *err = pyu_merge_thread(s, th, flags & PYU_FMT_NATIVE_ALL, &m);
 	if (err)
 		return err;
-	text_thread_header(sb, th, flags);
+	text_thread_header(sb, s, th, flags);
 	if (!m.merged) {
 		pyu_strbuf_puts(sb, "(native and Python frames not merged: ");
 		put_text(sb, m.reason);
@@ -817,7 +817,7 @@ static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 				  s->threads[th->inner - 1].tstate_address);
 	else
 		pyu_strbuf_puts(sb, ", \"continues\": null");
-	json_activity(sb, &th->activity);
+	json_activity(sb, pyu_thread_activity(s, (uint32_t)(th - s->threads)));
 	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
 			  th->tstate_address, omitted);
 }

@@ -104,8 +104,6 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	err = pyu_walk_threads(&w);
 	if (!err)
 		pyu_link_nested(s);
-	if (!err)
-		pyu_stacks_read_activity(s);
 	// Last, so that the notes about finding the interpreter keep their place.
 	if (!err)
 		pyu_stacks_add_note(s, "memory read from %s", pyu_target_source(t));

@@ -82,7 +82,8 @@ struct pyu_thread_info {
 	uint32_t inner;             // this stack continues the one of thread state #inner - 1,
 				    // which runs code in an interpreter this one called into
 	uint32_t outer;             // the stack of #outer - 1 continues this one
-	struct pyu_activity activity; // what its OS thread is doing (activity.c)
+	struct pyu_activity activity; // what its OS thread is doing: read on demand, only
+	bool activity_read;           // through pyu_thread_activity() (activity.c)
 };
 
 struct pyu_runtime;

@@ -21,6 +21,7 @@ struct proc_backend {
 	pid_t pid;
 	bool use_mem; // process_vm_readv is unavailable or refused: use /proc/PID/mem
 	int mem_fd;   // -1 until first needed
+	int task_fd;  // /proc/PID/task, for the threads' status files; -1 until first needed
 };
 
 static bool open_mem(struct proc_backend *p)
@@ -102,6 +103,8 @@ static void proc_destroy(struct pyu_target *t)
 	struct proc_backend *p = t->backend_data;
 	if (p->mem_fd >= 0)
 		close(p->mem_fd);
+	if (p->task_fd >= 0)
+		close(p->task_fd);
 	free(p);
 }
 
@@ -350,21 +353,35 @@ static struct pyu_error *probe_access(struct pyu_target *t, int pid)
 }
 
 // Reads /proc/PID/task/TID/@name into @buf (NUL-terminated); false when it cannot be read.
-static bool read_task_file(int pid, int64_t tid, const char *name, char *buf, size_t len)
+// Opened relative to /proc/PID/task (kept open: fewer path components to look up per thread).
+// The files read here (syscall, stat) are one record that the kernel makes whole at the first
+// read: a read shorter than asked for is the end, not the read to EOF a second call would be.
+static bool read_task_file(struct proc_backend *p, int64_t tid, const char *name, char *buf,
+			   size_t len)
 {
-	char path[96];
-	snprintf(path, sizeof(path), "/proc/%d/task/%" PRId64 "/%s", pid, tid, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (p->task_fd < 0) {
+		char dir[48];
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)p->pid);
+		p->task_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p->task_fd < 0)
+			return false;
+	}
+	char path[64];
+	snprintf(path, sizeof(path), "%" PRId64 "/%s", tid, name);
+	int fd = openat(p->task_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	size_t got = 0;
 	while (got + 1 < len) {
-		ssize_t r = read(fd, buf + got, len - 1 - got);
+		size_t want = len - 1 - got;
+		ssize_t r = read(fd, buf + got, want);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		got += (size_t)r;
+		if ((size_t)r < want)
+			break;
 	}
 	close(fd);
 	buf[got] = '\0';
@@ -375,9 +392,9 @@ static bool read_task_file(int pid, int64_t tid, const char *name, char *buf, si
 // is on a CPU) and CPU time (fields 14 and 15 of stat, utime and stime, in clock ticks).
 static void proc_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
 {
-	const struct proc_backend *p = t->backend_data;
+	struct proc_backend *p = t->backend_data;
 	char buf[512];
-	if (read_task_file(p->pid, tid, "syscall", buf, sizeof(buf))) {
+	if (read_task_file(p, tid, "syscall", buf, sizeof(buf))) {
 		char *end;
 		errno = 0;
 		long long nr = strtoll(buf, &end, 10);
@@ -398,12 +415,26 @@ static void proc_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thr
 		}
 	}
 	long ticks = sysconf(_SC_CLK_TCK);
-	if (ticks > 0 && read_task_file(p->pid, tid, "stat", buf, sizeof(buf))) {
+	if (ticks > 0 && read_task_file(p, tid, "stat", buf, sizeof(buf))) {
 		// The command name in parentheses may hold anything: fields start after the last ')'.
+		// Fields 14 and 15 follow the 12th space after it (state, ppid, ... cmajflt first);
+		// taken by hand: sscanf was most of the instructions a thread's activity cost.
 		char *at = strrchr(buf, ')');
 		unsigned long long utime = 0, stime = 0;
-		if (at && sscanf(at + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				 &utime, &stime) == 2 && utime + stime < UINT64_MAX / 1000000000u)
+		unsigned field = 0;
+		while (at && *at && field < 12) {
+			at = strchr(at + 1, ' ');
+			field += at != NULL;
+		}
+		char *end = NULL;
+		if (at) {
+			errno = 0;
+			utime = strtoull(at, &end, 10);
+			if (end != at && *end == ' ' && errno == 0)
+				stime = strtoull(end, &at, 10);
+		}
+		if (at && end && at != end && errno == 0 && utime + stime >= utime &&
+		    utime + stime < UINT64_MAX / 1000000000u)
 			ret->cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (uint64_t)ticks));
 	}
 }
@@ -423,6 +454,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	p->pid = pid;
 	p->use_mem = false;
 	p->mem_fd = -1;
+	p->task_fd = -1;
 	struct pyu_target *t;
 	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, "the live process",
 						  &t);

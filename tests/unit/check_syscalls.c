@@ -60,6 +60,8 @@ START_TEST(test_headers_and_json)
 						    .has_fault_address = true, .fault_address = 0,
 						    .has_cpu = true, .cpu_ns = 5000000};
 	threads[2].activity = (struct pyu_activity){.state = PYU_STATE_SYSCALL, .syscall = 999};
+	for (int i = 0; i < 3; i++)
+		threads[i].activity_read = true; // given here: no target to read it from
 	struct pyu_stacks s;
 	memset(&s, 0, sizeof(s));
 	snprintf(s.version, sizeof(s.version), "3.12.1");
