@@ -165,7 +165,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 #define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
 #define MIN_CHUNK (16u << 10) // _PY_DATA_STACK_CHUNK_SIZE: no chunk is smaller
 #define PYU_PAGE_BYTES 4096u    // pages as the target's page cache keeps them
-#define PYU_PAGES_PER_BATCH 24u // frame-object pages read at once (one gathered read takes 32)
+#define PYU_PAGES_PER_BATCH 96u // frame-object pages read at once (one gathered read takes 128)
 
 struct stack_frames {
 	bool loaded;
@@ -581,6 +581,55 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				  "frame chain truncated: a NULL previous pointer before the base "
 				  "frame at 0x%" PRIx64, base_frame);
 	return NULL;
+}
+
+// Many threads at once: their newest data-stack chunks (used up to each thread's top) in
+// gathered reads, then the frames their chains lead to off those chunks (3.12+: each eval
+// call's entry frame on its native stack), found by following the chains through the pages
+// just read, in one more gathered read. A thread then costs its thread state's read and
+// nothing else when its stack fits its newest chunk. A hint only: the walk reads (and
+// reports) whatever this leaves out.
+void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts, size_t n)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	if (l->chain == PYU_CHAIN_FRAME_OBJECT || n == 0)
+		return;
+	uint64_t *addrs = malloc(n * sizeof(*addrs)), *lens = malloc(n * sizeof(*lens));
+	if (!addrs || !lens) {
+		free(addrs);
+		free(lens);
+		return;
+	}
+	size_t k = 0;
+	uint64_t budget = PYU_PREFETCH_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const struct pyu_frame_start *st = &starts[i];
+		if (!st->chunk || st->top <= st->chunk || st->top - st->chunk > budget)
+			continue;
+		addrs[k] = st->chunk;
+		lens[k++] = st->top - st->chunk;
+		budget -= st->top - st->chunk;
+	}
+	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t addr = starts[i].first;
+		// Through cached frames only, a bounded number of steps, to the first frame that
+		// is not cached: with the chunk read, the entry frame below the run.
+		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
+					 steps < PYU_MAX_FRAMES; steps++) {
+			uint64_t prev;
+			if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous, &prev)) {
+				addrs[k++] = addr;
+				break;
+			}
+			addr = prev;
+		}
+	}
+	if (k && (uint64_t)l->iframe.size <= 4096)
+		pyu_target_prefetch_scattered(w->t, addrs, k, (size_t)l->iframe.size);
+	free(addrs);
+	free(lens);
 }
 
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,

@@ -114,6 +114,10 @@ struct pyu_frame_start {
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_thread_info *th);
 
+// A hint before walking the threads of @starts: reads what their walks will need in gathered
+// reads (live processes), instead of a few reads per thread. Cannot fail.
+void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts, size_t n);
+
 // Index in w->s->codes of the code object at @addr, read and validated on first use. On error
 // (not a code object, unreadable, absurd sizes), *ret is unchanged and nothing is cached.
 struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret);

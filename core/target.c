@@ -81,6 +81,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->exe_target_path);
 	free(t->exe_local_path);
 	free(t->cache_addr);
+	free(t->cache_used);
 	free(t->cache_data);
 	free(t->readahead);
 	free(t->notice);
@@ -119,27 +120,73 @@ static bool cache_alloc(struct pyu_target *t)
 	if (t->cache_addr)
 		return true;
 	t->cache_addr = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_addr));
+	t->cache_used = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_used));
 	t->cache_data = malloc((size_t)PYU_CACHE_PAGES * PYU_PAGE_SIZE);
-	if (!t->cache_addr || !t->cache_data) {
+	if (!t->cache_addr || !t->cache_used || !t->cache_data) {
 		free(t->cache_addr);
+		free(t->cache_used);
 		free(t->cache_data);
 		t->cache_addr = NULL;
+		t->cache_used = NULL;
 		t->cache_data = NULL;
 		return false;
 	}
-	for (unsigned i = 0; i < PYU_CACHE_PAGES; i++)
+	for (unsigned i = 0; i < PYU_CACHE_PAGES; i++) {
 		t->cache_addr[i] = PYU_NO_PAGE;
+		t->cache_used[i] = 0;
+	}
 	return true;
 }
 
-static unsigned slot_of(uint64_t page)
+// The first slot of @page's set. Sets are chosen by a multiplicative hash of the page number:
+// stacks and chunks a fixed stride apart (threads' stacks 8 MiB + a page apart, data-stack
+// chunks 16 KiB apart) would otherwise crowd into the same few sets.
+static unsigned set_of(uint64_t page)
 {
-	return (unsigned)((page / PYU_PAGE_SIZE) % PYU_CACHE_PAGES);
+	uint64_t h = (page / PYU_PAGE_SIZE) * UINT64_C(0x9e3779b97f4a7c15);
+	return (unsigned)(h >> 32) % (PYU_CACHE_PAGES / PYU_CACHE_WAYS) * PYU_CACHE_WAYS;
+}
+
+// The slot holding @page, or -1.
+static int find_slot(const struct pyu_target *t, uint64_t page)
+{
+	unsigned set = set_of(page);
+	for (unsigned w = 0; w < PYU_CACHE_WAYS; w++)
+		if (t->cache_addr[set + w] == page)
+			return (int)(set + w);
+	return -1;
 }
 
 static bool cached(const struct pyu_target *t, uint64_t page)
 {
-	return t->cache_addr[slot_of(page)] == page;
+	return find_slot(t, page) >= 0;
+}
+
+// The slot to put @page in: its own if cached, else a free way of its set, else the way used
+// longest ago. The slot is marked used now and emptied (the caller fills it).
+static unsigned victim_slot(struct pyu_target *t, uint64_t page)
+{
+	int own = find_slot(t, page);
+	unsigned set = set_of(page), best = own >= 0 ? (unsigned)own : set;
+	for (unsigned w = 0; own < 0 && w < PYU_CACHE_WAYS; w++) {
+		if (t->cache_addr[set + w] == PYU_NO_PAGE) {
+			best = set + w;
+			break;
+		}
+		if (t->cache_used[set + w] < t->cache_used[best])
+			best = set + w;
+	}
+	t->cache_addr[best] = PYU_NO_PAGE;
+	t->cache_used[best] = ++t->cache_clock;
+	return best;
+}
+
+// Puts the page at @src (page @page of the target) into the cache.
+static void install_page(struct pyu_target *t, uint64_t page, const unsigned char *src)
+{
+	unsigned sl = victim_slot(t, page);
+	memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, src, PYU_PAGE_SIZE);
+	t->cache_addr[sl] = page;
 }
 
 // After a miss on @page, how many pages to read and from where: consecutive misses (a walk
@@ -194,29 +241,70 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 	return start;
 }
 
+#define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
+
 // Reads the @n pages at @pages (page addresses, none in the cache) in gathered backend reads,
-// into the cache. A page that cannot be read is skipped. Returns the number of pages read.
+// straight into cache slots. A page that cannot be read is skipped. Returns the number of
+// pages read.
 static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages, unsigned n)
 {
-	if (!t->readahead)
-		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
-	if (!t->readahead || n > PYU_READAHEAD_MAX)
+	unsigned char *outs[PYU_GATHER_PAGES];
+	unsigned slots[PYU_GATHER_PAGES];
+	if (n > PYU_GATHER_PAGES)
 		return 0;
 	uint64_t total = 0;
 	for (unsigned i = 0; i < n;) {
-		uint64_t got = t->backend_gather(t, pages + i, n - i, PYU_PAGE_SIZE, t->readahead);
-		if (got > n - i)
-			got = 0;
-		for (uint64_t k = 0; k < got; k++) {
-			unsigned sl = slot_of(pages[i + k]);
-			memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE,
-			       t->readahead + k * PYU_PAGE_SIZE, PYU_PAGE_SIZE);
-			t->cache_addr[sl] = pages[i + k];
+		unsigned m = n - i;
+		for (unsigned k = 0; k < m; k++) {
+			// Reserved, so that another page of this read does not take the same slot.
+			slots[k] = victim_slot(t, pages[i + k]);
+			t->cache_addr[slots[k]] = PYU_RESERVED;
+			outs[k] = t->cache_data + (size_t)slots[k] * PYU_PAGE_SIZE;
 		}
+		t->backend_reads++; // one system call, however many pieces
+		uint64_t got = t->backend_gather(t, pages + i, m, PYU_PAGE_SIZE, outs);
+		if (got > m)
+			got = 0;
+		for (unsigned k = 0; k < m; k++)
+			t->cache_addr[slots[k]] = k < got ? pages[i + k] : PYU_NO_PAGE;
 		total += got;
 		i += (unsigned)got + 1; // past the page the gather stopped at, if any
 	}
 	return total;
+}
+
+// The pages of [@addrs[i], @addrs[i] + len) not in the cache, len being @lens[i] or else
+// @size, read in gathered backend reads; at most @max_pages pages in all.
+static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
+			      size_t n, uint64_t size, uint64_t max_pages)
+{
+	uint64_t pages[PYU_GATHER_PAGES];
+	unsigned np = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t len = lens ? lens[i] : size;
+		if (len == 0 || addrs[i] == 0 || addrs[i] > UINT64_MAX - len) // 0: no object
+			continue;
+		uint64_t first = addrs[i] & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		uint64_t last = (addrs[i] + len - 1) & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		for (uint64_t p = first; p <= last && p >= first; p += PYU_PAGE_SIZE) {
+			// Objects side by side share pages: a page just taken is not taken again
+			// (one taken earlier may be, which costs a page's copy, not a read).
+			if ((np && pages[np - 1] == p) || (np > 1 && pages[np - 2] == p) ||
+			    cached(t, p))
+				continue;
+			if (total++ == max_pages)
+				goto done;
+			pages[np++] = p;
+			if (np == PYU_GATHER_PAGES) {
+				fill_pages_gathered(t, pages, np);
+				np = 0;
+			}
+		}
+	}
+done:
+	if (np)
+		fill_pages_gathered(t, pages, np);
 }
 
 void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
@@ -224,28 +312,28 @@ void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, 
 {
 	if (!t->backend_gather || size == 0 || size > PYU_PAGE_SIZE || !cache_alloc(t))
 		return;
-	uint64_t pages[PYU_READAHEAD_MAX];
-	unsigned np = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (addrs[i] > UINT64_MAX - size)
-			continue;
-		uint64_t first = addrs[i] & ~(uint64_t)(PYU_PAGE_SIZE - 1);
-		uint64_t last = (addrs[i] + size - 1) & ~(uint64_t)(PYU_PAGE_SIZE - 1);
-		for (uint64_t p = first; p <= last && p >= first; p += PYU_PAGE_SIZE) {
-			bool seen = cached(t, p);
-			for (unsigned k = 0; k < np && !seen; k++)
-				seen = pages[k] == p;
-			if (seen)
-				continue;
-			pages[np++] = p;
-			if (np == PYU_READAHEAD_MAX) {
-				fill_pages_gathered(t, pages, np);
-				np = 0;
-			}
-		}
-	}
-	if (np)
-		fill_pages_gathered(t, pages, np);
+	prefetch_gathered(t, addrs, NULL, n, size, UINT64_MAX);
+}
+
+void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
+				const uint64_t *lens, size_t n)
+{
+	if (!t->backend_gather || !cache_alloc(t))
+		return;
+	prefetch_gathered(t, addrs, lens, n, 0, PYU_CACHE_PAGES / 2);
+}
+
+bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *ret)
+{
+	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+	if (!t->cache_addr || addr > UINT64_MAX - 8 ||
+	    ((addr + 7) & ~(uint64_t)(PYU_PAGE_SIZE - 1)) != page)
+		return false;
+	int sl = find_slot(t, page);
+	if (sl < 0)
+		return false;
+	*ret = pyu_get_u64(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, (int32_t)(addr - page));
+	return true;
 }
 
 // Reads the @n pages from @start in one backend read and puts every whole page read into the
@@ -257,13 +345,8 @@ static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n)
 	if (!t->readahead || n == 0 || n > PYU_READAHEAD_MAX)
 		return 0;
 	uint64_t got = backend_read(t, start, t->readahead, (uint64_t)n * PYU_PAGE_SIZE);
-	for (uint64_t k = 0; k < got / PYU_PAGE_SIZE; k++) {
-		uint64_t p = start + k * PYU_PAGE_SIZE;
-		unsigned sl = slot_of(p);
-		memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, t->readahead + k * PYU_PAGE_SIZE,
-		       PYU_PAGE_SIZE);
-		t->cache_addr[sl] = p;
-	}
+	for (uint64_t k = 0; k < got / PYU_PAGE_SIZE; k++)
+		install_page(t, start + k * PYU_PAGE_SIZE, t->readahead + k * PYU_PAGE_SIZE);
 	return got / PYU_PAGE_SIZE;
 }
 
@@ -296,21 +379,22 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	size_t off = (size_t)(addr - page);
 	if (!cache_alloc(t)) // no cache: still read, just uncached
 		return (size_t)backend_read(t, addr, buf, len);
-	unsigned slot = slot_of(page);
-	unsigned char *data = t->cache_data + (size_t)slot * PYU_PAGE_SIZE;
-	if (t->cache_addr[slot] == page) {
+	int hit = find_slot(t, page);
+	if (hit >= 0) {
 		t->cached_reads++;
-		memcpy(buf, data + off, len);
+		t->cache_used[hit] = ++t->cache_clock;
+		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
 		return len;
 	}
 	unsigned n = 1;
 	uint64_t start = readahead_window(t, page, &n);
 	// The wanted page is among those read unless the read stopped short of it.
-	if (n > 1 && fill_pages(t, start, n) > 0 && t->cache_addr[slot] == page) {
-		memcpy(buf, data + off, len);
+	if (n > 1 && fill_pages(t, start, n) > 0 && (hit = find_slot(t, page)) >= 0) {
+		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
 		return len;
 	}
-	t->cache_addr[slot] = PYU_NO_PAGE;
+	unsigned slot = victim_slot(t, page);
+	unsigned char *data = t->cache_data + (size_t)slot * PYU_PAGE_SIZE;
 	if (backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
 		t->cache_addr[slot] = page;
 		memcpy(buf, data + off, len);

@@ -130,11 +130,23 @@ const char *pyu_target_source(const struct pyu_target *t);
 void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len);
 
 // A hint: the pages holding [@addrs[i], @addrs[i] + @size) will be read soon (objects a table
-// points to, scattered over the heap). With a backend that gathers (a live process) the pages
-// not in the cache are read in one system call per PYU_READAHEAD_MAX of them; otherwise
-// nothing is done. Cannot fail: what cannot be read is left to the reads themselves.
+// points to, scattered over the heap; 0 stands for none and is skipped). With a backend that
+// gathers (a live process) the pages not in the cache are read in one system call per 128 of
+// them; otherwise nothing is done. Cannot fail: what cannot be read is left to the reads.
 void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
 				   size_t size);
+
+// A hint: the ranges [@addrs[i], @addrs[i] + @lens[i]) will be read soon (the newest data-stack
+// chunks of many threads). With a backend that gathers, the pages of them not in the cache are
+// read in one system call per 128 pages, at most half the cache in all (the rest is left to
+// the reads); otherwise nothing is done. Cannot fail.
+void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
+				const uint64_t *lens, size_t n);
+
+// The little-endian u64 at @addr when the page cache holds it (true), without reading the
+// target or counting a read; false (*ret unchanged) otherwise. For following pointers through
+// what a prefetch brought in, to prefetch what they lead to. Cannot fail.
+bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *ret);
 
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.

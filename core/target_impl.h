@@ -13,10 +13,12 @@
 
 #define PYU_PAGE_SIZE 4096u
 #define PYU_CACHE_PAGES 256u        // 1 MiB per target, allocated on first read
+#define PYU_CACHE_WAYS 4u           // pages a set holds (the least recently used one goes)
 #define PYU_DIRECT_READ_MIN 65536u  // reads this long bypass the cache
 #define PYU_READAHEAD_MAX 32u       // pages read at once when misses run in sequence
 #define PYU_READAHEAD_STREAMS 4u    // sequences of misses followed at once
 #define PYU_GATHER_MAX 1024u        // pieces of one gathered backend read (the kernel's IOV_MAX)
+#define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache (half of it)
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
@@ -49,11 +51,11 @@ struct pyu_target {
 	// Reads only what the target itself holds, never a mapped file (a core's own data);
 	// NULL when that is backend_read. Used to compare a file's headers with the target's.
 	pyu_backend_read_fn image_read;
-	// Optional: reads @n pieces of @size bytes, piece i at addrs[i], into @out one after
-	// another in one go; returns how many pieces (a prefix) were read whole. NULL when the
-	// backend has no such thing (pyu_target_prefetch_scattered then does nothing).
+	// Optional: reads @n pieces of @size bytes, piece i at addrs[i] into outs[i], in one go;
+	// returns how many pieces (a prefix) were read whole. NULL when the backend has no such
+	// thing (the prefetches that gather then do nothing).
 	uint64_t (*backend_gather)(struct pyu_target *t, const uint64_t *addrs, size_t n,
-				   size_t size, unsigned char *out);
+				   size_t size, unsigned char *const *outs);
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;
@@ -92,10 +94,13 @@ struct pyu_target {
 	size_t status_count, status_cap;
 	void (*read_status)(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
 
-	// The page cache: PYU_CACHE_PAGES slots, direct-mapped by page number. cache_addr[i] is
-	// the page slot i holds, or PYU_NO_PAGE; cache_data is not initialised (only the small
-	// address array is zeroed, so a short-lived target does not pay for clearing 1 MiB).
+	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
+	// a hash of its number. cache_addr[i] is the page slot i holds, or PYU_NO_PAGE; cache_used[i]
+	// when it was last used (cache_clock, counting up); cache_data is not initialised (only
+	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
 	uint64_t *cache_addr;
+	uint32_t *cache_used;
+	uint32_t cache_clock;
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
 	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams

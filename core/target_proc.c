@@ -78,22 +78,26 @@ static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 	return done;
 }
 
-// One process_vm_readv for many small pieces (a remote iovec each, all into one local
-// buffer). The kernel never splits an iovec element, so what it returns is whole pieces.
+// One process_vm_readv for many small pieces (a remote and a local iovec each: the pages go
+// straight to their cache slots). The kernel never splits a remote iovec element, so what it
+// returns is whole pieces.
 static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, size_t n, size_t size,
-			    unsigned char *out)
+			    unsigned char *const *outs)
 {
 	struct proc_backend *p = t->backend_data;
 	if (p->use_mem || n == 0 || n > PYU_GATHER_MAX)
 		return 0;
-	struct iovec *remote = malloc(n * sizeof(*remote));
+	struct iovec *remote = malloc(2 * n * sizeof(*remote));
 	if (!remote)
 		return 0;
+	struct iovec *local = remote + n;
 	size_t k = 0;
-	for (; k < n && addrs[k] <= UINTPTR_MAX - size; k++)
+	for (; k < n && addrs[k] <= UINTPTR_MAX - size; k++) {
 		remote[k] = (struct iovec){(void *)(uintptr_t)addrs[k], size};
-	struct iovec local = {out, k * size};
-	ssize_t r = k ? process_vm_readv(p->pid, &local, 1, remote, (unsigned long)k, 0) : 0;
+		local[k] = (struct iovec){outs[k], size};
+	}
+	ssize_t r = k ? process_vm_readv(p->pid, local, (unsigned long)k, remote,
+					 (unsigned long)k, 0) : 0;
 	free(remote);
 	return r > 0 ? (uint64_t)r / size : 0;
 }

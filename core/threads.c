@@ -97,6 +97,33 @@ static struct pyu_error *add_thread(struct pyu_stacks *s, uint32_t *cap,
 	return NULL;
 }
 
+// Thread states read before their frames are walked: their stacks are then prefetched together
+// (pyu_walk_prefetch_starts), a few gathered reads for the batch instead of reads per thread.
+#define THREAD_BATCH 32
+
+struct pending_thread {
+	uint32_t index; // in w->s->threads (which may move as it grows)
+	struct pyu_frame_start start;
+};
+
+static struct pyu_error *walk_pending(struct pyu_walk *w, struct pending_thread *batch,
+				      unsigned *n)
+{
+	struct pyu_frame_start starts[THREAD_BATCH];
+	for (unsigned i = 0; i < *n; i++)
+		starts[i] = batch[i].start;
+	pyu_walk_prefetch_starts(w, starts, *n);
+	unsigned count = *n;
+	*n = 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct pyu_error *err = pyu_walk_frames(w, &batch[i].start,
+							&w->s->threads[batch[i].index]);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
 static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp,
 					     uint32_t *cap)
 {
@@ -126,6 +153,8 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 	uint64_t holder = gil_holder(w, interp, &gil_known);
 	uint64_t saved = 0, power = 1, steps = 0; // Brent's cycle check
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
+	struct pending_thread batch[THREAD_BATCH];
+	unsigned pending = 0;
 	for (uint32_t n = 0; tstate; n++) {
 		if (n >= PYU_MAX_THREADS_WALKED) {
 			pyu_stacks_add_error(s, "interpreter at 0x%" PRIx64
@@ -155,6 +184,7 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		err = add_thread(s, cap, &th);
 		if (err)
 			return err;
+		uint32_t index = s->thread_count - 1;
 		th->tstate_address = tstate;
 		th->interp_address = interp;
 		th->interpreter_id = interp_id;
@@ -203,13 +233,12 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 			start.chunk = pyu_get_u64(buf, l->tstate.datastack_chunk);
 			start.top = pyu_get_u64(buf, l->tstate.datastack_top);
 		}
-		uint64_t next = pyu_get_u64(buf, l->tstate.next);
-		err = pyu_walk_frames(w, &start, th);
-		if (err)
+		tstate = pyu_get_u64(buf, l->tstate.next);
+		batch[pending++] = (struct pending_thread){index, start};
+		if (pending == THREAD_BATCH && (err = walk_pending(w, batch, &pending)) != NULL)
 			return err;
-		tstate = next;
 	}
-	return NULL;
+	return walk_pending(w, batch, &pending);
 }
 
 static struct pyu_error *walk_interpreters(struct pyu_walk *w);
