@@ -1027,6 +1027,41 @@ static struct pyu_error *check_frame(const struct pyu_stacks *s, uint32_t thread
 	return NULL;
 }
 
+// About how long py-bt's document for threads [@first, @first + @count) will be: a little
+// more than it will be, for plain frames (each frame's fixed text and its code's names; a
+// source line and carets taken as 160 bytes). Locals and native frames are not counted: the
+// buffer grows for them as usual. Cannot fail.
+static size_t estimate_bt(const struct pyu_stacks *s, uint32_t first, uint32_t count,
+			  uint32_t flags)
+{
+	bool json = flags & PYU_FMT_JSON;
+	size_t *code_len = s->code_count ? calloc(s->code_count, sizeof(*code_len)) : NULL;
+	size_t total = 4096;
+	for (uint32_t i = first; i < first + count && i < s->thread_count; i++) {
+		const struct pyu_thread_info *th = &s->threads[i];
+		total += json ? 512 : 128;
+		for (uint32_t k = 0; k < th->frame_count; k++) {
+			int32_t c = th->frames[k].code;
+			size_t n = json ? 256 : 64;
+			if (!json && (flags & PYU_FMT_SOURCE))
+				n += 160;
+			if (code_len && c >= 0 && (uint32_t)c < s->code_count) {
+				const struct pyu_code_info *ci = &s->codes[c];
+				if (!code_len[c])
+					code_len[c] = 1 + (ci->filename ? strlen(ci->filename) : 0) +
+						      (ci->name ? strlen(ci->name) : 0) +
+						      (json && ci->qualname ? strlen(ci->qualname) : 0);
+				n += code_len[c];
+			}
+			total += n;
+		}
+		if (total > (64u << 20)) // a hint, not a promise: past this, grow as needed
+			break;
+	}
+	free(code_len);
+	return total;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t thread,
 					   uint32_t flags, uint32_t limit, char **ret)
 {
@@ -1041,6 +1076,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	uint32_t first = all ? 0 : thread, count = all ? s->thread_count : 1;
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	pyu_strbuf_reserve(&sb, estimate_bt(s, first, count, flags));
 	if (flags & (PYU_FMT_JSON | PYU_FMT_LOCALS))
 		pyu_stacks_read_thread_values(s);
 	struct pyu_error *err = NULL;

@@ -67,6 +67,20 @@ static bool reserve(struct pyu_strbuf *sb, size_t n)
 	return true;
 }
 
+void pyu_strbuf_reserve(struct pyu_strbuf *sb, size_t n)
+{
+	if (sb->nomem || sb->too_long || n > sb->max || sb->len > sb->max - n)
+		return;
+	size_t need = sb->len + n + 1;
+	if (need <= sb->cap)
+		return;
+	char *p = realloc(sb->buf, need);
+	if (!p)
+		return;
+	sb->buf = p;
+	sb->cap = need;
+}
+
 void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n)
 {
 	if (!reserve(sb, n))

@@ -26,6 +26,11 @@ void pyu_strbuf_release(struct pyu_strbuf *sb);
 // append fail (and releases the buffer). On error, *ret is unchanged.
 struct pyu_error *pyu_strbuf_finish(struct pyu_strbuf *sb, char **ret);
 
+// Makes room for @n more bytes at once (a document whose size can be told in advance grows
+// in one allocation, not by doubling: each doubling copies, and touches fresh memory). A hint:
+// past the bound or out of memory it does nothing, and the appends that follow fail as usual.
+// Cannot fail.
+void pyu_strbuf_reserve(struct pyu_strbuf *sb, size_t n);
 void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n);
 void pyu_strbuf_puts(struct pyu_strbuf *sb, const char *s);
 void pyu_strbuf_putc(struct pyu_strbuf *sb, char c);
