@@ -155,12 +155,29 @@ def check_reads(what, doc, want):
                              "read from %s'" % (what, notes, want))
 
 
+# A command that prints the kernel thread id of the debugger's selected thread: gdb prints the
+# number; lldb's `thread info` says "thread #2: tid = 1234, ...".
+SELECTED = {"gdb": "python print(gdb.selected_thread().ptid[1])", "lldb": "thread info"}
+
+
+def selected_tid(debugger, text, what):
+    if debugger == "lldb":
+        m = re.search(r"(?m)^\*? ?thread #\d+: tid = (\d+)", text)
+    else:
+        m = re.search(r"(?m)^(\d+)$", text)
+    if not m:
+        raise AssertionError("%s: %r printed no thread id:\n%s" % (what, SELECTED[debugger],
+                                                                   text[-1000:]))
+    return int(m.group(1))
+
+
 def check_stacks(debugger, kind, t, core=None, env=None):
     what = "%s %s" % (debugger, kind)
     reads = READS["debugger" if (env or {}).get("PYUNWIND_READS") == "debugger" else kind]
-    rc, (all_json, one_json, text), err = run_debugger(
+    rc, (all_json, before, one_json, after, text), err = run_debugger(
         debugger, target_args(debugger, kind, t, core),
-        ["py-bt --all --json", "py-bt --json", "py-bt"], env)
+        ["py-bt --all --json", SELECTED[debugger], "py-bt --json", SELECTED[debugger], "py-bt"],
+        env)
     no_traceback(what, all_json, one_json, text, err)
     doc = parse_json(all_json, what + " py-bt --all --json")
     check_reads(what, doc, reads)
@@ -172,16 +189,30 @@ def check_stacks(debugger, kind, t, core=None, env=None):
     if doc["python"]["hexversion"] != truth["python"]["hexversion"]:
         raise AssertionError("%s: hexversion %r, truth %r"
                              % (what, doc["python"]["hexversion"], truth["python"]["hexversion"]))
-    # Without --all: the debugger's selected thread, which is the crashing thread in a crash
-    # core and the main thread after attaching.
+    # Without --all: the debugger's selected thread, as the debugger itself says right before
+    # and after. In a crash core that is the crashing thread. After attaching it is usually the
+    # main thread, but lldb picks among the threads its attach stopped, and under load it has
+    # picked another one.
     one = parse_json(one_json, what + " py-bt --json")
     if len(one["threads"]) != 1:
         raise AssertionError("%s: py-bt --json gave %d threads" % (what, len(one["threads"])))
-    want = truth.get("crash_thread_id") if kind == "crash" else truth["main_thread_id"]
+    tid = selected_tid(debugger, before, what)
+    if selected_tid(debugger, after, what) != tid:
+        raise AssertionError("%s: the debugger's selected thread changed from tid %d to %d "
+                             "around py-bt --json:\n%s\n%s" % (what, tid, selected_tid(
+                                 debugger, after, what), before, after))
+    native = dict((th.get("native_thread_id"), th["thread_id"]) for th in truth["threads"])
+    if tid not in native:
+        raise AssertionError("%s: the debugger selected tid %d, which the truth does not list"
+                             % (what, tid))
+    want = native[tid]
+    if kind == "crash" and want != truth.get("crash_thread_id"):
+        raise AssertionError("%s: the debugger selected thread %s, not the crashing thread %s"
+                             % (what, want, truth.get("crash_thread_id")))
     got = one["threads"][0]["thread_id"]
     if got != want:
-        raise AssertionError("%s: py-bt picked thread %s, the selected thread is %s"
-                             % (what, got, want))
+        raise AssertionError("%s: py-bt picked thread %s, the selected thread is %s (tid %d)"
+                             % (what, got, want, tid))
     sub = dict(truth, threads=[th for th in truth["threads"] if th["thread_id"] == want])
     problems = compare(sub, one)
     if problems:
