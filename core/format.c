@@ -299,6 +299,23 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 		pyu_strbuf_puts(sb, "    handling ");
 		put_text(sb, th->exc_repr);
 		pyu_strbuf_putc(sb, '\n');
+		// its traceback, as the target's traceback module would print it (no source)
+		for (uint32_t i = 0; i < th->exc_tb.count; i++) {
+			const struct pyu_tb_entry *e = &th->exc_tb.entries[i];
+			pyu_strbuf_puts(sb, "      File \"");
+			put_text(sb, e->file ? e->file : "?");
+			pyu_strbuf_putc(sb, '"');
+			if (e->line >= 0)
+				pyu_strbuf_printf(sb, ", line %" PRId64, e->line);
+			pyu_strbuf_puts(sb, ", in ");
+			put_text(sb, e->function ? e->function : "?");
+			pyu_strbuf_putc(sb, '\n');
+		}
+		if (th->exc_tb.error) {
+			pyu_strbuf_puts(sb, "      (traceback cut: ");
+			put_text(sb, th->exc_tb.error);
+			pyu_strbuf_puts(sb, ")\n");
+		}
 	}
 }
 
@@ -758,6 +775,26 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	json_addr(sb, th->exc_address);
 	if (th->exc_truncated)
 		pyu_strbuf_puts(sb, ", \"truncated\": true");
+	static const char *const line_from[] = {
+		[PYU_TB_LINE_NONE] = NULL, [PYU_TB_LINE_TB_LINENO] = "tb_lineno",
+		[PYU_TB_LINE_F_LINENO] = "f_lineno", [PYU_TB_LINE_FIRSTLINENO] = "co_firstlineno",
+		[PYU_TB_LINE_BYTECODE] = "bytecode",
+	};
+	pyu_strbuf_puts(sb, ", \"traceback\": [");
+	for (uint32_t i = 0; i < th->exc_tb.count; i++) {
+		const struct pyu_tb_entry *e = &th->exc_tb.entries[i];
+		pyu_strbuf_puts(sb, i ? ", {\"file\": " : "{\"file\": ");
+		pyu_strbuf_json_cstr(sb, e->file);
+		pyu_strbuf_puts(sb, ", \"line\": ");
+		json_int_or_null(sb, e->line, e->line < 0);
+		pyu_strbuf_puts(sb, ", \"line_from\": ");
+		pyu_strbuf_json_cstr(sb, line_from[e->line_from]);
+		pyu_strbuf_puts(sb, ", \"function\": ");
+		pyu_strbuf_json_cstr(sb, e->function);
+		pyu_strbuf_puts(sb, e->cython ? ", \"cython\": true}" : ", \"cython\": false}");
+	}
+	pyu_strbuf_puts(sb, "], \"traceback_error\": ");
+	pyu_strbuf_json_cstr(sb, th->exc_tb.error);
 	pyu_strbuf_putc(sb, '}');
 }
 

@@ -11,6 +11,8 @@
 #include "objects.h"
 #include "runtime.h"
 #include "strbuf.h"
+#include "tracebacks.h"
+#include "value_layout.h"
 #include "values.h"
 
 // Stack items of sys.exc_info()'s chain walked at most (generators nest them).
@@ -202,6 +204,25 @@ static uint64_t handled_exception(const struct pyu_stacks *s, struct pyu_values 
 	return value && !is_none(v, value) ? value : 0;
 }
 
+// The traceback of the exception @th handles (its __traceback__; 2.7: sys.exc_info()[2], kept
+// by the thread state) into th->exc_tb. Cannot fail: out of memory leaves it empty.
+static void read_exc_traceback(const struct pyu_stacks *s, struct pyu_values *v,
+			       struct pyu_thread_info *th)
+{
+	const struct pyu_value_layout *vl = pyu_values_layout(v);
+	uint64_t tb = 0;
+	struct pyu_error *err = NULL;
+	if (vl->exc_traceback != PYU_NO_FIELD)
+		err = pyu_target_read_u64(s->target, th->exc_address + (uint64_t)vl->exc_traceback,
+					  &tb);
+	else if (vl->tstate_exc_traceback != PYU_NO_FIELD)
+		err = pyu_target_read_u64(s->target, th->tstate_address +
+					  (uint64_t)vl->tstate_exc_traceback, &tb);
+	if (!err && tb && !is_none(v, tb))
+		err = pyu_traceback_read(s->target, &s->runtime->layout, vl, tb, &th->exc_tb);
+	pyu_error_destroy(err);
+}
+
 void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 {
 	struct pyu_values *v;
@@ -269,6 +290,7 @@ void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 		th->exc_repr = repr;
 		th->exc_type = type;
 		th->exc_truncated = truncated;
+		read_exc_traceback(s, v, th);
 	}
 	free(idents);
 	free(objs);

@@ -11,6 +11,7 @@
 #include "layout.h"
 #include "linetable.h"
 #include "target.h"
+#include "tracebacks.h"
 
 // A code object as read from the target. Strings are UTF-8, NUL-terminated, owned.
 struct pyu_code_info {
@@ -72,6 +73,7 @@ struct pyu_thread_info {
 	char *exc_type;             // type name, owned
 	char *exc_repr;             // owned
 	bool exc_truncated;
+	struct pyu_traceback exc_tb; // its traceback, outermost entry first (as extract_tb)
 	struct pyu_native_frame *native; // innermost first (pyu_stacks_add_native_frame)
 	uint32_t native_count, native_cap;
 	bool native_known;          // native frames were given (possibly none)

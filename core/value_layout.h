@@ -87,6 +87,12 @@ struct pyu_value_layout {
 		int32_t used, mask, table, entry_size, entry_key, entry_hash;
 	} set;
 	int32_t exc_args;
+	int32_t exc_traceback;        // PyBaseExceptionObject.traceback (3.x)
+	int32_t tstate_exc_traceback; // PyThreadState.exc_traceback, sys.exc_info()[2] (2.7, 3.6)
+	struct {
+		int32_t next, frame, lasti, lineno; // PyTracebackObject; tb_lasti in bytes
+	} tb;
+	int32_t frame_iframe;         // PyFrameObject.f_frame: its _PyInterpreterFrame (3.11+)
 	int32_t module_dict;
 	struct {
 		int32_t name, qualname, code;

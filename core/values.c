@@ -166,7 +166,9 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->type.ht_qualname, &vl->type.ht_cached_keys, &vl->int_.digits, &vl->int_.ival,
 		&vl->float_fval, &vl->complex_cval, &vl->list_item, &vl->bytearray_start,
 		&vl->dict.used, &vl->dict.keys, &vl->dict.values, &vl->dict.mask, &vl->dict.table,
-		&vl->set.used, &vl->set.mask, &vl->set.table, &vl->exc_args, &vl->module_dict,
+		&vl->set.used, &vl->set.mask, &vl->set.table, &vl->exc_args, &vl->exc_traceback,
+		&vl->tb.next, &vl->tb.frame, &vl->tb.lasti, &vl->tb.lineno, &vl->frame_iframe,
+		&vl->module_dict,
 		&vl->func.name, &vl->func.qualname, &vl->func.code, &vl->cfunc.ml, &vl->cfunc.self,
 		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
 		&vl->instance.cl_dict,
@@ -258,6 +260,11 @@ struct pyu_error *pyu_values_create(struct pyu_target *t, const struct pyu_runti
 	}
 	*ret = v;
 	return NULL;
+}
+
+const struct pyu_value_layout *pyu_values_layout(const struct pyu_values *v)
+{
+	return &v->vl;
 }
 
 void pyu_values_destroy(struct pyu_values *v)

@@ -15,6 +15,8 @@
 #include "strbuf.h"
 #include "target.h"
 
+struct pyu_value_layout;
+
 // Bounds on one repr (depth, items, chars, digits, output) and on one pyu_values context
 // (read_budget: bytes read from the target over the context's life; once spent, every further
 // read gives `<unreadable ...: read budget exhausted>`).
@@ -43,6 +45,10 @@ struct pyu_values;
 struct pyu_error *pyu_values_create(struct pyu_target *t, const struct pyu_runtime *rt,
 				    const struct pyu_value_limits *lim, struct pyu_values **ret);
 void pyu_values_destroy(struct pyu_values *v);
+
+// The value layout @v reads with (the version's table, shifted for the object header and
+// overridden by the target's debug offsets). Cannot fail.
+const struct pyu_value_layout *pyu_values_layout(const struct pyu_values *v);
 
 // Appends repr(obj) of the object at @addr to @out, as the target's own repr() prints it for
 // the types it knows (None, bool, int, float, complex, str, bytes, bytearray, tuple, list,

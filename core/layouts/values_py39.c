@@ -69,6 +69,12 @@ const struct pyu_value_layout pyu_value_layout_py39 = {
 		.table = 40,
 		.used = 24,
 	},
+	.tb = {
+		.frame = 24,
+		.lasti = 32,
+		.lineno = 36,
+		.next = 16,
+	},
 	.type = {
 		.base = 256,
 		.basicsize = 32,
@@ -85,7 +91,10 @@ const struct pyu_value_layout pyu_value_layout_py39 = {
 	.cell_ref = 16,
 	.complex_cval = 16,
 	.exc_args = 24,
+	.exc_traceback = 32,
 	.float_fval = 16,
+	.frame_iframe = -1,
 	.list_item = 24,
 	.module_dict = 16,
+	.tstate_exc_traceback = -1,
 };
