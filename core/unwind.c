@@ -60,9 +60,19 @@ struct named_pc {
 	struct named_frame frames[NAMED_FRAMES];
 };
 
+// A source file name made absolute (a relative one joined to its compilation directory), kept
+// for the whole unwind like the Dwfl's own strings.
+struct joined_path {
+	struct joined_path *next;
+	const char *dir, *file; // what it was made of (the Dwfl's strings)
+	char path[];
+};
+
 struct walk {
 	Dwfl *dwfl;
 	struct named_pc *names; // NAME_CACHE entries; NULL when out of memory (no caching)
+	struct joined_path *paths;
+	uint32_t path_count;
 	pyu_unwind_fn fn;
 	void *arg;
 	struct pyu_error *err;   // from @fn: stops everything
@@ -93,6 +103,36 @@ static const char *die_function(Dwarf_Die *die)
 	return name ? name : dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
 }
 
+#define JOINED_PATHS_MAX 4096u // distinct relative names joined in one unwind
+
+// @file as a full name: a relative one (a DWARF 5 line table's file in a relative directory,
+// "pkg/mod.c" compiled from the directory above the package, comes out of elfutils relative)
+// joined to the compilation directory of @cu, as debuggers show it. @file itself when it is
+// absolute, when the unit names no directory, or when out of memory.
+static const char *full_path(struct walk *w, Dwarf_Die *cu, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir = file && file[0] != '/' && cu
+		? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+	if (!dir || dir[0] != '/')
+		return file;
+	for (struct joined_path *p = w->paths; p; p = p->next)
+		if (p->file == file && p->dir == dir)
+			return p->path;
+	size_t n = strlen(dir) + strlen(file) + 2;
+	struct joined_path *p = w->path_count < JOINED_PATHS_MAX
+		? malloc(sizeof(*p) + n) : NULL;
+	if (!p)
+		return file;
+	p->dir = dir;
+	p->file = file;
+	snprintf(p->path, n, "%s/%s", dir, file);
+	p->next = w->paths;
+	w->paths = p;
+	w->path_count++;
+	return p->path;
+}
+
 // Where the inlined call @die sits in its caller: DW_AT_call_file / DW_AT_call_line.
 static void call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file, int64_t *line)
 {
@@ -114,7 +154,8 @@ static void call_site(Dwarf_Die *cu, Dwarf_Die *die, const char **file, int64_t 
 // The frames @lookup names in @mod, innermost first, into @out (room for MAX_INLINED + 1):
 // the functions inlined there, as debuggers list them - each at its own line, its caller at
 // the call's line - then the real function (its ELF symbol). Returns how many.
-static uint32_t name_frames(Dwfl_Module *mod, Dwarf_Addr lookup, struct named_frame *out)
+static uint32_t name_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
+			    struct named_frame *out)
 {
 	GElf_Off off;
 	GElf_Sym sym;
@@ -123,14 +164,14 @@ static uint32_t name_frames(Dwfl_Module *mod, Dwarf_Addr lookup, struct named_fr
 	Dwfl_Line *line = dwfl_module_getsrc(mod, lookup);
 	int lineno = 0;
 	const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
-	if (file && lineno > 0) {
-		f.file = file;
-		f.line = lineno;
-	}
 	// dwarf_getscopes follows an inlined function into its abstract definition; the chain of
 	// concrete DIEs around the innermost inlined call is dwarf_getscopes_die's.
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, lookup, &bias);
+	if (file && lineno > 0) {
+		f.file = full_path(w, cu, file);
+		f.line = lineno;
+	}
 	Dwarf_Die *scopes = NULL, *chain = NULL;
 	int n = cu ? dwarf_getscopes(cu, lookup - bias, &scopes) : 0, m = 0;
 	for (int i = 0; i < n && !chain; i++) {
@@ -152,6 +193,7 @@ static uint32_t name_frames(Dwfl_Module *mod, Dwarf_Addr lookup, struct named_fr
 		f.function = die_function(&chain[i]);
 		out[count++] = f;
 		call_site(cu, &chain[i], &f.file, &f.line);
+		f.file = full_path(w, cu, f.file);
 	}
 	free(chain);
 	f.function = symbol;
@@ -186,7 +228,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
 		if (mod) {
 			f.library = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-			count = name_frames(mod, lookup, found);
+			count = name_frames(w, mod, lookup, found);
 		}
 		if (slot && count <= NAMED_FRAMES) {
 			slot->pc = lookup;
@@ -282,6 +324,11 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 	}
 	dwfl_end(w.dwfl);
 	free(w.names);
+	while (w.paths) {
+		struct joined_path *next = w.paths->next;
+		free(w.paths);
+		w.paths = next;
+	}
 	if (elf)
 		elf_end(elf);
 	return err;
