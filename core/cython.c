@@ -130,6 +130,13 @@ bool pyu_cython_decode(const char *symbol, const char *module_hint, char *module
 		seg_len[count++] = n;
 		p += len;
 	}
+	bool lambda = !strcmp(pre->text, "__pyx_lambda_funcdef_");
+	if (!count && lambda) {
+		// __pyx_lambda_funcdef_lambda, _lambda1, ...: no scope in the name; the module is
+		// the extension's
+		return (!module_hint || append(module, NULL, module_hint, strlen(module_hint))) &&
+		       append(qualname, NULL, "<lambda>", 8) && append(name, NULL, "<lambda>", 8);
+	}
 	if (!count)
 		return false;
 	size_t module_parts = 1;
@@ -144,7 +151,6 @@ bool pyu_cython_decode(const char *symbol, const char *module_hint, char *module
 		p++;
 	if (p == stop)
 		return false;
-	bool lambda = !strcmp(pre->text, "__pyx_lambda_funcdef_");
 	bool generator = !strcmp(pre->text, "__pyx_gb_"); // named "generatorN", not after its def
 	const char *leaf = lambda ? "<lambda>" : generator ? "<generator>" : p;
 	size_t leaf_len = lambda || generator ? strlen(leaf) : (size_t)(stop - p);
@@ -489,6 +495,12 @@ static char *dup_text(const char *text, bool *failed)
 	return copy;
 }
 
+static bool is_lambda(const char *symbol)
+{
+	const struct prefix *p = prefix_of(symbol);
+	return p && !strcmp(p->text, "__pyx_lambda_funcdef_");
+}
+
 // The module name an extension's file gives: "mod" of ".../mod.cpython-312-x86_64-linux-gnu.so".
 static void module_of_library(const char *library, char *out)
 {
@@ -570,6 +582,12 @@ struct pyu_error *pyu_cython_resolve(struct pyu_cython_files *files, const char 
 			f.name_from_source = true;
 			memcpy(qualname, q, sizeof(q));
 			memcpy(name, n, sizeof(n));
+			// a lambda is a function of its own inside the def its line is in
+			if (is_lambda(symbol) &&
+			    strlen(q) + sizeof(".<locals>.<lambda>") <= sizeof(qualname)) {
+				snprintf(qualname, sizeof(qualname), "%s.<locals>.<lambda>", q);
+				snprintf(name, sizeof(name), "<lambda>");
+			}
 		}
 	}
 	f.module = dup_text(module, &failed);

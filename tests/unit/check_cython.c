@@ -58,6 +58,9 @@ START_TEST(test_decode)
 	decoded("__pyx_gb_5cymod_4generator", "cymod", "<generator>", "<generator>");
 	decoded("__pyx_gb_5cymod_5Klass_2generator1", "cymod", "Klass.<generator>", "<generator>");
 	decoded("__pyx_lambda_funcdef_5cymod_lambda", "cymod", "<lambda>", "<lambda>");
+	// Cython's usual lambda body names neither module nor scope: the module is the extension's
+	decoded_as("__pyx_lambda_funcdef_lambda", "cymod", "cymod", "<lambda>", "<lambda>");
+	decoded_as("__pyx_lambda_funcdef_lambda1", NULL, "", "<lambda>", "<lambda>");
 	decoded("__pyx_pymod_exec_cymod", "cymod", "<module>", "<module>");
 	decoded("__pyx_pf_5cymod_7__pyx_unpickle_Klass", "cymod", "__pyx_unpickle_Klass",
 		"__pyx_unpickle_Klass");
