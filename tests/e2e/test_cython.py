@@ -4,18 +4,26 @@
 #
 # tests/targets/cython/cymod.pyx is compiled, -O2 -g as setuptools does, by Cython 0.29
 # (Debian's cython3, for 2.7, 3.6 and 3.7) or Cython 3 (the unstable suite's, for 3.8+), once
-# per interpreter under four module names, each loaded by one target process:
+# per interpreter under six module names, each loaded by one target process:
 #   cyld    --line-directives: DWARF names the .pyx                      (line_from "dwarf")
 #   cyc     plain: DWARF names the generated .c, whose markers give the line (line_from "c_file")
 #   cygone  plain, the .c deleted after the build: names from the symbols, no line, said so
 #   cystrip plain, stripped of DWARF (strip --strip-debug): names from the symbols, no line
+#   cypkg.cysub  plain, the module of a package, compiled from the directory above it (DWARF 5
+#           names its C file relative to a relative directory; the frames' module is qualified)
+#   cymv    plain, compiled in mv/, whose sources then moved to mv-moved/: lines through the
+#           CLI's --path-map, none without it (gdb, lldb: no path maps)
 # The target blocks threads in Python -> def -> cdef (inlined) -> Python callback, in a method
-# of a cdef class, in a generator body and in a coroutine body; crash mode adds a Cython
-# function that crashes in C. Truth: the Python frames as the target reports them, the Cython
-# frames' .pyx lines from the "@name" marks in the .pyx, whether the cdef function survived
-# inlining from the module's own symbol table. Checked: the CLI, gdb and lldb on the live
-# process, the CLI and gdb on a gdb core, all three on the kernel core of the crash; gdb's and
-# lldb's own bt decorated.
+# of a cdef class, in a generator body, a coroutine body, a fused def, a closure and a lambda;
+# and in a Python `except:` around a Cython function that raised two Cython calls deep; crash
+# mode adds a Cython function that crashes in C. Truth: the Python frames as the target reports
+# them, the Cython frames' .pyx lines from the "@name" marks in the .pyx, whether an inlinable
+# function survived inlining from the module's own symbol table, and each handled exception's
+# traceback as the target's traceback.extract_tb gives it (its Cython entries' lines are those
+# __Pyx_AddTraceback recorded). Checked: the CLI (with and without --path-map), gdb and lldb on
+# the live process and on a gdb core, all three on the kernel core of the crash; gdb's and
+# lldb's own bt decorated. The cases of all interpreters run in parallel (-j); a target, its
+# gdb core and its kernel core are shared by every check of that interpreter.
 # Builds are cached under the project cache ($PYUNWIND_CACHE or .cache/cython/builds).
 #
 #   tests/e2e/test_cython.py [-j N] [FILTER...]     (make test-cython)
@@ -43,8 +51,10 @@ BUILDS = os.path.join(CACHE, "cython", "builds")
 PYX = os.path.join(REPO, "tests", "targets", "cython", "cymod.pyx")
 CLI = os.path.join(REPO, "build", "pyunwind")
 CFLAGS = ["-O2", "-g", "-fwrapv", "-fno-strict-aliasing", "-DNDEBUG", "-fPIC", "-shared"]
-MODULES = ("cyld", "cyc", "cygone", "cystrip")
-LINE_FROM = {"cyld": "dwarf", "cyc": "c_file", "cygone": None, "cystrip": None}
+MOVED = "cymv"
+MODULES = ("cyld", "cyc", "cygone", "cystrip", "cypkg.cysub", MOVED)
+LINE_FROM = {"cyld": "dwarf", "cyc": "c_file", "cygone": None, "cystrip": None,
+             "cypkg.cysub": "c_file", MOVED: "c_file"}
 OLD_CYTHON = ("2.7", "3.6", "3.7")  # Cython 3 needs 3.8+
 
 
@@ -104,22 +114,32 @@ def locked_build(key, build):
     return final
 
 
+def rel(module):
+    """The path of @module's files under a build directory, without the suffix."""
+    return "mv/cymv" if module == MOVED else module.replace(".", "/")
+
+
 def generated_c(py, module, line_directives):
-    """The C file Cython makes of cymod.pyx as @module, with that .pyx beside it: the same for
-    every interpreter a Cython version serves, so made once per Cython."""
+    """The C file Cython makes of cymod.pyx as @module (a package's module is compiled as
+    Cython is run on one: from the directory above the package), with that .pyx beside it: the
+    same for every interpreter a Cython version serves, so made once per Cython."""
     cmd, env, version = cython_command(py)
     with open(PYX, "rb") as f:
         text = f.read()
     digest = hashlib.sha256(text + version.encode()).hexdigest()[:16]
     key = "gen-%s-%s-%s" % (module, "ld" if line_directives else "plain", digest)
+    name = module.replace(".", "/")
 
     def build(tmp):
-        with open(os.path.join(tmp, module + ".pyx"), "wb") as f:
+        if "/" in name:
+            os.makedirs(os.path.join(tmp, os.path.dirname(name)))
+            open(os.path.join(tmp, os.path.dirname(name), "__init__.py"), "w").close()
+        with open(os.path.join(tmp, name + ".pyx"), "wb") as f:
             f.write(text)
         run(cmd + (["--line-directives"] if line_directives else []) +
-            ["-o", module + ".c", module + ".pyx"], cwd=tmp, env=env)
+            ["-o", name + ".c", name + ".pyx"], cwd=tmp, env=env)
 
-    return os.path.join(locked_build(key, build), module + ".c")
+    return os.path.join(locked_build(key, build), name + ".c")
 
 
 def include_dirs(py):
@@ -137,7 +157,7 @@ def include_dirs(py):
 
 
 def modules_for(py):
-    """The directory holding the four builds of cymod for @py (see the top of this file)."""
+    """The directory holding the builds of cymod for @py (see the top of this file)."""
     sources = {m: generated_c(py, m, m == "cyld") for m in MODULES}
     incs = include_dirs(py)
     h = hashlib.sha256()
@@ -150,14 +170,22 @@ def modules_for(py):
 
     def build(tmp):
         for m in MODULES:
-            shutil.copy(sources[m], os.path.join(tmp, m + ".c"))
-            shutil.copy(sources[m][:-2] + ".pyx", os.path.join(tmp, m + ".pyx"))
+            base = os.path.join(tmp, rel(m))
+            os.makedirs(os.path.dirname(base), exist_ok=True)
+            if "." in m:
+                open(os.path.join(os.path.dirname(base), "__init__.py"), "w").close()
+            shutil.copy(sources[m], base + ".c")
+            shutil.copy(sources[m][:-2] + ".pyx", base + ".pyx")
             # relative names, as setuptools compiles: DWARF joins them to the build directory
-            run(["gcc"] + CFLAGS + ["-I" + d for d in incs] + [m + ".c", "-o", m + ".so"],
-                cwd=tmp)
+            # (the moved module's is its own directory; its .so goes beside the others)
+            cwd = os.path.dirname(base) if m == MOVED else tmp
+            out = os.path.join(tmp, m + ".so") if m == MOVED else base + ".so"
+            run(["gcc"] + CFLAGS + ["-I" + d for d in incs] +
+                [os.path.relpath(base + ".c", cwd), "-o", out], cwd=cwd)
         os.unlink(os.path.join(tmp, "cygone.c"))
         run(["strip", "--strip-debug", os.path.join(tmp, "cystrip.so")])
         os.unlink(os.path.join(tmp, "cystrip.c"))
+        os.rename(os.path.join(tmp, "mv"), os.path.join(tmp, "mv-moved"))
 
     # The build directory's final name is what DWARF must name: build there directly.
     final = os.path.join(BUILDS, key)
@@ -173,33 +201,74 @@ def modules_for(py):
     return final
 
 
+def path_map(moddir):
+    """The --path-map that leads to the moved module's sources."""
+    return ["--path-map", "%s=%s" % (os.path.join(moddir, "mv"), os.path.join(moddir, "mv-moved"))]
+
+
 def has_symbol(path, name):
     out = run(["nm", path])
     return any(line.split()[-1] == name for line in out.splitlines() if line.split())
 
 
-def expected_cython(moddir, module, kind):
-    """The Cython frames of scenario @kind in @module, innermost first: (qualname, file, line,
-    line_from)."""
-    pyx = os.path.join(moddir, module + ".pyx")
-    lines = LINE_FROM[module] is not None
+def expected_cython(moddir, module, kind, mapped=False):
+    """The Cython frames of scenario @kind in @module, innermost first: (qualname, function,
+    file, line, line_from); qualname None where the symbol alone cannot tell it (a closure's
+    enclosing function reads as a class). The moved module has lines only through the path map
+    (@mapped)."""
+    pyx = os.path.join(moddir, rel(module) + ".pyx")
+    lines = LINE_FROM[module] is not None and (module != MOVED or mapped)
     loc = (lambda mark: (pyx, MARKS[mark], LINE_FROM[module])) if lines else \
         (lambda mark: (None, None, None))
+    so = os.path.join(moddir, (module if module == MOVED else rel(module)) + ".so")
+    short = module.split(".")[-1]
+
+    def kept(symbol):
+        # a function the compiler may inline: a frame where DWARF describes the inlining, or
+        # where it was not inlined
+        return module != "cystrip" or has_symbol(so, symbol)
+
     if kind == "outer":
-        # inlined cdef: a frame where DWARF describes the inlining, or where it was not inlined
-        inner = module != "cystrip" or has_symbol(os.path.join(moddir, module + ".so"),
-                                                  "__pyx_f_%d%s_inner" % (len(module), module))
-        return ([("inner",) + loc("inner")] if inner else []) + [("outer",) + loc("outer")]
+        inner = kept("__pyx_f_%s_inner" % "".join("%d%s" % (len(p), p)
+                                                  for p in module.split(".")))
+        return ([("inner", "inner") + loc("inner")] if inner else []) + \
+            [("outer", "outer") + loc("outer")]
     if kind == "method":
-        return [("Klass.method",) + loc("method")]
+        return [("Klass.method", "method") + loc("method")]
     if kind in ("generate", "coroutine"):
-        return [((kind if lines else "<generator>"),) + loc(kind)]
+        name = kind if lines else "<generator>"
+        return [(name, name) + loc(kind)]
     if kind == "crash":
-        return [("crash",) + loc("crash")]
+        return [("crash", "crash") + loc("crash")]
+    if kind == "fused":
+        return [("fused_def", "fused_def") + loc("fused_def")]
+    if kind == "closure":
+        return [("closure.<locals>.inner_fn" if lines else None, "inner_fn") + loc("inner_fn"),
+                ("closure", "closure") + loc("closure")]
+    if kind == "lambda":
+        lam = kept("__pyx_lambda_funcdef_lambda")
+        return ([("with_lambda.<locals>.<lambda>" if lines else "<lambda>", "<lambda>") +
+                 loc("lambda")] if lam else []) + \
+            [("with_lambda", "with_lambda") + loc("with_lambda")]
+    if kind == "raise":
+        return []
     raise KeyError(kind)
 
 
-def check_thread(moddir, tt, t, where):
+def check_traceback(tt, t, label):
+    """The handled exception's traceback: every entry as the target's extract_tb gives it,
+    Cython's (__Pyx_AddTraceback) with the line Cython recorded."""
+    want = [tuple(e) for e in tt.get("traceback") or []]
+    if len(want) < 3:
+        return ["%s: the target reported no traceback of its own: %s" % (label, want)]
+    exc = t.get("exception") or {}
+    got = [(e["file"], e["line"], e["function"]) for e in exc.get("traceback") or []]
+    if got != want:
+        return ["%s: traceback %s, the target's extract_tb %s" % (label, got, want)]
+    return []
+
+
+def check_thread(moddir, tt, t, where, mapped=False):
     scenario = tt.get("scenario") or "main"
     if tt.get("crashing"):
         scenario = "crash." + MODULES[0]
@@ -214,18 +283,29 @@ def check_thread(moddir, tt, t, where):
     if "." not in scenario:
         return []
     kind, module = scenario.split(".", 1)
-    want_cy = expected_cython(moddir, module, kind)
-    got_cy = [(f["qualname"], f["file"], f["line"], f["line_from"])
-              for f in frames if f["kind"] == "cython"]
+    want_cy = expected_cython(moddir, module, kind, mapped)
+    got_cy = [(f["qualname"] if w[0] is not None else None, f["function"], f["file"], f["line"],
+               f["line_from"])
+              for f, w in zip([f for f in frames if f["kind"] == "cython"],
+                              want_cy + [(1,)] * len(frames))]
     problems = []
     if got_cy != want_cy:
-        problems.append("%s: Cython frames %s, expected %s" % (label, got_cy, want_cy))
+        problems.append("%s: Cython frames %s, expected %s (no line because: %s)"
+                        % (label, got_cy, want_cy, [f["no_line_reason"] for f in frames
+                                                    if f["kind"] == "cython"]))
     for f in frames:
         if f["kind"] == "cython" and (f["line"] is None) != bool(f["no_line_reason"]):
             problems.append("%s: %s: a line and a reason for none: %s" % (label, f["qualname"],
                                                                           f))
+        # a lambda's symbol names no module: it is the extension's own name
+        if f["kind"] == "cython" and f["module"] != module and not (
+                f["function"] == "<lambda>" and f["module"] == module.split(".")[-1]):
+            problems.append("%s: %s: module %r, not %r" % (label, f["qualname"], f["module"],
+                                                          module))
         if f["kind"] == "native" and (f["function"] or "").startswith(("__pyx_", "__Pyx_")):
             problems.append("%s: Cython's own frame %s shown" % (label, f["function"]))
+    if kind == "raise":
+        return problems + check_traceback(tt, t, label)
     # placed between the Python frames around them: inner to the caller, outer to the callee
     idx = [i for i, f in enumerate(frames) if f["kind"] == "cython"]
     callee = [i for i, f in enumerate(frames) if f["kind"] == "python"][0]
@@ -242,7 +322,7 @@ def check_thread(moddir, tt, t, where):
     return problems
 
 
-def check_doc(moddir, truth, doc, where, unmergeable=False):
+def check_doc(moddir, truth, doc, where, unmergeable=False, mapped=False):
     problems = []
     threads = {t["thread_id"]: t for t in doc.get("threads", [])}
     for tt in truth["threads"]:
@@ -255,7 +335,7 @@ def check_doc(moddir, truth, doc, where, unmergeable=False):
                 problems.append("%s: unmerged thread %s lost Python frames"
                                 % (where, tt.get("scenario")))
         else:
-            problems += check_thread(moddir, tt, t, where)
+            problems += check_thread(moddir, tt, t, where, mapped)
     if problems:
         raise AssertionError("\n".join(problems))
 
@@ -264,7 +344,7 @@ def check_bt(moddir, kind, texts, where):
     """The debugger's own bt names the Cython functions: "[Cython: File ..., line N, in Q]"."""
     text = texts[0]
     for module in ("cyld", "cyc"):
-        for qual, file, line, _ in expected_cython(moddir, module, "outer") + \
+        for qual, _, file, line, _ in expected_cython(moddir, module, "outer") + \
                 expected_cython(moddir, module, "method"):
             want = '[Cython: File "%s", line %d, in %s]' % (file, line, qual)
             if want not in text:
@@ -293,6 +373,8 @@ def case_park(py):
         moddir = modules_for(py)
         with Target(py, "cython_calls", env=target_env(moddir)) as t:
             check_doc(moddir, t.truth, cli_json(t.pid), "cli live")
+            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [t.pid]),
+                      "cli live --path-map", mapped=True)
             check_text(moddir, t.pid)
             for kind in ("gdb", "lldb"):
                 doc, texts = debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
@@ -302,9 +384,12 @@ def case_park(py):
             # gdb 13 leaves the guarded stacks of the unstable builds' glibc zero in its cores
             # (see Target.gcore): their threads cannot be merged there, never merged wrongly.
             unm = bool(t.gcore_warnings)
-            check_doc(moddir, t.truth, cli_json(core, t.executable), "cli gdb core", unm)
+            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
+                      "cli gdb core --path-map", unm, mapped=True)
             doc, _ = debugger_json("gdb", [t.executable, core])
             check_doc(moddir, t.truth, doc, "gdb gdb core", unm)
+            doc, _ = debugger_json("lldb", ["-c", core, t.executable])
+            check_doc(moddir, t.truth, doc, "lldb gdb core", unm)
     return go
 
 
@@ -313,7 +398,8 @@ def case_crash(py):
         moddir = modules_for(py)
         with Target(py, "cython_calls", mode="crash", env=target_env(moddir)) as t:
             core = t.crash_core()
-            check_doc(moddir, t.truth, cli_json(core, t.executable), "cli kernel core")
+            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
+                      "cli kernel core --path-map", mapped=True)
             check_doc(moddir, t.truth, debugger_json("gdb", [t.executable, core])[0],
                       "gdb kernel core")
             check_doc(moddir, t.truth, debugger_json("lldb", ["-c", core, t.executable])[0],

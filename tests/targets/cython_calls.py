@@ -4,13 +4,18 @@
 #
 # Imports the Cython modules named (each a build of tests/targets/cython/cymod.pyx under its
 # own name, made by the test into DIR) and blocks threads inside each: Python -> def -> cdef
-# (inlined) -> a Python callback, a method of a cdef class, a generator body, a coroutine body.
-# The threads are named "scenario-KIND.MODULE" (KIND: outer, method, generate, coroutine).
+# (inlined) -> a Python callback, a method of a cdef class, a generator body, a coroutine body,
+# a fused def, a closure, a lambda; and a Python handler of an exception raised two Cython calls
+# deep, blocking inside `except:` (its traceback, as extract_tb gives it, is in the truth).
+# The threads are named "scenario-KIND.MODULE" (KIND: outer, method, generate, coroutine, fused,
+# closure, lambda, raise). A module may be a package's ("cypkg.cysub").
 # Crash mode adds a thread whose Cython function (of the first module) crashes in C: memset on
 # address 0. Runs on 2.7 and 3.6+.
 import importlib
 import os
 import sys
+import threading
+import traceback
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,6 +24,10 @@ import pyu_truth  # noqa: E402
 from pyu_truth import HOLD, arrive  # noqa: E402
 
 MODULES = [importlib.import_module(name) for name in os.environ["PYU_CYMODS"].split(",")]
+# thread ident -> the traceback of the exception its handler blocks in, as the target's own
+# traceback.extract_tb gives it: [[file, line, name], ...] (outermost first)
+TRACEBACKS = {}
+pyu_truth.THREAD_EXTRA = lambda ident: {"traceback": TRACEBACKS.get(ident)}
 
 
 def blocks(value):
@@ -46,6 +55,27 @@ def run_coroutine(mod):
         pass
 
 
+def run_fused(mod):
+    mod.fused_def(blocks, 1.5)
+
+
+def run_closure(mod):
+    mod.closure(blocks)
+
+
+def run_lambda(mod):
+    mod.with_lambda(blocks)
+
+
+def run_raise(mod):
+    try:
+        mod.boom_outer(1)
+    except ValueError:
+        TRACEBACKS[threading.current_thread().ident] = [
+            list(entry)[:3] for entry in traceback.extract_tb(sys.exc_info()[2])]
+        blocks(0)
+
+
 def crash_in_c(outdir, reporter):
     if pyu_truth.crash_report(outdir, reporter, sys._getframe()):
         MODULES[0].crash(0)
@@ -59,7 +89,11 @@ def main(argv):
         scenarios += [("outer." + mod.__name__, run_outer, (mod,)),
                       ("method." + mod.__name__, run_method, (mod,)),
                       ("generate." + mod.__name__, run_generate, (mod,)),
-                      ("coroutine." + mod.__name__, run_coroutine, (mod,))]
+                      ("coroutine." + mod.__name__, run_coroutine, (mod,)),
+                      ("fused." + mod.__name__, run_fused, (mod,)),
+                      ("closure." + mod.__name__, run_closure, (mod,)),
+                      ("lambda." + mod.__name__, run_lambda, (mod,)),
+                      ("raise." + mod.__name__, run_raise, (mod,))]
     pyu_truth.start(outdir, mode, scenarios, crash=crash_in_c)
     arrive()
     HOLD.acquire()

@@ -36,3 +36,38 @@ async def coroutine(callback):
 
 def crash(size_t address):
     memset(<void *>address, 0, 1)  # @crash
+
+
+ctypedef fused number:
+    int
+    double
+
+
+def fused_def(callback, number x):
+    callback(x)  # @fused_def
+    return x
+
+
+def closure(callback):
+    def inner_fn(n):
+        callback(n)  # @inner_fn
+    inner_fn(5)  # @closure
+    return 0
+
+
+def with_lambda(callback):
+    f = lambda n: callback(n)  # @lambda
+    f(6)  # @with_lambda
+    return 0
+
+
+# Raised here, caught in Python: the traceback entries __Pyx_AddTraceback makes carry these lines.
+def boom(int n):
+    if n > 0:
+        raise ValueError("boom %d" % n)  # @boom
+    return n
+
+
+def boom_outer(n):
+    boom(n)  # @boom_outer
+    return n
