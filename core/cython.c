@@ -582,11 +582,14 @@ struct pyu_error *pyu_cython_resolve(struct pyu_cython_files *files, const char 
 			f.name_from_source = true;
 			memcpy(qualname, q, sizeof(q));
 			memcpy(name, n, sizeof(n));
-			// a lambda is a function of its own inside the def its line is in
-			if (is_lambda(symbol) &&
-			    strlen(q) + sizeof(".<locals>.<lambda>") <= sizeof(qualname)) {
-				snprintf(qualname, sizeof(qualname), "%s.<locals>.<lambda>", q);
-				snprintf(name, sizeof(name), "<lambda>");
+			// a lambda is a function of its own inside the def its line is in (a
+			// name too long for that keeps the def's)
+			char lq[PYU_CYTHON_NAME_MAX];
+			memcpy(lq, q, sizeof(q));
+			if (is_lambda(symbol) && append(lq, ".", "<locals>", 8) &&
+			    append(lq, ".", "<lambda>", 8)) {
+				memcpy(qualname, lq, sizeof(lq));
+				memcpy(name, "<lambda>", sizeof("<lambda>"));
 			}
 		}
 	}
