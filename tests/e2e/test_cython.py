@@ -12,7 +12,7 @@
 #   cypkg.cysub  plain, the module of a package, compiled from the directory above it (DWARF 5
 #           names its C file relative to a relative directory; the frames' module is qualified)
 #   cymv    plain, compiled in mv/, whose sources then moved to mv-moved/: lines through the
-#           CLI's --path-map, none without it (gdb, lldb: no path maps)
+#           CLI's --path-map, gdb's substitute-path, lldb's target.source-map; none without
 # The target blocks threads in Python -> def -> cdef (inlined) -> Python callback, in a method
 # of a cdef class, in a generator body, a coroutine body, a fused def, a closure and a lambda;
 # and in a Python `except:` around a Cython function that raised two Cython calls deep; crash
@@ -204,6 +204,14 @@ def modules_for(py):
 def path_map(moddir):
     """The --path-map that leads to the moved module's sources."""
     return ["--path-map", "%s=%s" % (os.path.join(moddir, "mv"), os.path.join(moddir, "mv-moved"))]
+
+
+def debugger_path_map(kind, moddir):
+    """The same rule as the debugger's own setting: gdb's substitute-path, lldb's source-map."""
+    frm, to = os.path.join(moddir, "mv"), os.path.join(moddir, "mv-moved")
+    if kind == "gdb":
+        return ["set substitute-path %s %s" % (frm, to)]
+    return ["settings set target.source-map %s %s" % (frm, to)]
 
 
 def has_symbol(path, name):
@@ -404,6 +412,16 @@ def case_crash(py):
                       "gdb kernel core")
             check_doc(moddir, t.truth, debugger_json("lldb", ["-c", core, t.executable])[0],
                       "lldb kernel core")
+            for kind, args in (("gdb", [t.executable, core]),
+                               ("lldb", ["-c", core, t.executable])):
+                doc = debugger_json(kind, args, setup=debugger_path_map(kind, moddir))[0]
+                # gdb names a C file by where its rule found it, so the .pyx beside it is
+                # named there too; the lines must be those of the build.
+                text = json.dumps(doc).replace(
+                    json.dumps(os.path.join(moddir, "mv-moved") + os.sep)[1:-1],
+                    json.dumps(os.path.join(moddir, "mv") + os.sep)[1:-1])
+                check_doc(moddir, t.truth, json.loads(text),
+                          kind + " kernel core, its own path map", mapped=True)
     return go
 
 

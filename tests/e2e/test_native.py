@@ -41,9 +41,10 @@ def cli_json(*args):
 SEP = "@@pyunwind-native-next@@"
 
 
-def debugger_json(kind, target_args, backtraces=False):
-    """py-bt --native --all --json in gdb or lldb; with @backtraces also the debugger's own
-    backtrace of every thread (gdb: with and without frame filters). Returns (doc, [texts])."""
+def debugger_json(kind, target_args, backtraces=False, setup=()):
+    """py-bt --native --all --json in gdb or lldb, after the debugger commands @setup; with
+    @backtraces also the debugger's own backtrace of every thread (gdb: with and without frame
+    filters). Returns (doc, [texts])."""
     cmds = ["py-bt --native --all --json"]
     if backtraces:
         cmds += ["thread apply all bt", "thread apply all bt -no-filters"] if kind == "gdb" \
@@ -56,6 +57,7 @@ def debugger_json(kind, target_args, backtraces=False):
         "script def _pyu_native_sep(debugger, command, result, internal_dict): "
         "result.PutCString('%s' + '%s')" % (SEP[:5], SEP[5:]),
         "command script add -f _pyu_native_sep pyu-native-sep"]
+    seq += list(setup)
     for c in cmds:
         seq += [c, sep]
     rc, out, err = run(target_args, seq, timeout=240)
