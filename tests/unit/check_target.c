@@ -367,8 +367,8 @@ START_TEST(test_path_maps)
 	pyu_error_destroy(err);
 	// A sysroot prefixes the paths no map matches (existing mappings follow); "/" undoes it.
 	ck_assert_ptr_null(pyu_target_add_mapping(t, 0x5000, 0x6000, 0, 0, "/lib/z.so"));
-	ck_assert_ptr_null(pyu_target_set_sysroot(t, "/crashed/root//"));
-	ck_assert_str_eq(pyu_target_find_mapping(t, 0x5000)->local_path, "/crashed/root/lib/z.so");
+	ck_assert_ptr_null(pyu_target_set_sysroot(t, "/crashed/sysroot//"));
+	ck_assert_str_eq(pyu_target_find_mapping(t, 0x5000)->local_path, "/crashed/sysroot/lib/z.so");
 	ck_assert_str_eq(pyu_target_find_mapping(t, 0x3000)->local_path, "/sysroot/lib/y.so");
 	ck_assert_ptr_null(pyu_target_set_sysroot(t, "/"));
 	ck_assert_str_eq(pyu_target_find_mapping(t, 0x5000)->local_path, "/lib/z.so");
