@@ -288,7 +288,9 @@ struct pyu_error *pyu_read_int(struct pyu_target *t, const struct pyu_layout *l,
 		sign = 1 - (int)(tag & 3);
 	} else {
 		int64_t size = (int64_t)tag;
-		ndigits = size < 0 ? -size : size;
+		// Negated unsigned: a corrupt INT64_MIN has no signed negation.
+		uint64_t mag = size < 0 ? (uint64_t)0 - tag : tag;
+		ndigits = mag > 3 ? 4 : (int64_t)mag;
 		sign = size < 0 ? -1 : size > 0 ? 1 : 0;
 	}
 	if (ndigits > 3 || sign < -1 || sign > 1)

@@ -1191,10 +1191,11 @@ static struct pyu_error *find_attrs(struct pyu_values *v, uint64_t obj, struct a
 		    (err = field_u64(v, type, vl->type.itemsize, &item)) ||
 		    (err = field_u64(v, obj, v->l->ob_size, &size)))
 			return err;
-		int64_t n = (int64_t)size < 0 ? -(int64_t)size : (int64_t)size;
-		if (basic > 1u << 20 || item > 1u << 10 || n < 0 || (uint64_t)n > SIZE_MAX_SANE)
+		// |ob_size| in unsigned arithmetic: a corrupt INT64_MIN has no signed negation.
+		uint64_t n = (int64_t)size < 0 ? (uint64_t)0 - size : size;
+		if (basic > 1u << 20 || item > 1u << 10 || n > SIZE_MAX_SANE)
 			return pyu_error_create(PYU_ERR_CORRUPT, "variable-size object implausible");
-		uint64_t total = (basic + (uint64_t)n * item + 7) & ~7ull;
+		uint64_t total = (basic + n * item + 7) & ~7ull;
 		doff += (int64_t)total;
 	}
 	if (doff < 0 || doff > (1 << 24))

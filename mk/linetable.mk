@@ -27,7 +27,7 @@ fuzz-linetables: $(LT_FUZZ_BINS)
 fuzz: fuzz-linetables
 
 test-fuzz: $(LT_FUZZ_BINS)
-	@tests/fuzz/run-linetables $(LT_FUZZ_SECONDS)
+	@PYUNWIND_FUZZ_SEED=$(FUZZ_TEST_SEED) tests/fuzz/run-linetables $(LT_FUZZ_SECONDS)
 
 # Decoder speed against CPython's own iteration of the same tables (not a test).
 .PHONY: bench-linetables

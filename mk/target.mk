@@ -4,6 +4,8 @@
 FUZZ_CC ?= clang-14
 FUZZ_SECONDS ?= 60
 TARGET_FUZZ_TEST_SECONDS ?= 20
+# The seed of every fuzz step of `make test` (tests/fuzz/run-target): the same inputs each run.
+FUZZ_TEST_SEED ?= 1
 TARGET_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -iquote core $(CORE_DEFS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 TARGET_FUZZ_SRCS := core/target.c core/target_proc.c core/target_core.c core/elf.c core/error.c \
@@ -26,4 +28,4 @@ fuzz-target: $(TARGET_FUZZ_BINS)
 fuzz: fuzz-target
 
 test-fuzz-target: $(TARGET_FUZZ_BINS)
-	@tests/fuzz/run-target $(TARGET_FUZZ_TEST_SECONDS)
+	@PYUNWIND_FUZZ_SEED=$(FUZZ_TEST_SEED) tests/fuzz/run-target $(TARGET_FUZZ_TEST_SECONDS)
