@@ -273,8 +273,66 @@ static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages,
 	return total;
 }
 
-// The pages of [@addrs[i], @addrs[i] + len) not in the cache, len being @lens[i] or else
-// @size, read in gathered backend reads; at most @max_pages pages in all.
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+// The @n pages at @pages (page addresses, none in the cache; sorted here) read as contiguous
+// spans of at most PYU_READAHEAD_MAX pages, each one backend read taking in gaps of up to
+// PYU_SPAN_GAP_PAGES pages between the pages asked for (and, where the target declares
+// mappings, staying inside the first page's). Only the pages asked for go into the cache.
+// A span read that stops short leaves out the page it stopped in and goes on from the next
+// page asked for. One that reads nothing (a debugger's read is often all or nothing, so an
+// unreadable gap fails it whole) is tried again from its first page alone. So at most 2 * @n
+// backend reads, and n reads' worth only when every span fails.
+static void fill_pages_spans(struct pyu_target *t, uint64_t *pages, unsigned n)
+{
+	if (!t->readahead)
+		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
+	if (!t->readahead)
+		return;
+	qsort(pages, n, sizeof(*pages), compare_u64);
+	unsigned u = 0; // without repeats
+	for (unsigned i = 0; i < n; i++)
+		if (u == 0 || pages[i] != pages[u - 1])
+			pages[u++] = pages[i];
+	n = u;
+	const uint64_t max_gap = (uint64_t)(PYU_SPAN_GAP_PAGES + 1) * PYU_PAGE_SIZE;
+	const uint64_t max_len = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
+	bool alone = false; // the span from pages[i] read nothing: pages[i] by itself next
+	for (unsigned i = 0; i < n;) {
+		uint64_t start = pages[i];
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, start);
+		unsigned j = i + 1;
+		for (; !alone && j < n; j++) {
+			uint64_t p = pages[j];
+			if (p - pages[j - 1] > max_gap || p - start >= max_len || (m && p >= m->end))
+				break;
+		}
+		uint64_t len = pages[j - 1] + PYU_PAGE_SIZE - start;
+		uint64_t got = backend_read(t, start, t->readahead, len);
+		unsigned k = i;
+		for (; k < j && pages[k] + PYU_PAGE_SIZE <= start + got; k++)
+			install_page(t, pages[k], t->readahead + (pages[k] - start));
+		alone = got == 0 && !alone && j - i > 1;
+		if (alone)
+			continue;
+		// Past the page the read stopped in when that page was asked for, else on from the
+		// next page asked for (what stopped it was in a gap).
+		i = k == j ? j : pages[k] <= start + got ? k + 1 : k;
+	}
+}
+
+static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
+{
+	if (t->backend_gather)
+		fill_pages_gathered(t, pages, n);
+	else
+		fill_pages_spans(t, pages, n);
+}
+
 static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
 			      size_t n, uint64_t size, uint64_t max_pages)
 {
@@ -297,20 +355,21 @@ static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const
 				goto done;
 			pages[np++] = p;
 			if (np == PYU_GATHER_PAGES) {
-				fill_pages_gathered(t, pages, np);
+				fill_pages_batch(t, pages, np);
 				np = 0;
 			}
 		}
 	}
 done:
 	if (np)
-		fill_pages_gathered(t, pages, np);
+		fill_pages_batch(t, pages, np);
 }
 
 void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
 				   size_t size)
 {
-	if (!t->backend_gather || size == 0 || size > PYU_PAGE_SIZE || !cache_alloc(t))
+	if ((!t->backend_gather && !t->span_prefetch) || size == 0 || size > PYU_PAGE_SIZE ||
+	    !cache_alloc(t))
 		return;
 	prefetch_gathered(t, addrs, NULL, n, size, UINT64_MAX);
 }
@@ -318,7 +377,7 @@ void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, 
 void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 				const uint64_t *lens, size_t n)
 {
-	if (!t->backend_gather || !cache_alloc(t))
+	if ((!t->backend_gather && !t->span_prefetch) || !cache_alloc(t))
 		return;
 	prefetch_gathered(t, addrs, lens, n, 0, PYU_CACHE_PAGES / 2);
 }
@@ -1171,5 +1230,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *ar
 						  "a read callback", ret);
 	if (err)
 		free(cb);
+	else
+		(*ret)->span_prefetch = true;
 	return err;
 }

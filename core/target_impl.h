@@ -19,6 +19,7 @@
 #define PYU_READAHEAD_STREAMS 4u    // sequences of misses followed at once
 #define PYU_GATHER_MAX 1024u        // pieces of one gathered backend read (the kernel's IOV_MAX)
 #define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache (half of it)
+#define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
@@ -56,6 +57,10 @@ struct pyu_target {
 	// thing (the prefetches that gather then do nothing).
 	uint64_t (*backend_gather)(struct pyu_target *t, const uint64_t *addrs, size_t n,
 				   size_t size, unsigned char *const *outs);
+	// Without backend_gather: whether the prefetches that would gather read the pages they
+	// name as a few contiguous spans instead, gaps included. Set where every backend read is
+	// a round trip (a debugger's memory read), so bytes are cheap and reads are not.
+	bool span_prefetch;
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;

@@ -247,6 +247,87 @@ START_TEST(test_all_or_nothing_callback)
 }
 END_TEST
 
+// Like lldb's memory reads: all or nothing, with unreadable pages HOLE_FIRST..HOLE_LAST.
+#define HOLE_FIRST 100u
+#define HOLE_LAST 103u
+static uint64_t holey_read(void *arg, uint64_t addr, void *buf, uint64_t len)
+{
+	(void)arg;
+	if (len == 0 || addr < BIG_BASE || addr - BIG_BASE > sizeof(big) ||
+	    len > sizeof(big) - (addr - BIG_BASE))
+		return 0;
+	uint64_t first = (addr - BIG_BASE) / 4096, last = (addr - BIG_BASE + len - 1) / 4096;
+	if (first <= HOLE_LAST && last >= HOLE_FIRST)
+		return 0;
+	memcpy(buf, big + (addr - BIG_BASE), len);
+	return len;
+}
+
+// Reads 8 bytes at each of @pages[i] * 4096 + 40 from the cache alone: the bytes of big[].
+static void assert_cached_pages(struct pyu_target *t, const unsigned *pages, unsigned n)
+{
+	uint64_t before = pyu_target_backend_reads(t);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = (uint64_t)pages[i] * 4096 + 40, v, want;
+		ck_assert_ptr_null(pyu_target_read_u64(t, BIG_BASE + off, &v));
+		memcpy(&want, big + off, 8);
+		ck_assert_uint_eq(v, want);
+	}
+	ck_assert_uint_eq(pyu_target_backend_reads(t), before);
+}
+
+// A callback target has no gathered reads: a prefetch reads the pages it names as contiguous
+// spans, gaps included, and copes with reads that fail whole across an unreadable gap.
+START_TEST(test_span_prefetch)
+{
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = fx_pattern(i * 7);
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	// 16 pages two apart then 4 more: two reads (a span is at most 32 pages).
+	unsigned even[20];
+	uint64_t addrs[24];
+	for (unsigned i = 0; i < 20; i++) {
+		even[i] = 200 + 2 * i;
+		addrs[i] = BIG_BASE + (uint64_t)even[i] * 4096 + 40;
+	}
+	uint64_t before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_scattered(t, addrs, 20, 8);
+	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	assert_cached_pages(t, even, 20);
+	// Out of order and repeated: 10, 12 and 15 in one span (gaps of 1 and 2 pages), 30 in
+	// its own (a gap of 14 pages is too long).
+	unsigned near[] = {15, 10, 30, 12, 10};
+	for (unsigned i = 0; i < 5; i++)
+		addrs[i] = BIG_BASE + (uint64_t)near[i] * 4096 + 40;
+	before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_scattered(t, addrs, 5, 8);
+	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	assert_cached_pages(t, near, 5);
+	// Around the hole: 98 99 [101] 104 106 is one span, which fails whole; 98 is then read
+	// alone, the span from 99 fails, 99 alone, the span from 101 fails, 101 alone fails and
+	// is left out, 104 and 106 are one span. Seven reads, every readable page cached.
+	unsigned around[] = {106, 98, 101, 104, 99};
+	for (unsigned i = 0; i < 5; i++)
+		addrs[i] = BIG_BASE + (uint64_t)around[i] * 4096 + 40;
+	before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_scattered(t, addrs, 5, 8);
+	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 7);
+	unsigned readable[] = {98, 99, 104, 106};
+	assert_cached_pages(t, readable, 4);
+	uint64_t v;
+	assert_fault_at(pyu_target_read_u64(t, BIG_BASE + 101 * 4096 + 40, &v),
+			BIG_BASE + 101 * 4096 + 40);
+	// Ranges too (a thread's data-stack chunk): pages 300..339 in two reads.
+	addrs[0] = BIG_BASE + 300 * 4096;
+	uint64_t len = 40 * 4096;
+	before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_ranges(t, addrs, &len, 1);
+	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	pyu_target_destroy(t);
+}
+END_TEST
+
 START_TEST(test_read_cstr)
 {
 	static struct image img;
@@ -752,6 +833,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_cache_counters);
 	tcase_add_test(tc, test_cache_many_pages);
 	tcase_add_test(tc, test_all_or_nothing_callback);
+	tcase_add_test(tc, test_span_prefetch);
 	tcase_add_test(tc, test_read_cstr);
 	tcase_add_test(tc, test_mappings_sorted);
 	tcase_add_test(tc, test_path_maps);
