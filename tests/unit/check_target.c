@@ -276,6 +276,18 @@ static void assert_cached_pages(struct pyu_target *t, const unsigned *pages, uns
 	ck_assert_uint_eq(pyu_target_backend_reads(t), before);
 }
 
+// Prefetches 8 bytes at each of @pages[i] * 4096 + 40; returns the backend reads it took.
+static uint64_t prefetch_pages(struct pyu_target *t, const unsigned *pages, unsigned n)
+{
+	uint64_t addrs[32];
+	ck_assert_uint_le(n, 32);
+	for (unsigned i = 0; i < n; i++)
+		addrs[i] = BIG_BASE + (uint64_t)pages[i] * 4096 + 40;
+	uint64_t before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_scattered(t, addrs, n, 8);
+	return pyu_target_backend_reads(t) - before;
+}
+
 // A callback target has no gathered reads: a prefetch reads the pages it names as contiguous
 // spans, gaps included, and copes with reads that fail whole across an unreadable gap.
 START_TEST(test_span_prefetch)
@@ -286,43 +298,29 @@ START_TEST(test_span_prefetch)
 	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
 	// 16 pages two apart then 4 more: two reads (a span is at most 32 pages).
 	unsigned even[20];
-	uint64_t addrs[24];
-	for (unsigned i = 0; i < 20; i++) {
+	for (unsigned i = 0; i < 20; i++)
 		even[i] = 200 + 2 * i;
-		addrs[i] = BIG_BASE + (uint64_t)even[i] * 4096 + 40;
-	}
-	uint64_t before = pyu_target_backend_reads(t);
-	pyu_target_prefetch_scattered(t, addrs, 20, 8);
-	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	ck_assert_uint_eq(prefetch_pages(t, even, 20), 2);
 	assert_cached_pages(t, even, 20);
 	// Out of order and repeated: 10, 12 and 15 in one span (gaps of 1 and 2 pages), 30 in
 	// its own (a gap of 14 pages is too long).
 	unsigned near[] = {15, 10, 30, 12, 10};
-	for (unsigned i = 0; i < 5; i++)
-		addrs[i] = BIG_BASE + (uint64_t)near[i] * 4096 + 40;
-	before = pyu_target_backend_reads(t);
-	pyu_target_prefetch_scattered(t, addrs, 5, 8);
-	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	ck_assert_uint_eq(prefetch_pages(t, near, 5), 2);
 	assert_cached_pages(t, near, 5);
 	// Around the hole: 98 99 [101] 104 106 is one span, which fails whole; 98 is then read
 	// alone, the span from 99 fails, 99 alone, the span from 101 fails, 101 alone fails and
 	// is left out, 104 and 106 are one span. Seven reads, every readable page cached.
 	unsigned around[] = {106, 98, 101, 104, 99};
-	for (unsigned i = 0; i < 5; i++)
-		addrs[i] = BIG_BASE + (uint64_t)around[i] * 4096 + 40;
-	before = pyu_target_backend_reads(t);
-	pyu_target_prefetch_scattered(t, addrs, 5, 8);
-	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 7);
+	ck_assert_uint_eq(prefetch_pages(t, around, 5), 7);
 	unsigned readable[] = {98, 99, 104, 106};
 	assert_cached_pages(t, readable, 4);
 	uint64_t v;
 	assert_fault_at(pyu_target_read_u64(t, BIG_BASE + 101 * 4096 + 40, &v),
 			BIG_BASE + 101 * 4096 + 40);
 	// Ranges too (a thread's data-stack chunk): pages 300..339 in two reads.
-	addrs[0] = BIG_BASE + 300 * 4096;
-	uint64_t len = 40 * 4096;
-	before = pyu_target_backend_reads(t);
-	pyu_target_prefetch_ranges(t, addrs, &len, 1);
+	uint64_t addr = BIG_BASE + 300 * 4096, len = 40 * 4096;
+	uint64_t before = pyu_target_backend_reads(t);
+	pyu_target_prefetch_ranges(t, &addr, &len, 1);
 	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
 	pyu_target_destroy(t);
 }
