@@ -803,22 +803,24 @@ struct seed_walk {
 	bool found;
 };
 
-// Whether the key @key (an exact str of @w->str_type) reads as @want.
-static bool key_is(struct seed_walk *w, uint64_t key, const char *want)
+// The text of the dict key @key into @name when it is an exact str (of @w->str_type) of fewer
+// than KNOWN_NAME one-byte characters without a NUL; false otherwise. Read once per entry:
+// every use below compares or keeps it.
+static bool key_text(struct seed_walk *w, uint64_t key, char name[KNOWN_NAME])
 {
 	uint64_t type;
 	struct text tx;
-	size_t n = strlen(want);
-	if (!ok(type_of(w->v, key, &type)) || type != w->str_type)
+	if (!ok(type_of(w->v, key, &type)) || type != w->str_type ||
+	    !ok(read_text(w->v, key, w->v->vl.py2 ? K_PY2STR : K_STR, KNOWN_NAME, &tx)))
 		return false;
-	struct pyu_error *err = read_text(w->v, key, w->v->vl.py2 ? K_PY2STR : K_STR, n + 1, &tx);
-	if (err) {
-		pyu_error_destroy(err);
-		return false;
+	bool fits = tx.kind == 1 && tx.n == tx.total && tx.n < KNOWN_NAME &&
+		    !memchr(tx.data, 0, tx.n);
+	if (fits) {
+		memcpy(name, tx.data, tx.n);
+		name[tx.n] = 0;
 	}
-	bool same = tx.kind == 1 && tx.total == n && memcmp(tx.data, want, n) == 0;
 	free(tx.data);
-	return same;
+	return fits;
 }
 
 static bool seed_modules_visit(void *arg, uint64_t key, uint64_t value)
@@ -832,7 +834,9 @@ static bool seed_modules_visit(void *arg, uint64_t key, uint64_t value)
 			return false;
 		w->str_type = type;
 	}
-	if (!w->builtins && (key_is(w, key, "builtins") || key_is(w, key, "__builtin__")))
+	char name[KNOWN_NAME];
+	if (!w->builtins && key_text(w, key, name) &&
+	    (!strcmp(name, "builtins") || !strcmp(name, "__builtin__")))
 		w->builtins = value;
 	else if (w->module_count < SEED_MODULE_SCAN)
 		w->modules[w->module_count++] = value;
@@ -846,7 +850,7 @@ static bool non_heap_type(struct pyu_values *v, uint64_t type)
 	       !(flags & TPFLAGS_HEAPTYPE);
 }
 
-static void remember_func(struct pyu_values *v, uint64_t key, uint64_t value)
+static void remember_func(struct pyu_values *v, const char *name, uint64_t value)
 {
 	for (uint32_t i = 0; i < v->func_count; i++) {
 		if (v->funcs[i].addr == value) {
@@ -856,17 +860,10 @@ static void remember_func(struct pyu_values *v, uint64_t key, uint64_t value)
 	}
 	if (v->func_count >= KNOWN_FUNCS)
 		return;
-	struct text tx;
-	if (!ok(read_text(v, key, v->vl.py2 ? K_PY2STR : K_STR, KNOWN_NAME, &tx)))
-		return;
-	if (tx.kind == 1 && tx.n == tx.total && tx.n < KNOWN_NAME && !memchr(tx.data, 0, tx.n)) {
-		struct known_func *f = &v->funcs[v->func_count++];
-		f->addr = value;
-		f->ambiguous = false;
-		memcpy(f->name, tx.data, tx.n);
-		f->name[tx.n] = 0;
-	}
-	free(tx.data);
+	struct known_func *f = &v->funcs[v->func_count++];
+	f->addr = value;
+	f->ambiguous = false;
+	strcpy(f->name, name); // shorter than KNOWN_NAME (key_text), as f->name is
 }
 
 // The name the builtins module binds builtin function @obj to, or NULL when it binds it under
@@ -887,35 +884,28 @@ static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
 	struct pyu_values *v = w->v;
 	if (w->seen++ >= SEED_ITEMS)
 		return false;
+	char name[KNOWN_NAME];
+	uint64_t type, flags;
+	if (!key_text(w, key, name) || !ok(type_of(v, value, &type)))
+		return true;
 	// Names bound to static types: the builtin types themselves (int, list, ...), the
 	// exceptions and the rest (object, range, ...), each under its name.
-	uint64_t type, flags;
-	if (ok(type_of(v, value, &type)) && ok(field_u64(v, type, v->l->type_tp_flags, &flags)) &&
+	if (ok(field_u64(v, type, v->l->type_tp_flags, &flags)) &&
 	    (flags & TPFLAGS_TYPE_SUBCLASS) && non_heap_type(v, value)) {
-		struct text tx;
 		uint64_t vflags = 0;
-		if (!ok(read_text(v, key, v->vl.py2 ? K_PY2STR : K_STR, KNOWN_NAME, &tx)))
-			return true;
-		if (tx.kind == 1 && tx.n == tx.total && tx.n < KNOWN_NAME &&
-		    !memchr(tx.data, 0, tx.n)) {
-			tx.data[tx.n] = 0;
-			const char *name = (const char *)tx.data;
-			// 2.7's builtin exceptions live in the exceptions module (their tp_name).
-			bool py2exc = v->vl.py2 &&
-				      ok(field_u64(v, value, v->l->type_tp_flags, &vflags)) &&
-				      (vflags & TPFLAGS_BASE_EXC_SUBCLASS);
-			learn(v, value, kind_by_name(v, name), py2exc ? "exceptions." : "", name);
-			if (!strcmp(name, "BaseException"))
-				v->exc_root = value;
-		}
-		free(tx.data);
+		// 2.7's builtin exceptions live in the exceptions module (their tp_name).
+		bool py2exc = v->vl.py2 && ok(field_u64(v, value, v->l->type_tp_flags, &vflags)) &&
+			      (vflags & TPFLAGS_BASE_EXC_SUBCLASS);
+		learn(v, value, kind_by_name(v, name), py2exc ? "exceptions." : "", name);
+		if (!strcmp(name, "BaseException"))
+			v->exc_root = value;
 		return true;
 	}
 	// Any other value of a static type, under its name: builtin functions among them, whose
 	// names their PyMethodDef keeps in read-only data. Which are functions is known once the
 	// walk has learnt the type of 'len'.
-	if (ok(type_of(v, value, &type)) && non_heap_type(v, type))
-		remember_func(v, key, value);
+	if (non_heap_type(v, type))
+		remember_func(v, name, value);
 	// Names bound to objects of the others.
 	static const struct {
 		const char *key, *type_name;
@@ -927,7 +917,7 @@ static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
 		{"len", "builtin_function_or_method", K_CFUNCTION},
 	};
 	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++) {
-		if (key_is(w, key, objects[i].key)) {
+		if (!strcmp(name, objects[i].key)) {
 			if (non_heap_type(v, type))
 				learn(v, type, objects[i].k, "", objects[i].type_name);
 			return true;
