@@ -109,6 +109,7 @@ struct pyu_values {
 	struct known_func funcs[KNOWN_FUNCS];
 	uint32_t func_count;
 	bool seeded;           // the builtin types were looked for (found or not)
+	bool visits_values;    // the dict walks' visitors read every value too (prefetched)
 	uint64_t stack[DEPTH_MAX + 1]; // containers being printed, outermost first
 	uint32_t depth;
 	bool cut;                      // a bound cut the repr being built
@@ -656,12 +657,17 @@ static struct pyu_error *entries_foreach(struct pyu_values *v, const struct keys
 			return err;
 		// Every visitor reads the keys (names, mostly, each on a page of its own): their
 		// pages at once, not a system call each.
-		uint64_t keys[CHUNK];
+		// And the values' headers when the visitor reads each value.
+		uint64_t keys[2 * CHUNK];
 		size_t nk = 0;
 		for (size_t j = 0; j < n; j++) {
 			uint64_t key = pyu_get_u64(buf + j * k->esize, k->key_off);
+			uint64_t val = !v->visits_values ? 0 : values ? pyu_get_u64(vbuf, (int32_t)(8 * j))
+				: pyu_get_u64(buf + j * k->esize, k->value_off);
 			if (key)
 				keys[nk++] = key;
+			if (val)
+				keys[nk++] = val;
 		}
 		pyu_target_prefetch_scattered(v->t, keys, nk, KEY_PREFETCH);
 		for (size_t j = 0; j < n; j++) {
@@ -980,7 +986,10 @@ static void seed_known_types(struct pyu_values *v)
 	    (err = field_u64(v, w.builtins, v->vl.module_dict, &bdict)) != NULL)
 		goto out;
 	w.seen = 0;
-	if ((err = dict_foreach_checked(v, bdict, seed_builtins_visit, &w)) != NULL)
+	v->visits_values = true;
+	err = dict_foreach_checked(v, bdict, seed_builtins_visit, &w);
+	v->visits_values = false;
+	if (err)
 		goto out;
 	// sys.modules is a dict and its keys str (3.x) or str/bytes (2.7): the same types
 	// builtins named, when it named them.
@@ -996,7 +1005,9 @@ static void seed_known_types(struct pyu_values *v)
 		    !ok(field_u64(v, w.modules[i], v->vl.module_dict, &mdict)) || !mdict)
 			continue;
 		w.seen = 0;
+		v->visits_values = true;
 		pyu_error_destroy(dict_foreach_checked(v, mdict, seed_function_visit, &w));
+		v->visits_values = false;
 	}
 out:
 	pyu_error_destroy(err);
