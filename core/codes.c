@@ -13,6 +13,7 @@
 // Tables up to this size are decoded once per code object for O(log n) lookups; larger ones
 // are looked up directly (decoding would allocate ranges proportional to the table).
 #define DECODE_MAX_TABLE (256u << 10)
+#define PYU_CODE_PART_PREFETCH 64u // bytes of each name and the line table worth having at hand
 
 struct code_extra {
 	int32_t firsttraceable;           // code-unit index; 0 when the version has none
@@ -162,6 +163,16 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 	}
 	*firsttraceable = l->code.firsttraceable != PYU_NO_FIELD
 		? pyu_get_i32(buf, l->code.firsttraceable) : 0;
+	// The names and the line table sit on pages of their own: gathered in one read (where
+	// the target can), the reads below then come from the cache.
+	uint64_t parts[4];
+	size_t np = 0;
+	parts[np++] = pyu_get_u64(buf, l->code.name);
+	parts[np++] = pyu_get_u64(buf, l->code.filename);
+	parts[np++] = pyu_get_u64(buf, l->code.linetable);
+	if (l->has_qualname && l->code.qualname != PYU_NO_FIELD)
+		parts[np++] = pyu_get_u64(buf, l->code.qualname);
+	pyu_target_prefetch_scattered(w->t, parts, np, PYU_CODE_PART_PREFETCH);
 	err = pyu_read_str(w->t, l, pyu_get_u64(buf, l->code.name), PYU_NAME_MAX, &ci->name);
 	if (!err)
 		err = pyu_read_str(w->t, l, pyu_get_u64(buf, l->code.filename), PYU_NAME_MAX,
