@@ -162,20 +162,28 @@ static bool cached(const struct pyu_target *t, uint64_t page)
 	return find_slot(t, page) >= 0;
 }
 
+#define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
+
 // The slot to put @page in: its own if cached, else a free way of its set, else the way used
-// longest ago. The slot is marked used now and emptied (the caller fills it).
-static unsigned victim_slot(struct pyu_target *t, uint64_t page)
+// longest ago; never a way a gathered read in progress has reserved (-1 when all of them
+// are). The slot is marked used now and emptied (the caller fills it).
+static int victim_slot(struct pyu_target *t, uint64_t page)
 {
-	int own = find_slot(t, page);
-	unsigned set = set_of(page), best = own >= 0 ? (unsigned)own : set;
-	for (unsigned w = 0; own < 0 && w < PYU_CACHE_WAYS; w++) {
-		if (t->cache_addr[set + w] == PYU_NO_PAGE) {
-			best = set + w;
+	int best = find_slot(t, page);
+	unsigned set = set_of(page);
+	for (unsigned w = 0, own = best >= 0; !own && w < PYU_CACHE_WAYS; w++) {
+		unsigned s = set + w;
+		if (t->cache_addr[s] == PYU_RESERVED)
+			continue;
+		if (t->cache_addr[s] == PYU_NO_PAGE) {
+			best = (int)s;
 			break;
 		}
-		if (t->cache_used[set + w] < t->cache_used[best])
-			best = set + w;
+		if (best < 0 || t->cache_used[s] < t->cache_used[best])
+			best = (int)s;
 	}
+	if (best < 0)
+		return -1;
 	t->cache_addr[best] = PYU_NO_PAGE;
 	t->cache_used[best] = ++t->cache_clock;
 	return best;
@@ -184,7 +192,9 @@ static unsigned victim_slot(struct pyu_target *t, uint64_t page)
 // Puts the page at @src (page @page of the target) into the cache.
 static void install_page(struct pyu_target *t, uint64_t page, const unsigned char *src)
 {
-	unsigned sl = victim_slot(t, page);
+	int sl = victim_slot(t, page);
+	if (sl < 0)
+		return;
 	memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, src, PYU_PAGE_SIZE);
 	t->cache_addr[sl] = page;
 }
@@ -241,34 +251,39 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 	return start;
 }
 
-#define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
-
-// Reads the @n pages at @pages (page addresses, none in the cache) in gathered backend reads,
-// straight into cache slots. A page that cannot be read is skipped. Returns the number of
-// pages read.
+// Reads the @n pages at @pages (page addresses, none in the cache, no repeats) in gathered
+// backend reads, straight into cache slots. A page that cannot be read, or whose set has
+// every way taken by this read already, is left out. Returns the number of pages read.
 static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages, unsigned n)
 {
 	unsigned char *outs[PYU_GATHER_PAGES];
 	unsigned slots[PYU_GATHER_PAGES];
+	uint64_t want[PYU_GATHER_PAGES];
 	if (n > PYU_GATHER_PAGES)
 		return 0;
+	// Every slot first, reserved so that no other page of this read takes it.
+	unsigned m = 0;
+	for (unsigned k = 0; k < n; k++) {
+		int sl = victim_slot(t, pages[k]);
+		if (sl < 0)
+			continue;
+		t->cache_addr[sl] = PYU_RESERVED;
+		slots[m] = (unsigned)sl;
+		want[m] = pages[k];
+		outs[m++] = t->cache_data + (size_t)sl * PYU_PAGE_SIZE;
+	}
 	uint64_t total = 0;
-	for (unsigned i = 0; i < n;) {
-		unsigned m = n - i;
-		for (unsigned k = 0; k < m; k++) {
-			// Reserved, so that another page of this read does not take the same slot.
-			slots[k] = victim_slot(t, pages[i + k]);
-			t->cache_addr[slots[k]] = PYU_RESERVED;
-			outs[k] = t->cache_data + (size_t)slots[k] * PYU_PAGE_SIZE;
-		}
+	for (unsigned i = 0; i < m;) {
 		t->backend_reads++; // one system call, however many pieces
-		uint64_t got = t->backend_gather(t, pages + i, m, PYU_PAGE_SIZE, outs);
-		if (got > m)
+		uint64_t got = t->backend_gather(t, want + i, m - i, PYU_PAGE_SIZE, outs + i);
+		if (got > m - i)
 			got = 0;
-		for (unsigned k = 0; k < m; k++)
-			t->cache_addr[slots[k]] = k < got ? pages[i + k] : PYU_NO_PAGE;
+		for (unsigned k = 0; k < got; k++)
+			t->cache_addr[slots[i + k]] = want[i + k];
+		if (i + got < m) // the page the gather stopped at
+			t->cache_addr[slots[i + got]] = PYU_NO_PAGE;
 		total += got;
-		i += (unsigned)got + 1; // past the page the gather stopped at, if any
+		i += (unsigned)got + 1;
 	}
 	return total;
 }
@@ -279,26 +294,19 @@ static int compare_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-// The @n pages at @pages (page addresses, none in the cache; sorted here) read as contiguous
-// spans of at most PYU_READAHEAD_MAX pages, each one backend read taking in gaps of up to
-// PYU_SPAN_GAP_PAGES pages between the pages asked for (and, where the target declares
-// mappings, staying inside the first page's). Only the pages asked for go into the cache.
-// A span read that stops short leaves out the page it stopped in and goes on from the next
-// page asked for. One that reads nothing (a debugger's read is often all or nothing, so an
-// unreadable gap fails it whole) is tried again from its first page alone. So at most 2 * @n
-// backend reads, and n reads' worth only when every span fails.
-static void fill_pages_spans(struct pyu_target *t, uint64_t *pages, unsigned n)
+static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n);
+
+// The @n pages at @pages (page addresses, none in the cache, sorted, no repeats) read as
+// contiguous
+// spans of at most PYU_READAHEAD_MAX pages (fill_pages), each one backend read taking in gaps
+// of up to PYU_SPAN_GAP_PAGES pages between the pages asked for (and, where the target
+// declares mappings, staying inside the first page's). A span read that stops short leaves
+// out the page it stopped in and goes on from the next page asked for. One that reads nothing
+// (a debugger's read is often all or nothing, so an unreadable gap fails it whole) is tried
+// again from its first page alone: at most 2 * @n backend reads, that many only when every
+// span fails.
+static void fill_pages_spans(struct pyu_target *t, const uint64_t *pages, unsigned n)
 {
-	if (!t->readahead)
-		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
-	if (!t->readahead)
-		return;
-	qsort(pages, n, sizeof(*pages), compare_u64);
-	unsigned u = 0; // without repeats
-	for (unsigned i = 0; i < n; i++)
-		if (u == 0 || pages[i] != pages[u - 1])
-			pages[u++] = pages[i];
-	n = u;
 	const uint64_t max_gap = (uint64_t)(PYU_SPAN_GAP_PAGES + 1) * PYU_PAGE_SIZE;
 	const uint64_t max_len = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
 	bool alone = false; // the span from pages[i] read nothing: pages[i] by itself next
@@ -311,22 +319,30 @@ static void fill_pages_spans(struct pyu_target *t, uint64_t *pages, unsigned n)
 			if (p - pages[j - 1] > max_gap || p - start >= max_len || (m && p >= m->end))
 				break;
 		}
-		uint64_t len = pages[j - 1] + PYU_PAGE_SIZE - start;
-		uint64_t got = backend_read(t, start, t->readahead, len);
+		uint64_t end = start + (uint64_t)fill_pages(t, start, (unsigned)((pages[j - 1] -
+			start) / PYU_PAGE_SIZE + 1)) * PYU_PAGE_SIZE; // read whole up to here
 		unsigned k = i;
-		for (; k < j && pages[k] + PYU_PAGE_SIZE <= start + got; k++)
-			install_page(t, pages[k], t->readahead + (pages[k] - start));
-		alone = got == 0 && !alone && j - i > 1;
+		while (k < j && pages[k] < end)
+			k++;
+		alone = end == start && !alone && j - i > 1;
 		if (alone)
 			continue;
 		// Past the page the read stopped in when that page was asked for, else on from the
 		// next page asked for (what stopped it was in a gap).
-		i = k == j ? j : pages[k] <= start + got ? k + 1 : k;
+		i = k == j ? j : pages[k] == end ? k + 1 : k;
 	}
 }
 
+// The @n pages at @pages, in address order and each once (a page met again after others
+// would take a second slot), by a gathered read or by spans.
 static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
 {
+	qsort(pages, n, sizeof(*pages), compare_u64);
+	unsigned u = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (u == 0 || pages[i] != pages[u - 1])
+			pages[u++] = pages[i];
+	n = u;
 	if (t->backend_gather)
 		fill_pages_gathered(t, pages, n);
 	else
@@ -452,9 +468,9 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
 		return len;
 	}
-	unsigned slot = victim_slot(t, page);
-	unsigned char *data = t->cache_data + (size_t)slot * PYU_PAGE_SIZE;
-	if (backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
+	int slot = victim_slot(t, page);
+	unsigned char *data = slot >= 0 ? t->cache_data + (size_t)slot * PYU_PAGE_SIZE : NULL;
+	if (data && backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
 		t->cache_addr[slot] = page;
 		memcpy(buf, data + off, len);
 		return len;

@@ -132,14 +132,16 @@ void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len);
 // A hint: the pages holding [@addrs[i], @addrs[i] + @size) will be read soon (objects a table
 // points to, scattered over the heap; 0 stands for none and is skipped). With a backend that
 // gathers (a live process) the pages not in the cache are read in one system call per 128 of
-// them; otherwise nothing is done. Cannot fail: what cannot be read is left to the reads.
+// them; through a debugger's reads (a callback target), as a few contiguous spans; from a
+// core file, nothing is done. Cannot fail: what cannot be read is left to the reads.
 void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, size_t n,
 				   size_t size);
 
 // A hint: the ranges [@addrs[i], @addrs[i] + @lens[i]) will be read soon (the newest data-stack
 // chunks of many threads). With a backend that gathers, the pages of them not in the cache are
 // read in one system call per 128 pages, at most half the cache in all (the rest is left to
-// the reads); otherwise nothing is done. Cannot fail.
+// the reads); through a debugger's reads, as contiguous spans; from a core file, nothing is
+// done. Cannot fail.
 void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 				const uint64_t *lens, size_t n);
 

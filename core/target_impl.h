@@ -104,8 +104,8 @@ struct pyu_target {
 	// when it was last used (cache_clock, counting up); cache_data is not initialised (only
 	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
 	uint64_t *cache_addr;
-	uint32_t *cache_used;
-	uint32_t cache_clock;
+	uint64_t *cache_used;
+	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
 	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams
