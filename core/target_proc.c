@@ -430,15 +430,17 @@ static void proc_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thr
 			at = strchr(at + 1, ' ');
 			field += at != NULL;
 		}
-		char *end = NULL;
+		bool parsed = false; // both fields, each a number
 		if (at) {
+			char *end, *after;
 			errno = 0;
 			utime = strtoull(at, &end, 10);
-			if (end != at && *end == ' ' && errno == 0)
-				stime = strtoull(end, &at, 10);
+			if (end != at && *end == ' ' && errno == 0) {
+				stime = strtoull(end, &after, 10);
+				parsed = after != end && errno == 0;
+			}
 		}
-		if (at && end && at != end && errno == 0 && utime + stime >= utime &&
-		    utime + stime < UINT64_MAX / 1000000000u)
+		if (parsed && utime + stime >= utime && utime + stime < UINT64_MAX / 1000000000u)
 			ret->cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (uint64_t)ticks));
 	}
 }
