@@ -420,10 +420,15 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+bool pyu_cython_is_pyx_file(const char *file)
+{
+	return file && (ends_with(file, ".pyx") || ends_with(file, ".pxd") ||
+			ends_with(file, ".pxi"));
+}
+
 static bool is_cython_source(const char *file)
 {
-	return ends_with(file, ".pyx") || ends_with(file, ".pxd") || ends_with(file, ".pxi") ||
-	       ends_with(file, ".py");
+	return pyu_cython_is_pyx_file(file) || ends_with(file, ".py");
 }
 
 static bool is_c_source(const char *file)

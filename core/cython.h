@@ -71,6 +71,9 @@ bool pyu_cython_enclosing_def(const char *const *lines, const size_t *lens, uint
 			      int64_t line, char *qualname, char *name);
 
 // Files read for Cython frames (generated C files, .pyx), through @t's path maps.
+// Whether @file is Cython source by its name (.pyx, .pxd, .pxi); false for NULL.
+bool pyu_cython_is_pyx_file(const char *file);
+
 struct pyu_cython_files;
 struct pyu_cython_files *pyu_cython_files_create(struct pyu_target *t);
 void pyu_cython_files_destroy(struct pyu_cython_files *c);

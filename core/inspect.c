@@ -122,8 +122,9 @@ static uint64_t threading_active(const struct pyu_stacks *s, struct pyu_values *
 		err = pyu_dict_get_str(v, modules, "threading", &module);
 	if (!err && module)
 		err = pyu_object_getattr(v, module, "_active", &active, NULL);
+	uint64_t ret = err ? 0 : active;
 	pyu_error_destroy(err);
-	return err ? 0 : active;
+	return ret;
 }
 
 // The name object of the Thread object @thread, or 0 (none found). Cannot fail.
@@ -138,8 +139,9 @@ static uint64_t thread_name_object(struct pyu_values *v, uint64_t thread)
 		pyu_error_destroy(err);
 		err = pyu_object_getattr(v, thread, "_Thread__name", &name, NULL);
 	}
+	uint64_t ret = err ? 0 : name;
 	pyu_error_destroy(err);
-	return err ? 0 : name;
+	return ret;
 }
 
 // The str object @name (0: none) into th->name. Cannot fail.

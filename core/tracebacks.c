@@ -9,21 +9,15 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "cython.h"
 #include "linetable.h"
 #include "objects.h"
 #include "runtime.h"
 #include "tracebacks.h"
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-	return n >= m && !strcmp(s + n - m, suffix);
-}
-
 bool pyu_tb_is_cython_file(const char *file)
 {
-	return file && (ends_with(file, ".pyx") || ends_with(file, ".pxd") ||
-			ends_with(file, ".pxi"));
+	return pyu_cython_is_pyx_file(file);
 }
 
 void pyu_traceback_clear(struct pyu_traceback *tb)
