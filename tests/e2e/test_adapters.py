@@ -366,18 +366,13 @@ def check_commands(py, debugger):
 def check_thread_switch(py, debugger):
     """py-bt follows the debugger's selected thread; py-up's selection is per thread."""
     with Target(py, "sample") as t:
-        if debugger == "gdb":
-            cmds = ["thread 2", "python print(gdb.selected_thread().ptid[1])", "py-bt --json",
-                    "py-up", "thread 1", "py-line", "thread 2", "py-line"]
-        else:
-            cmds = ["thread select 2", "thread info", "py-bt --json",
-                    "py-up", "thread select 1", "py-line", "thread select 2", "py-line"]
+        select = "thread %d" if debugger == "gdb" else "thread select %d"
+        cmds = [select % 2, SELECTED[debugger], "py-bt --json", "py-up", select % 1, "py-line",
+                select % 2, "py-line"]
         rc, outs, err = run_debugger(debugger, ["-p", str(t.pid)], cmds)
         what = debugger + " thread switch"
         no_traceback(what, err, *outs)
-        # gdb: the number python printed; lldb: "thread #2: tid = 1234, ..." from thread info.
-        m = re.search(r"tid = (\d+)", outs[1]) if debugger == "lldb" else None
-        tid = int(m.group(1)) if m else int(outs[1].strip().splitlines()[-1])
+        tid = selected_tid(debugger, outs[1], what)
         doc = parse_json(outs[2], what)
         got = doc["threads"][0]
         if got["native_thread_id"] != tid:
