@@ -375,9 +375,14 @@ def file_offset(loads, addr):
 def written_text(value, written):
     """@value (a name the damaged core gave) holds the bytes of a word the damage wrote (up to
     the word's first NUL): the damage landed in the characters of a string, which on 3.12+ may
-    be one of the runtime's static strings near the head - memory really says that name."""
-    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else b""
-    return any(len(w.split(b"\0")[0]) >= 4 and w.split(b"\0")[0] in data for w in written)
+    be one of the runtime's static strings near the head - memory really says that name. In a
+    one-byte string each byte is a character (U+0000-U+00FF), so the bytes are looked for as
+    those characters too, not only as UTF-8 (a pointer's bytes are mostly above 0x7f)."""
+    if not isinstance(value, str):
+        return False
+    data = value.encode("utf-8", "surrogatepass")
+    prefixes = [w.split(b"\0")[0] for w in written]
+    return any(len(p) >= 4 and (p in data or p.decode("latin-1") in value) for p in prefixes)
 
 
 def relaxed_check(truth, doc, written=()):
