@@ -264,8 +264,8 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 	for (size_t i = 0; i < count && probed < PYU_MAX_IMAGES_PROBED; i++) {
 		const struct pyu_mapping *m = pyu_target_mapping(t, i);
 		if ((m->start & 0xfff) ||
-		    (m->path && m->local_path && access(m->local_path, R_OK) == 0 &&
-		     pyu_target_file_matches(t, m)))
+		    (m->path && m->local_path && pyu_target_file_matches(t, m) &&
+		     access(m->local_path, R_OK) == 0))
 			continue; // files with a matching local copy were examined already
 		probed++;
 		struct pyu_image img = {0};

@@ -718,6 +718,8 @@ static struct pyu_error *relocate_mappings(struct pyu_target *t)
 		free(m->local_path);
 		m->local_path = local;
 		m->local_path_fixed = false;
+		if (strcmp(local, m->path) != 0)
+			m->local_check = PYU_LOCAL_COMPARE; // not the file the maps line names
 	}
 	close_files(t);
 	pyu_target_flush_cache(t); // pages read from mapped files may change
@@ -1033,6 +1035,8 @@ static char *sysroot_file(const struct pyu_target *t, const char *path, const ch
 // ID and, when found, points @m's file at it.
 static bool resolve_file(struct pyu_target *t, const struct pyu_mapping *m)
 {
+	if (m->local_check == PYU_LOCAL_SAME)
+		return true; // the file the process maps: nothing to compare
 	uint8_t want[PYU_BUILD_ID_MAX];
 	size_t want_len = 0;
 	if (!target_build_id(t, m, want, &want_len))
@@ -1060,6 +1064,8 @@ bool pyu_target_file_matches(struct pyu_target *t, const struct pyu_mapping *m)
 {
 	if (!m || !m->path || !m->local_path)
 		return true;
+	if (m->local_check == PYU_LOCAL_PENDING && t->check_local)
+		t->check_local(t, (struct pyu_mapping *)m); // may change m->local_path
 	for (size_t i = 0; i < t->file_check_count; i++) {
 		const struct pyu_file_check *c = &t->file_checks[i];
 		if (strcmp(c->path, m->path) == 0 && strcmp(c->local_path, m->local_path) == 0)
@@ -1119,13 +1125,27 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t
 	return NULL;
 }
 
+// A live process's threads are listed when first asked for: a snapshot of 3.8+ never needs
+// them (thread states carry their native ids).
+static void list_threads(const struct pyu_target *t)
+{
+	if (t->list_threads) {
+		struct pyu_target *mut = (struct pyu_target *)t; // the list is a cache of the target
+		void (*list)(struct pyu_target *) = mut->list_threads;
+		mut->list_threads = NULL;
+		list(mut);
+	}
+}
+
 size_t pyu_target_thread_count(const struct pyu_target *t)
 {
+	list_threads(t);
 	return t->thread_count;
 }
 
 int64_t pyu_target_thread(const struct pyu_target *t, size_t i)
 {
+	list_threads(t);
 	return i < t->thread_count ? t->threads[i] : -1;
 }
 

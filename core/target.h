@@ -22,6 +22,19 @@ struct pyu_mapping {
 	bool local_path_fixed; // local_path chosen by the backend (a live process's deleted or
 	                       // replaced file, another mount namespace); a path map matching
 	                       // @path still overrides it
+	// A live process's file as its maps line names it, compared with the file here only when
+	// first needed (pyu_target_file_matches): most mapped files (libc, locales) never are.
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	bool deleted;        // the maps line said " (deleted)"
+	uint8_t local_check; // enum pyu_local_check
+};
+
+// How pyu_target_file_matches() tells whether a mapping's local file is the target's.
+enum pyu_local_check {
+	PYU_LOCAL_COMPARE, // by build ID (cores, debugger callbacks, files found through path maps)
+	PYU_LOCAL_PENDING, // a live process's file, not looked at yet
+	PYU_LOCAL_SAME,    // the very file the live process maps (same device and inode)
 };
 
 // Backend: reads up to @len bytes at @addr. Returns the number of bytes read (a short count

@@ -98,6 +98,13 @@ struct pyu_target {
 	struct pyu_thread_record *statuses;
 	size_t status_count, status_cap;
 	void (*read_status)(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
+	// Live processes: looks at the file of a PYU_LOCAL_PENDING mapping once it is needed,
+	// leaving it PYU_LOCAL_SAME or (with a path through /proc that reaches the mapped file,
+	// when there is one) PYU_LOCAL_COMPARE. NULL for other backends.
+	void (*check_local)(struct pyu_target *t, struct pyu_mapping *m);
+	// Live processes: adds the thread ids on first use (pyu_target_thread_count); NULL when
+	// they were given, or once listed.
+	void (*list_threads)(struct pyu_target *t);
 
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
 	// a hash of its number. cache_addr[i] is the page slot i holds, or PYU_NO_PAGE; cache_used[i]

@@ -1,5 +1,6 @@
 // target_proc.c - the live-process backend: memory through process_vm_readv (falling back to
-// /proc/PID/mem), mappings from /proc/PID/maps, thread ids from /proc/PID/task.
+// /proc/PID/mem), mappings from /proc/PID/maps, thread ids from /proc/PID/task (listed when
+// first asked for).
 // It does not stop or attach to the process; a debugger (or the caller) does that.
 #include "target_impl.h"
 
@@ -150,34 +151,6 @@ static char *proc_path_for(int pid, uint64_t start, uint64_t end, const char *pa
 	return root;
 }
 
-// The last file compared with its maps line: a library's lines come one after another, and one
-// stat() answers for all of them.
-struct last_file {
-	char path[4096];
-	unsigned dev_major, dev_minor;
-	uint64_t inode;
-	bool valid, same;
-};
-
-static bool same_file_cached(struct last_file *lf, const char *path, unsigned dev_major,
-			     unsigned dev_minor, uint64_t inode)
-{
-	if (lf->valid && lf->inode == inode && lf->dev_major == dev_major &&
-	    lf->dev_minor == dev_minor && strcmp(lf->path, path) == 0)
-		return lf->same;
-	bool same = same_file(path, dev_major, dev_minor, inode);
-	size_t n = strlen(path);
-	lf->valid = n < sizeof(lf->path);
-	if (lf->valid) {
-		memcpy(lf->path, path, n + 1);
-		lf->dev_major = dev_major;
-		lf->dev_minor = dev_minor;
-		lf->inode = inode;
-		lf->same = same;
-	}
-	return same;
-}
-
 // Parses a hexadecimal (@base 16, at most 16 digits) or decimal (at most 19) number at *@p
 // that ends at @stop, and moves *@p past it (past every space when @stop is ' ', which the end
 // of the line also satisfies). Returns false on anything else. A hand parser: sscanf was most
@@ -216,8 +189,7 @@ static bool parse_num(char **p, unsigned base, char stop, uint64_t *ret)
 
 // Parses one line of /proc/PID/maps into the target. Unparseable lines are skipped: the
 // kernel's format is stable, and one odd line should not lose the rest.
-static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line,
-				       struct last_file *lf)
+static struct pyu_error *add_maps_line(struct pyu_target *t, char *line)
 {
 	uint64_t start, end, offset, inode, major_, minor_;
 	char *p = line, *perms;
@@ -253,18 +225,43 @@ static struct pyu_error *add_maps_line(struct pyu_target *t, int pid, char *line
 		path[0] ? path : NULL);
 	if (err || path[0] != '/' || inode == 0)
 		return err;
-	if (!is_deleted && same_file_cached(lf, path, dev_major, dev_minor, inode))
-		return NULL;
-	char *local = proc_path_for(pid, start, end, path);
 	struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
-	if (local && m && m->start == start) {
+	if (m && m->start == start && m->local_path && strcmp(m->local_path, m->path) == 0) {
+		m->inode = inode;
+		m->dev_major = dev_major;
+		m->dev_minor = dev_minor;
+		m->deleted = is_deleted;
+		m->local_check = PYU_LOCAL_PENDING; // proc_check_local
+	}
+	return NULL;
+}
+
+// Whether @m's file here is the one the process maps; when it is not (deleted, replaced
+// since, or in another mount namespace), points @m at a path through /proc that reaches the
+// mapped file, if there is one, to be compared by build ID. Mappings of the same file share
+// the answer: a library's lines come one after another, and one stat() answers for all.
+static void proc_check_local(struct pyu_target *t, struct pyu_mapping *m)
+{
+	const struct proc_backend *p = t->backend_data;
+	if (m->local_check != PYU_LOCAL_PENDING)
+		return;
+	if (!m->deleted && same_file(m->path, m->dev_major, m->dev_minor, m->inode)) {
+		for (size_t i = 0; i < t->mapping_count; i++) {
+			struct pyu_mapping *o = &t->mappings[i];
+			if (o->local_check == PYU_LOCAL_PENDING && !o->deleted &&
+			    o->inode == m->inode && o->dev_major == m->dev_major &&
+			    o->dev_minor == m->dev_minor && strcmp(o->path, m->path) == 0)
+				o->local_check = PYU_LOCAL_SAME;
+		}
+		return;
+	}
+	m->local_check = PYU_LOCAL_COMPARE;
+	char *local = proc_path_for(p->pid, m->start, m->end, m->path);
+	if (local) {
 		free(m->local_path);
 		m->local_path = local;
 		m->local_path_fixed = true;
-	} else {
-		free(local);
 	}
-	return NULL;
 }
 
 static struct pyu_error *read_maps(struct pyu_target *t, int pid)
@@ -283,18 +280,16 @@ static struct pyu_error *read_maps(struct pyu_target *t, int pid)
 	char *fbuf = malloc(MAPS_BUFFER);
 	if (fbuf)
 		setvbuf(f, fbuf, _IOFBF, MAPS_BUFFER);
-	struct last_file *lf = calloc(1, sizeof(*lf));
 	char *line = NULL;
 	size_t cap = 0;
-	struct pyu_error *err = lf ? NULL : &pyu_error_nomem;
+	struct pyu_error *err = NULL;
 	while (!err && getline(&line, &cap, f) > 0)
-		err = add_maps_line(t, pid, line, lf);
+		err = add_maps_line(t, line);
 	if (!err && ferror(f))
 		err = pyu_error_create(PYU_ERR_IO, "cannot read %s", path);
 	free(line);
 	fclose(f);
 	free(fbuf);
-	free(lf);
 	return err;
 }
 
@@ -320,6 +315,12 @@ static struct pyu_error *read_tasks(struct pyu_target *t, int pid)
 	}
 	closedir(d);
 	return err;
+}
+
+static void proc_list_threads(struct pyu_target *t)
+{
+	const struct proc_backend *p = t->backend_data;
+	pyu_error_destroy(read_tasks(t, p->pid)); // a process that is gone has no threads
 }
 
 // Reads one byte of the first readable mapping to find out early whether we may read this
@@ -449,11 +450,6 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 {
 	if (!ret || pid <= 0)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "invalid process id %d", (int)pid);
-	char dir[32];
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
-	struct stat st;
-	if (stat(dir, &st) != 0)
-		return pyu_error_create(PYU_ERR_IO, "no such process: %d", (int)pid);
 	struct proc_backend *p = malloc(sizeof(*p));
 	if (!p)
 		return &pyu_error_nomem;
@@ -471,9 +467,9 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->live_pid = pid;
 	t->read_status = proc_thread_status;
 	t->backend_gather = proc_gather;
-	err = read_maps(t, pid);
-	if (!err)
-		err = read_tasks(t, pid);
+	t->check_local = proc_check_local;
+	t->list_threads = proc_list_threads;
+	err = read_maps(t, pid); // ENOENT: "no such process"
 	if (!err)
 		err = probe_access(t, pid);
 	if (err) {

@@ -615,9 +615,18 @@ START_TEST(test_live_child)
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(m->path, c.spaced_path);
 	ck_assert(!m->writable);
+	// Each file is looked at when first needed (pyu_target_file_matches), not at open.
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_PENDING);
+	ck_assert(pyu_target_file_matches(t, m));
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_SAME);
+	ck_assert_str_eq(m->local_path, c.spaced_path);
 	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.deleted_map);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(m->path, c.deleted_path);
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_PENDING);
+	ck_assert_str_eq(m->local_path, c.deleted_path);
+	ck_assert(pyu_target_file_matches(t, m)); // no build ID to compare: taken as it is
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_COMPARE);
 	ck_assert_ptr_nonnull(strstr(m->local_path, "/map_files/"));
 	FILE *f = fopen(m->local_path, "rb"); // the kernel still serves the deleted file
 	ck_assert_ptr_nonnull(f);
@@ -628,6 +637,8 @@ START_TEST(test_live_child)
 	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.replaced_map);
 	ck_assert_ptr_nonnull(m);
 	ck_assert_str_eq(m->path, c.replaced_path);
+	ck_assert(pyu_target_file_matches(t, m));
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_COMPARE);
 	ck_assert_str_ne(m->local_path, c.replaced_path);
 	f = fopen(m->local_path, "rb");
 	ck_assert_ptr_nonnull(f);
@@ -641,9 +652,14 @@ START_TEST(test_live_child)
 	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.spaced_map);
 	ck_assert_str_eq(m->local_path, c.spaced_path);
 	ck_assert(!m->local_path_fixed);
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_SAME);
 	ck_assert_ptr_null(pyu_target_add_path_map(t, c.deleted_path, "/mapped/by/user"));
 	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.deleted_map);
 	ck_assert_str_eq(m->local_path, "/mapped/by/user");
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_COMPARE); // the user's file: by build ID
+	ck_assert_ptr_null(pyu_target_add_path_map(t, c.spaced_path, "/mapped/spaced"));
+	m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)c.spaced_map);
+	ck_assert_int_eq(m->local_check, PYU_LOCAL_COMPARE);
 	unsigned char b = 0;
 	ck_assert_ptr_null(pyu_target_read_u8(t, (uint64_t)(uintptr_t)c.spaced_map + 7, &b));
 	ck_assert_uint_eq(b, 'S');
