@@ -359,6 +359,40 @@ static struct pyu_error *read_tp_name(struct pyu_values *v, uint64_t type, char 
 	return (*ret = strdup(kt->name)) != NULL ? NULL : &pyu_error_nomem;
 }
 
+// Which builtin the static type @cur is, K_UNKNOWN when none (with @exc: K_EXC when it is
+// BaseException). By address among the builtin types once they were learnt; by tp_name before
+// that, which for the interpreter's own types says the same thing, and for others decides
+// either way. The builtins are learnt (some thirty reads) only when the name cannot be read: a
+// static type of a core without the interpreter's files has no name, and no builtin it could
+// be but one learnt by address.
+static enum kind static_kind(struct pyu_values *v, uint64_t cur, bool exc)
+{
+	for (int pass = 0; pass < 2; pass++) {
+		if (v->seeded) {
+			if (exc && v->exc_root)
+				return cur == v->exc_root ? K_EXC : K_UNKNOWN;
+			const struct known_type *kt = exc ? NULL : known_of(v, cur);
+			if (kt && kt->kind != K_UNKNOWN) // K_UNKNOWN: a name, not a builtin kind
+				return (enum kind)kt->kind;
+		}
+		uint64_t name_ptr;
+		char *name = NULL;
+		if (ok(field_u64(v, cur, v->l->type_tp_name, &name_ptr)) &&
+		    ok(read_cstr(v, name_ptr, &name))) {
+			// 2.7 names it "exceptions.BaseException".
+			const char *dot = strrchr(name, '.');
+			bool root = !strcmp(dot ? dot + 1 : name, "BaseException");
+			enum kind k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
+			free(name);
+			return k;
+		}
+		if (v->seeded)
+			break;
+		seed_known_types(v);
+	}
+	return exc ? K_UNKNOWN : K_OTHER;
+}
+
 // The one place that decides what kind of object a type makes: the first non-heap type on
 // its tp_base chain names the builtin it derives from, and the builtin's repr is used only
 // when the type did not replace tp_repr. Exceptions compare against BaseException's.
@@ -383,33 +417,10 @@ static struct pyu_error *classify(struct pyu_values *v, uint64_t type, struct ty
 		if (i > 0 && (err = field_u64(v, cur, l->type_tp_flags, &cur_flags)) != NULL)
 			break;
 		if (!(cur_flags & TPFLAGS_HEAPTYPE)) {
-			uint64_t name_ptr, base_repr;
-			char *name = NULL;
+			uint64_t base_repr;
 			if ((err = field_u64(v, cur, v->vl.type.repr, &base_repr)) != NULL)
 				break;
-			if (!v->seeded)
-				seed_known_types(v);
-			// The builtin types by address; others by tp_name, when it can be read (a
-			// static type of a core without the interpreter's files: no name, and no
-			// builtin it could be).
-			const struct known_type *kt = exc ? NULL : known_of(v, cur);
-			if (kt && kt->kind == K_UNKNOWN)
-				kt = NULL; // a name, not a builtin kind
-			enum kind k = kt ? (enum kind)kt->kind : K_UNKNOWN;
-			if (exc && v->exc_root) {
-				k = cur == v->exc_root ? K_EXC : K_UNKNOWN;
-			} else if (!kt) {
-				if (ok(field_u64(v, cur, l->type_tp_name, &name_ptr)) &&
-				    ok(read_cstr(v, name_ptr, &name))) {
-					// 2.7 names it "exceptions.BaseException".
-					const char *dot = strrchr(name, '.');
-					bool root = !strcmp(dot ? dot + 1 : name, "BaseException");
-					k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
-				} else if (!exc) {
-					k = K_OTHER;
-				}
-				free(name);
-			}
+			enum kind k = static_kind(v, cur, exc);
 			if (k != K_UNKNOWN) {
 				e.kind = (uint8_t)(base_repr == repr ? k : K_OTHER);
 				e.exact = cur == type;
