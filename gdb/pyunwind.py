@@ -89,8 +89,9 @@ class GdbView(core.DebuggerView):
         return [t.ptid[1] or t.ptid[0] for t in self.inferior.threads()]
 
     def _registers(self, names):
-        """(tid, [value of each register named, None when gdb has none]) per thread, read in
-        each thread's innermost frame; the selected thread and frame are restored."""
+        """(tid, [value of each register named, up to the first gdb does not have]) per
+        thread (the core uses no value after an unknown one), read in each thread's innermost
+        frame; the selected thread and frame are restored."""
         saved = gdb.selected_thread()
         try:
             saved_frame = gdb.selected_frame()
@@ -107,7 +108,7 @@ class GdbView(core.DebuggerView):
                         try:
                             values.append(int(frame.read_register(name)))
                         except (gdb.error, ValueError):
-                            values.append(None)
+                            break
                 except gdb.error:
                     continue
                 out.append((th.ptid[1] or th.ptid[0], values))

@@ -200,8 +200,9 @@ class Target(_Handle):
     def open_reader(cls, lib, read, mappings, threads, registers=None):
         """@read(addr, size) -> bytes (shorter or empty when unreadable); @mappings: iterable
         of (start, end, offset, writable, path); @threads: kernel thread ids; @registers(names)
-        -> iterable of (tid, [values]) of the named registers (None where unreadable), so
-        that the core can say which system call each thread is in."""
+        -> iterable of (tid, [values]) of the named registers, so that the core can say
+        which system call each thread is in: the values up to the first unreadable one (None,
+        or the list ending early) are used, so a debugger need not read past it."""
 
         def trampoline(_arg, addr, buf, size):
             try:
