@@ -563,7 +563,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
-		if (frame_obj && l->frame.f_lineno != PYU_NO_FIELD &&
+		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&
 		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
 			return &pyu_error_nomem;
 		err = push_frame(th, &f, cap);

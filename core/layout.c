@@ -44,6 +44,8 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"tstate.native_thread_id", l->tstate.native_thread_id, l->tstate.size, 8},
 		{"tstate.datastack_chunk", l->tstate.datastack_chunk, l->tstate.size, 8},
 		{"tstate.datastack_top", l->tstate.datastack_top, l->tstate.size, 8},
+		{"tstate.c_profilefunc", l->tstate.c_profilefunc, l->tstate.size, 8},
+		{"tstate.c_tracefunc", l->tstate.c_tracefunc, l->tstate.size, 8},
 		{"frame.f_back", l->frame.f_back, l->frame.size, 8},
 		{"frame.f_code", l->frame.f_code, l->frame.size, 8},
 		{"frame.f_trace", l->frame.f_trace, l->frame.size, 8},
@@ -518,9 +520,15 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	l.code.size = (int32_t)code;
 	// The walker needs the thread-state buffer to cover every field it takes from it.
 	int32_t tneed = 0;
+	// The profile and trace functions are not published: the static table's, when they
+	// fall inside the thread state the target describes.
+	if ((int64_t)l.tstate.c_profilefunc + 8 > (int64_t)tbound ||
+	    (int64_t)l.tstate.c_tracefunc + 8 > (int64_t)tbound)
+		l.tstate.c_profilefunc = l.tstate.c_tracefunc = PYU_NO_FIELD;
 	int32_t tfields[] = {l.tstate.next, l.tstate.interp, l.tstate.current_frame,
 			     l.tstate.base_frame, l.tstate.thread_id, l.tstate.native_thread_id,
-			     l.tstate.datastack_chunk, l.tstate.datastack_top};
+			     l.tstate.datastack_chunk, l.tstate.datastack_top,
+			     l.tstate.c_profilefunc, l.tstate.c_tracefunc};
 	for (size_t i = 0; i < sizeof(tfields) / sizeof(tfields[0]); i++)
 		if (tfields[i] + 8 > tneed)
 			tneed = tfields[i] + 8;

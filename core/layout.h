@@ -127,6 +127,8 @@ struct pyu_layout {
 		int32_t native_thread_id; // unsigned long kernel tid (3.11+ in this table)
 		int32_t datastack_chunk;  // _PyStackChunk * of the newest chunk (3.11+)
 		int32_t datastack_top;    // PyObject ** first free slot of that chunk (3.11+)
+		int32_t c_profilefunc;    // the thread's profile and trace functions (NULL: none)
+		int32_t c_tracefunc;
 	} tstate;
 
 	// PyFrameObject (whole chain <= 3.10; on 3.11+ only the lazily made wrapper).

@@ -106,6 +106,10 @@ struct pyu_frame_start {
 	uint64_t thread_id;  // for messages
 	bool first_unknown;  // 3.11/3.12: the cframe was unreadable; start at the data stack's top
 	uint64_t cframe;     // 3.11: tstate->cframe, the innermost eval call's _PyCFrame; 0 none
+	// The thread has a trace or profile function (or the layout cannot tell). 3.11+ set a
+	// frame object's f_lineno only while one of them runs on the frame's thread (and reset it
+	// to 0 when it returns): without one, no frame object of the thread is read for it.
+	bool traced;
 };
 
 // Walks one thread's frame chain into @th, innermost first. Fails only for out of memory;

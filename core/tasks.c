@@ -841,6 +841,7 @@ static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
 			return NULL;
 		struct pyu_frame_start st = {0};
 		st.first = frame;
+		st.traced = true; // a frame object's f_lineno stands if set
 		uint32_t before = acc->frame_count;
 		err = pyu_walk_frames(&c->w, &st, acc);
 		if (err)

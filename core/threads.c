@@ -225,7 +225,11 @@ static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp
 		}
 		if (l->chain_ends_at_base_frame && l->tstate.base_frame != PYU_NO_FIELD)
 			base = pyu_get_u64(buf, l->tstate.base_frame);
-		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown, 0};
+		struct pyu_frame_start start = {first, base, 0, 0, th->thread_id, first_unknown, 0,
+						true};
+		if (l->tstate.c_tracefunc != PYU_NO_FIELD && l->tstate.c_profilefunc != PYU_NO_FIELD)
+			start.traced = pyu_get_u64(buf, l->tstate.c_tracefunc) ||
+				       pyu_get_u64(buf, l->tstate.c_profilefunc);
 		if (l->frame_source == PYU_FRAME_FROM_CFRAME)
 			start.cframe = pyu_get_u64(buf, l->tstate.cframe);
 		if (l->tstate.datastack_chunk != PYU_NO_FIELD &&

@@ -38,6 +38,8 @@ const struct pyu_layout pyu_layout_py27 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 40,
+		.c_tracefunc = 48,
 		.cframe = -1,
 		.cframe_current = -1,
 		.cframe_previous = -1,

@@ -38,6 +38,8 @@ const struct pyu_layout pyu_layout_py310 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 56,
+		.c_tracefunc = 64,
 		.cframe = 48,
 		.cframe_current = -1,
 		.cframe_previous = -1,

@@ -38,6 +38,8 @@ const struct pyu_layout pyu_layout_py311 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 64,
+		.c_tracefunc = 72,
 		.cframe = 56,
 		.cframe_current = 8,
 		.cframe_previous = 16,

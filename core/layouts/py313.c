@@ -38,6 +38,8 @@ const struct pyu_layout pyu_layout_py313 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 80,
+		.c_tracefunc = 88,
 		.cframe = -1,
 		.cframe_current = -1,
 		.cframe_previous = -1,

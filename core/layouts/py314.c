@@ -1,6 +1,7 @@
 // layouts/py314.c - CPython 3.14, written by hand from the values in the internals doc
 // (DWARF and _Py_DebugOffsets of 3.14.10; locals and exception fields from the DWARF of
-// the Py_DEBUG build). Only the cross-check and the fields that the
+// the Py_DEBUG build, as are the thread state's profile and trace functions: its other
+// fields sit where the release build's do). Only the cross-check and the fields that the
 // debug offsets do not publish are taken from here; the rest comes from the target.
 #include "layout.h"
 
@@ -40,6 +41,8 @@ const struct pyu_layout pyu_layout_py314 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 80,
+		.c_tracefunc = 88,
 		.cframe = -1,
 		.cframe_current = -1,
 		.cframe_previous = -1,

@@ -38,6 +38,8 @@ const struct pyu_layout pyu_layout_py36 = {
 	},
 	.tstate = {
 		.base_frame = -1,
+		.c_profilefunc = 48,
+		.c_tracefunc = 56,
 		.cframe = -1,
 		.cframe_current = -1,
 		.cframe_previous = -1,

@@ -15,7 +15,7 @@ from harness import (Target, HarnessError, compare, gdb_batch, lldb_batch,  # no
 from harness.target import pyu_clock  # noqa: E402
 
 SCENARIOS_ALL = ["recursion", "generator", "nested-class", "lambda", "comprehension",
-                 "c-between", "exec", "except", "settrace", "long-lines"]
+                 "c-between", "exec", "except", "settrace", "trace-loop", "long-lines"]
 SCENARIOS_PY3 = ["asyncio", "unicode-name", "unicode-file"]
 
 
@@ -74,6 +74,9 @@ def check_scenario_truth(py, t):
     check(by["long-lines"]["frames"][0]["line"] > 65535, "long-lines not past 65,535")
     check(all(f["traced"] for f in by["settrace"]["frames"][:2]),
           "settrace frames have no trace function")
+    loop = by["trace-loop"]["frames"]
+    check([f["function"] for f in loop[:2]] == ["_loop_tracer", "looped"] and loop[1]["traced"],
+          "trace-loop stack is %s" % functions(by["trace-loop"])[:3])
     check(functions(by["c-between"])[:2] == ["key_blocks", "run_c_between"],
           "c-between stack is %s" % functions(by["c-between"])[:3])
     comp = functions(by["comprehension"])[0]

@@ -110,6 +110,34 @@ def run_settrace():
     traced_outer()
 
 
+def looped():
+    n = 0
+    while n < 2:  # the tracer parks on this line's second event
+        n += 1
+    return n
+
+
+_loop_events = []
+
+
+def _loop_tracer(frame, event, arg):
+    # Parks in the trace function, as pdb does waiting for a command: nothing called from
+    # here is traced, and while it runs the traced frame's object holds the line (f_lineno),
+    # which 3.11+ read only for threads that have a trace or profile function.
+    if frame.f_code is looped.__code__ and event == "line" and \
+            frame.f_lineno == looped.__code__.co_firstlineno + 2:
+        _loop_events.append(frame.f_lineno)
+        if len(_loop_events) == 2:  # back at the header, from the loop's jump
+            arrive()
+            HOLD.acquire()
+    return _loop_tracer
+
+
+def run_trace_loop():
+    sys.settrace(_loop_tracer)
+    looped()
+
+
 def load_module(name, path):
     if sys.version_info >= (3, 5):
         import importlib.util
@@ -160,6 +188,7 @@ def main(argv):
         ("exec", run_exec, ()),
         ("except", run_except, ()),
         ("settrace", run_settrace, ()),
+        ("trace-loop", run_trace_loop, ()),
         ("long-lines", run_long_lines, (long_mod,)),
     ]
     if sys.version_info[0] >= 3:

@@ -218,6 +218,7 @@ START_TEST(test_incomplete_and_lineno)
 	uint64_t f4 = fp_frame(&p, 0x0f, 0, f3, 0); // tagged int in f_executable
 	fm_u64(&p.m, f4 + (uint64_t)l->iframe.code, 0x1f);
 	fp_set_top(&p, ts, f4);
+	fm_u64(&p.m, ts + (uint64_t)l->tstate.c_tracefunc, 0x7f0000001000); // a trace function
 	struct pyu_stacks *s = fp_collect(&p);
 	const struct pyu_thread_info *th = &s->threads[0];
 	ck_assert_uint_eq(th->frame_count, 3);
@@ -227,6 +228,40 @@ START_TEST(test_incomplete_and_lineno)
 	ck_assert_int_eq(th->frames[2].loc.column, PYU_NO_COLUMN);
 	pyu_stacks_destroy(s);
 	fm_destroy(&p.m);
+}
+END_TEST
+
+// 3.11+ set a frame object's f_lineno only while a trace or profile function of the frame's
+// thread runs: with neither, the object is not read and the table's line stands.
+START_TEST(test_lineno_only_when_traced)
+{
+	static const uint32_t versions_311[] = {0x030b07f0, 0x030c01f0, 0x030d00f0, 0x030e0af0,
+						0x030f02f0};
+	for (size_t v = 0; v < sizeof(versions_311) / sizeof(versions_311[0]); v++) {
+		for (int how = 0; how < 3; how++) { // none, profile function, trace function
+			struct fake_py p;
+			fp_init(&p, versions_311[v]);
+			const struct pyu_layout *l = p.l;
+			ck_assert_int_ne(l->tstate.c_tracefunc, PYU_NO_FIELD);
+			ck_assert_int_ne(l->tstate.c_profilefunc, PYU_NO_FIELD);
+			uint64_t code = fp_code(&p, "f", 10, 8);
+			uint64_t ts = fp_thread(&p, 1, 1);
+			uint64_t f1 = fp_frame(&p, code, 4, 0, 0);
+			uint64_t fobj = fm_alloc(&p.m, 128);
+			fm_u32(&p.m, fobj + (uint64_t)l->frame.f_lineno, 99);
+			fm_u64(&p.m, f1 + (uint64_t)l->iframe.frame_obj, fobj);
+			if (how)
+				fm_u64(&p.m, ts + (uint64_t)(how == 1 ? l->tstate.c_profilefunc
+								    : l->tstate.c_tracefunc),
+				       0x7f0000001000);
+			fp_set_top(&p, ts, f1);
+			struct pyu_stacks *s = fp_collect(&p);
+			ck_assert_uint_eq(s->threads[0].frame_count, 1);
+			expect_py(s, &s->threads[0].frames[0], "f", how ? 99 : 15, 8);
+			pyu_stacks_destroy(s);
+			fm_destroy(&p.m);
+		}
+	}
 }
 END_TEST
 
@@ -577,6 +612,7 @@ static Suite *frames_suite(void)
 	tcase_add_loop_test(tc, test_damaged_frames, 0, NVERSIONS);
 	tcase_add_test(tc, test_base_frame_truncated);
 	tcase_add_test(tc, test_incomplete_and_lineno);
+	tcase_add_test(tc, test_lineno_only_when_traced);
 	tcase_add_test(tc, test_traced_frame_lineno);
 	tcase_add_test(tc, test_thread_lists);
 	tcase_add_test(tc, test_code_type_by_structure);
