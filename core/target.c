@@ -38,6 +38,8 @@ struct pyu_error *pyu_target_create(pyu_backend_read_fn read,
 	t->backend_data = data;
 	t->core_fd = -1;
 	t->arch = pyu_arch_host();
+	t->span_gap = (uint64_t)PYU_SPAN_GAP_PAGES * PYU_PAGE_SIZE;
+	t->sector_size = PYU_PAGE_SIZE;
 	for (unsigned i = 0; i < PYU_FILE_CACHE; i++)
 		t->files[i].fd = -1;
 	*ret = t;
@@ -82,6 +84,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->exe_local_path);
 	free(t->cache_addr);
 	free(t->cache_used);
+	free(t->cache_valid);
 	free(t->cache_data);
 	free(t->readahead);
 	free(t->notice);
@@ -121,19 +124,23 @@ static bool cache_alloc(struct pyu_target *t)
 		return true;
 	t->cache_addr = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_addr));
 	t->cache_used = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_used));
+	t->cache_valid = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_valid));
 	t->cache_data = malloc((size_t)PYU_CACHE_PAGES * PYU_PAGE_SIZE);
-	if (!t->cache_addr || !t->cache_used || !t->cache_data) {
+	if (!t->cache_addr || !t->cache_used || !t->cache_valid || !t->cache_data) {
 		free(t->cache_addr);
 		free(t->cache_used);
+		free(t->cache_valid);
 		free(t->cache_data);
 		t->cache_addr = NULL;
 		t->cache_used = NULL;
+		t->cache_valid = NULL;
 		t->cache_data = NULL;
 		return false;
 	}
 	for (unsigned i = 0; i < PYU_CACHE_PAGES; i++) {
 		t->cache_addr[i] = PYU_NO_PAGE;
 		t->cache_used[i] = 0;
+		t->cache_valid[i] = 0;
 	}
 	return true;
 }
@@ -157,9 +164,24 @@ static int find_slot(const struct pyu_target *t, uint64_t page)
 	return -1;
 }
 
+#define PYU_ALL_SECTORS UINT32_MAX // a page read whole
+
+// Whether slot @sl holds the bytes [@off, @off + @len) of its page (@len > 0, inside it).
+static bool slot_covers(const struct pyu_target *t, int sl, size_t off, size_t len)
+{
+	uint32_t v = t->cache_valid[sl];
+	if (v == PYU_ALL_SECTORS)
+		return true;
+	size_t first = off / t->sector_size, last = (off + len - 1) / t->sector_size;
+	uint32_t want = (uint32_t)(((UINT64_C(1) << (last + 1)) - 1) & ~((UINT64_C(1) << first) - 1));
+	return (v & want) == want;
+}
+
+// Whether @page is in the cache whole (a page with sectors missing is not).
 static bool cached(const struct pyu_target *t, uint64_t page)
 {
-	return find_slot(t, page) >= 0;
+	int sl = find_slot(t, page);
+	return sl >= 0 && t->cache_valid[sl] == PYU_ALL_SECTORS;
 }
 
 #define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
@@ -185,6 +207,7 @@ static int victim_slot(struct pyu_target *t, uint64_t page)
 	if (best < 0)
 		return -1;
 	t->cache_addr[best] = PYU_NO_PAGE;
+	t->cache_valid[best] = 0;
 	t->cache_used[best] = ++t->cache_clock;
 	return best;
 }
@@ -197,6 +220,72 @@ static void install_page(struct pyu_target *t, uint64_t page, const unsigned cha
 		return;
 	memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, src, PYU_PAGE_SIZE);
 	t->cache_addr[sl] = page;
+	t->cache_valid[sl] = PYU_ALL_SECTORS;
+}
+
+// Whether the sector holding @addr is cached.
+static bool sector_cached(const struct pyu_target *t, uint64_t addr)
+{
+	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+	int sl = find_slot(t, page);
+	return sl >= 0 && slot_covers(t, sl, (size_t)(addr - page), 1);
+}
+
+// Puts the sector-aligned bytes [@addr, @addr + @len) at @src into the cache, marking their
+// sectors in each page's slot (other sectors of a page already cached stay).
+static void install_sectors(struct pyu_target *t, uint64_t addr, const unsigned char *src,
+			    uint64_t len)
+{
+	const uint32_t per_page = PYU_PAGE_SIZE / t->sector_size;
+	const uint32_t whole = per_page >= 32 ? UINT32_MAX : (UINT32_C(1) << per_page) - 1;
+	while (len > 0) {
+		uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
+		size_t off = (size_t)(addr - page);
+		size_t n = PYU_PAGE_SIZE - off < len ? PYU_PAGE_SIZE - off : (size_t)len;
+		int sl = find_slot(t, page);
+		if (sl >= 0) {
+			t->cache_used[sl] = ++t->cache_clock;
+		} else {
+			sl = victim_slot(t, page);
+			if (sl < 0)
+				return;
+			t->cache_addr[sl] = page;
+		}
+		memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, src, n);
+		uint32_t first = (uint32_t)(off / t->sector_size);
+		uint32_t count = (uint32_t)(n / t->sector_size);
+		uint32_t bits = count >= 32 ? UINT32_MAX : (UINT32_C(1) << count) - 1;
+		uint32_t v = t->cache_valid[sl];
+		if (v != PYU_ALL_SECTORS) {
+			v |= bits << first;
+			t->cache_valid[sl] = (v & whole) == whole ? PYU_ALL_SECTORS : v;
+		}
+		addr += n;
+		src += n;
+		len -= n;
+	}
+}
+
+// Reads the sector-aligned [@start, @start + @len) (at most PYU_READAHEAD_MAX pages), but for
+// the sectors cached already at either end, in one backend read into the cache. Returns
+// whether all of it is cached now.
+static bool fill_sectors(struct pyu_target *t, uint64_t start, uint64_t len)
+{
+	const uint64_t s = t->sector_size;
+	while (len > 0 && sector_cached(t, start))
+		start += s, len -= s;
+	while (len > 0 && sector_cached(t, start + len - s))
+		len -= s;
+	if (len == 0)
+		return true;
+	if (!t->readahead)
+		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
+	if (!t->readahead || len > (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE)
+		return false;
+	uint64_t got = backend_read(t, start, t->readahead, len);
+	got -= got % s;
+	install_sectors(t, start, t->readahead, got);
+	return got == len;
 }
 
 // After a miss on @page, how many pages to read and from where: consecutive misses (a walk
@@ -278,8 +367,10 @@ static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages,
 		uint64_t got = t->backend_gather(t, want + i, m - i, PYU_PAGE_SIZE, outs + i);
 		if (got > m - i)
 			got = 0;
-		for (unsigned k = 0; k < got; k++)
+		for (unsigned k = 0; k < got; k++) {
 			t->cache_addr[slots[i + k]] = want[i + k];
+			t->cache_valid[slots[i + k]] = PYU_ALL_SECTORS;
+		}
 		if (i + got < m) // the page the gather stopped at
 			t->cache_addr[slots[i + got]] = PYU_NO_PAGE;
 		total += got;
@@ -307,7 +398,7 @@ static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n);
 // span fails.
 static void fill_pages_spans(struct pyu_target *t, const uint64_t *pages, unsigned n)
 {
-	const uint64_t max_gap = (uint64_t)(PYU_SPAN_GAP_PAGES + 1) * PYU_PAGE_SIZE;
+	const uint64_t max_gap = t->span_gap + PYU_PAGE_SIZE; // from one page's start to the next
 	const uint64_t max_len = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
 	bool alone = false; // the span from pages[i] read nothing: pages[i] by itself next
 	for (unsigned i = 0; i < n;) {
@@ -349,9 +440,96 @@ static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
 		fill_pages_spans(t, pages, n);
 }
 
+// The sectors of [@addr, @end) not cached, in runs of at most PYU_READAHEAD_MAX pages.
+static void prefetch_sector_run(struct pyu_target *t, uint64_t addr, uint64_t end)
+{
+	const uint64_t s = t->sector_size, max = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
+	if (end > UINT64_MAX - s)
+		return;
+	end = (end + s - 1) / s * s;
+	for (uint64_t a = addr - addr % s; a < end;) {
+		if (sector_cached(t, a)) {
+			a += s;
+			continue;
+		}
+		uint64_t n = s;
+		while (n < max && a + n < end && !sector_cached(t, a + n))
+			n += s;
+		if (!fill_sectors(t, a, n))
+			return; // unreadable from there: the reads themselves will say so
+		a += n;
+	}
+}
+
+struct piece {
+	uint64_t start, end;
+};
+
+static int compare_piece(const void *a, const void *b)
+{
+	uint64_t x = ((const struct piece *)a)->start, y = ((const struct piece *)b)->start;
+	return x < y ? -1 : x > y;
+}
+
+// A sector-reading target's prefetch: the pieces' sectors not cached, read as runs that take
+// in a gap cheaper than a read (t->span_gap), each inside one mapping and at most
+// PYU_READAHEAD_MAX pages; a run that stops short leaves its pieces to be read one by one.
+// At most @max_bytes of pieces are taken.
+static void prefetch_sectors(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
+			     size_t n, uint64_t size, uint64_t max_bytes)
+{
+	const uint64_t s = t->sector_size, max = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
+	struct piece *p = n ? malloc(n * sizeof(*p)) : NULL;
+	if (!p)
+		return;
+	size_t np = 0;
+	uint64_t total = 0;
+	for (size_t i = 0; i < n && total < max_bytes; i++) {
+		uint64_t len = lens ? lens[i] : size;
+		if (len == 0 || len > max || addrs[i] == 0 || addrs[i] > UINT64_MAX - len - s)
+			continue; // 0: no object
+		uint64_t a = addrs[i] - addrs[i] % s, e = (addrs[i] + len + s - 1) / s * s;
+		while (a < e && sector_cached(t, a))
+			a += s;
+		while (e > a && sector_cached(t, e - s))
+			e -= s;
+		if (a == e)
+			continue;
+		p[np++] = (struct piece){a, e};
+		total += e - a;
+	}
+	qsort(p, np, sizeof(*p), compare_piece);
+	for (size_t i = 0; i < np;) {
+		uint64_t start = p[i].start, end = p[i].end;
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, start);
+		size_t j = i + 1;
+		for (; j < np; j++) {
+			uint64_t e = p[j].end > end ? p[j].end : end;
+			if ((p[j].start > end && p[j].start - end > t->span_gap) ||
+			    e - start > max || (m && e > m->end))
+				break;
+			end = e;
+		}
+		// A piece longer than one read goes in runs; a run that stopped short, piece by
+		// piece (a gap it took in may be unreadable).
+		if (end - start > max || (!fill_sectors(t, start, end - start) && j - i > 1)) {
+			for (size_t k = i; k < j; k++)
+				prefetch_sector_run(t, p[k].start, p[k].end);
+		}
+		i = j;
+	}
+	free(p);
+}
+
 static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
 			      size_t n, uint64_t size, uint64_t max_pages)
 {
+	if (t->sector_size < PYU_PAGE_SIZE) {
+		prefetch_sectors(t, addrs, lens, n, size,
+				 max_pages > UINT64_MAX / PYU_PAGE_SIZE ? UINT64_MAX
+									: max_pages * PYU_PAGE_SIZE);
+		return;
+	}
 	uint64_t pages[PYU_GATHER_PAGES];
 	unsigned np = 0;
 	uint64_t total = 0;
@@ -405,7 +583,7 @@ bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *re
 	    ((addr + 7) & ~(uint64_t)(PYU_PAGE_SIZE - 1)) != page)
 		return false;
 	int sl = find_slot(t, page);
-	if (sl < 0)
+	if (sl < 0 || !slot_covers(t, sl, (size_t)(addr - page), 8))
 		return false;
 	*ret = pyu_get_u64(t->cache_data + (size_t)sl * PYU_PAGE_SIZE, (int32_t)(addr - page));
 	return true;
@@ -429,6 +607,10 @@ void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len)
 {
 	if (len == 0 || len > PYU_PREFETCH_MAX || addr + len < addr || !cache_alloc(t))
 		return;
+	if (t->sector_size < PYU_PAGE_SIZE) {
+		prefetch_sector_run(t, addr, addr + len);
+		return;
+	}
 	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
 	uint64_t end = addr + len;
 	while (page < end) {
@@ -455,11 +637,23 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	if (!cache_alloc(t)) // no cache: still read, just uncached
 		return (size_t)backend_read(t, addr, buf, len);
 	int hit = find_slot(t, page);
-	if (hit >= 0) {
+	if (hit >= 0 && slot_covers(t, hit, off, len)) {
 		t->cached_reads++;
 		t->cache_used[hit] = ++t->cache_clock;
 		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
 		return len;
+	}
+	if (t->sector_size < PYU_PAGE_SIZE) {
+		// Only the sectors asked for: bytes cost more than reads here.
+		fill_sectors(t, addr - addr % t->sector_size,
+			     (off + len + t->sector_size - 1) / t->sector_size * t->sector_size -
+				     (off - off % t->sector_size));
+		hit = find_slot(t, page);
+		if (hit >= 0 && slot_covers(t, hit, off, len)) {
+			memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
+			return len;
+		}
+		return (size_t)backend_read(t, addr, buf, len); // part of it unreadable
 	}
 	unsigned n = 1;
 	uint64_t start = readahead_window(t, page, &n);
@@ -472,6 +666,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	unsigned char *data = slot >= 0 ? t->cache_data + (size_t)slot * PYU_PAGE_SIZE : NULL;
 	if (data && backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
 		t->cache_addr[slot] = page;
+		t->cache_valid[slot] = PYU_ALL_SECTORS;
 		memcpy(buf, data + off, len);
 		return len;
 	}
@@ -1234,6 +1429,25 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *
 }
 
 // ---- callback backend ----------------------------------------------------------------------
+
+PYU_PUBLIC void pyu_target_set_read_cost(struct pyu_target *t, uint32_t read_us, uint32_t kib_us)
+{
+	if (!t)
+		return;
+	uint64_t gap = (uint64_t)PYU_SPAN_GAP_PAGES * PYU_PAGE_SIZE;
+	uint32_t sector = PYU_PAGE_SIZE;
+	if (read_us && kib_us) {
+		// A gap is worth reading when its bytes cost less than the read they save; a miss
+		// reads sectors whose bytes cost at most a quarter of a read.
+		gap = (uint64_t)read_us * 1024 / kib_us;
+		while (sector > PYU_MIN_SECTOR && (uint64_t)sector * kib_us * 4 > (uint64_t)read_us * 1024)
+			sector /= 2;
+	}
+	if (sector != t->sector_size)
+		pyu_target_flush_cache(t); // slots filled in part under the old sector size
+	t->span_gap = gap;
+	t->sector_size = sector;
+}
 
 struct callback_backend {
 	pyu_read_fn read;

@@ -20,6 +20,7 @@
 #define PYU_GATHER_MAX 1024u        // pieces of one gathered backend read (the kernel's IOV_MAX)
 #define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache (half of it)
 #define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
+#define PYU_MIN_SECTOR 512u         // the smallest unit a sector-reading target reads
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
@@ -61,6 +62,12 @@ struct pyu_target {
 	// name as a few contiguous spans instead, gaps included. Set where every backend read is
 	// a round trip (a debugger's memory read), so bytes are cheap and reads are not.
 	bool span_prefetch;
+	// What the backend's reads cost (pyu_target_set_read_cost): the gap a span read takes
+	// in rather than split (bytes), and the unit a miss reads (PYU_PAGE_SIZE, or smaller
+	// sectors where bytes cost more than reads: a remote debugger's). Page and sector sizes
+	// are powers of two.
+	uint64_t span_gap;
+	uint32_t sector_size;
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;
@@ -112,6 +119,9 @@ struct pyu_target {
 	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
 	uint64_t *cache_addr;
 	uint64_t *cache_used;
+	// Which sectors of each slot hold the target's bytes (bit i: bytes i * sector_size on);
+	// every one for a page read whole. Only sector-sized reads leave some out.
+	uint32_t *cache_valid;
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a

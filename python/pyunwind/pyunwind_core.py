@@ -99,6 +99,7 @@ class Library(object):
             "pyu_target_open_pid": (P, [ctypes.c_int32, PP]),
             "pyu_target_open_core": (P, [ctypes.c_char_p, ctypes.c_char_p, PP]),
             "pyu_target_open_callback": (P, [READ_FN, P, PP]),
+            "pyu_target_set_read_cost": (None, [P, ctypes.c_uint32, ctypes.c_uint32]),
             "pyu_target_add_mapping": (P, [P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
                                            ctypes.c_uint32, ctypes.c_char_p]),
             "pyu_target_add_thread": (P, [P, ctypes.c_int64]),
@@ -197,12 +198,13 @@ class Target(_Handle):
         return cls(lib, h)
 
     @classmethod
-    def open_reader(cls, lib, read, mappings, threads, registers=None):
+    def open_reader(cls, lib, read, mappings, threads, registers=None, read_cost=None):
         """@read(addr, size) -> bytes (shorter or empty when unreadable); @mappings: iterable
         of (start, end, offset, writable, path); @threads: kernel thread ids; @registers(names)
         -> iterable of (tid, [values]) of the named registers, so that the core can say
         which system call each thread is in: the values up to the first unreadable one (None,
-        or the list ending early) are used, so a debugger need not read past it."""
+        or the list ending early) are used, so a debugger need not read past it. @read_cost:
+        (microseconds a read, microseconds a KiB) of @read where bytes are dear, or None."""
 
         def trampoline(_arg, addr, buf, size):
             try:
@@ -218,6 +220,8 @@ class Target(_Handle):
         h = ctypes.c_void_p()
         lib.check(lib.lib.pyu_target_open_callback(cb, None, ctypes.byref(h)))
         t = cls(lib, h, cb)
+        if read_cost:
+            lib.lib.pyu_target_set_read_cost(h, int(read_cost[0]), int(read_cost[1]))
         try:
             for start, end, offset, writable, path in mappings:
                 lib.check(lib.lib.pyu_target_add_mapping(

@@ -69,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	m.data = data + 2;
 	m.len = size - 2;
+	// Half the inputs read through sectors, as lldb's reads of a live process do.
+	pyu_target_set_read_cost(t, data[1] & 2 ? 70 : 0, data[1] & 2 ? 20 : 0);
 	pyu_target_flush_cache(t);
 	struct pyu_value_limits lim;
 	pyu_value_limits_default(&lim);

@@ -250,6 +250,7 @@ END_TEST
 // Like lldb's memory reads: all or nothing, with unreadable pages HOLE_FIRST..HOLE_LAST.
 #define HOLE_FIRST 100u
 #define HOLE_LAST 103u
+static uint64_t holey_bytes; // bytes holey_read() has handed out
 static uint64_t holey_read(void *arg, uint64_t addr, void *buf, uint64_t len)
 {
 	(void)arg;
@@ -260,6 +261,7 @@ static uint64_t holey_read(void *arg, uint64_t addr, void *buf, uint64_t len)
 	if (first <= HOLE_LAST && last >= HOLE_FIRST)
 		return 0;
 	memcpy(buf, big + (addr - BIG_BASE), len);
+	holey_bytes += len;
 	return len;
 }
 
@@ -322,6 +324,104 @@ START_TEST(test_span_prefetch)
 	uint64_t before = pyu_target_backend_reads(t);
 	pyu_target_prefetch_ranges(t, &addr, &len, 1);
 	ck_assert_uint_eq(pyu_target_backend_reads(t) - before, 2);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(uint64_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return n ? rng_state % n : 0;
+}
+
+// Checks one read of [@addr, @addr + @len) against big[] and its hole.
+static void check_holey_read(struct pyu_target *t, uint64_t addr, size_t len)
+{
+	static unsigned char buf[3 * 4096];
+	uint64_t hole = BIG_BASE + HOLE_FIRST * 4096u, hole_end = BIG_BASE + (HOLE_LAST + 1) * 4096u;
+	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	if (addr + len <= hole || addr >= hole_end) {
+		ck_assert_msg(err == NULL, "read of %zu at 0x%" PRIx64 ": %s", len, addr,
+			      err ? pyu_error_message(err) : "");
+		ck_assert_mem_eq(buf, big + (addr - BIG_BASE), len);
+	} else {
+		assert_fault_at(err, addr > hole ? addr : hole);
+	}
+}
+
+// Where bytes cost more than reads (pyu_target_set_read_cost), misses and prefetches read
+// sectors, not pages: what every read returns is still the target's, in any order of reads,
+// prefetches and partly cached pages, and fewer bytes cross the backend.
+START_TEST(test_sector_reads)
+{
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = fx_pattern(i * 13);
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	pyu_target_set_read_cost(t, 70, 20); // lldb's: 512-byte sectors
+	// Ten 8-byte objects in ten pages far apart: ten sectors, not ten pages.
+	uint64_t addrs[10];
+	for (unsigned i = 0; i < 10; i++)
+		addrs[i] = BIG_BASE + (uint64_t)(10 + 7 * i) * 4096 + 1000;
+	holey_bytes = 0;
+	pyu_target_prefetch_scattered(t, addrs, 10, 8);
+	ck_assert_uint_eq(holey_bytes, 10 * 512);
+	uint64_t before = pyu_target_backend_reads(t), v, want;
+	for (unsigned i = 0; i < 10; i++) {
+		ck_assert_ptr_null(pyu_target_read_u64(t, addrs[i], &v));
+		memcpy(&want, big + (addrs[i] - BIG_BASE), 8);
+		ck_assert_uint_eq(v, want);
+	}
+	ck_assert_uint_eq(pyu_target_backend_reads(t), before);
+	// Another sector of one of those pages is a miss of one sector.
+	holey_bytes = 0;
+	ck_assert_ptr_null(pyu_target_read_u64(t, addrs[0] + 2048, &v));
+	ck_assert_uint_eq(holey_bytes, 512);
+	// Random reads and hints, the cache far too small for all of them.
+	for (unsigned round = 0; round < 20000; round++) {
+		uint64_t addr = BIG_BASE + rng(sizeof(big) - 3 * 4096);
+		size_t len = 1 + (size_t)rng(rng(4) ? 64 : 3 * 4096 - 1);
+		switch (rng(8)) {
+		case 0:
+			pyu_target_prefetch(t, addr, len);
+			break;
+		case 1: {
+			uint64_t a[24], l[24];
+			unsigned n = 1 + (unsigned)rng(24);
+			for (unsigned i = 0; i < n; i++) {
+				a[i] = rng(10) ? BIG_BASE + rng(sizeof(big) - 3 * 4096) : 0;
+				l[i] = rng(3 * 4096);
+			}
+			if (rng(2))
+				pyu_target_prefetch_ranges(t, a, l, n);
+			else
+				pyu_target_prefetch_scattered(t, a, n, 1 + (size_t)rng(4096));
+			break;
+		}
+		case 2:
+			if (pyu_target_peek_u64(t, addr, &v)) {
+				memcpy(&want, big + (addr - BIG_BASE), 8);
+				ck_assert_uint_eq(v, want);
+			}
+			break;
+		case 3:
+			if (rng(50) == 0)
+				pyu_target_flush_cache(t);
+			break;
+		default:
+			check_holey_read(t, addr, len);
+		}
+	}
+	// Back to pages: a miss reads the whole page.
+	pyu_target_set_read_cost(t, 0, 0);
+	holey_bytes = 0;
+	ck_assert_ptr_null(pyu_target_read_u64(t, BIG_BASE + 50 * 4096 + 8, &v));
+	ck_assert_uint_eq(holey_bytes % 4096, 0);
+	ck_assert_uint_gt(holey_bytes, 0);
+	check_holey_read(t, BIG_BASE + 99 * 4096 + 100, 4096);
 	pyu_target_destroy(t);
 }
 END_TEST
@@ -848,6 +948,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_cache_many_pages);
 	tcase_add_test(tc, test_all_or_nothing_callback);
 	tcase_add_test(tc, test_span_prefetch);
+	tcase_add_test(tc, test_sector_reads);
 	tcase_add_test(tc, test_read_cstr);
 	tcase_add_test(tc, test_mappings_sorted);
 	tcase_add_test(tc, test_path_maps);
