@@ -520,9 +520,14 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	l.code.size = (int32_t)code;
 	// The walker needs the thread-state buffer to cover every field it takes from it.
 	int32_t tneed = 0;
-	// The profile and trace functions are not published: the static table's, when they
-	// fall inside the thread state the target describes.
-	if ((int64_t)l.tstate.c_profilefunc + 8 > (int64_t)tbound ||
+	// The profile and trace functions are not published: the static table's, while the
+	// published fields around them sit where the table has them and they fall inside the
+	// thread state the target describes. Otherwise none: every frame object's f_lineno is
+	// then read, as when a thread traces.
+	if (l.tstate.next != base->tstate.next || l.tstate.interp != base->tstate.interp ||
+	    l.tstate.current_frame != base->tstate.current_frame ||
+	    l.tstate.base_frame != base->tstate.base_frame ||
+	    (int64_t)l.tstate.c_profilefunc + 8 > (int64_t)tbound ||
 	    (int64_t)l.tstate.c_tracefunc + 8 > (int64_t)tbound)
 		l.tstate.c_profilefunc = l.tstate.c_tracefunc = PYU_NO_FIELD;
 	int32_t tfields[] = {l.tstate.next, l.tstate.interp, l.tstate.current_frame,

@@ -263,9 +263,12 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 	bool any = false;
 	for (size_t i = 0; i < count && probed < PYU_MAX_IMAGES_PROBED; i++) {
 		const struct pyu_mapping *m = pyu_target_mapping(t, i);
+		// A live process's file is looked at first (it may be reached through /proc); for
+		// others a missing file is not worth the build-ID search (debuginfod).
 		if ((m->start & 0xfff) ||
-		    (m->path && m->local_path && pyu_target_file_matches(t, m) &&
-		     access(m->local_path, R_OK) == 0))
+		    (m->path && m->local_path &&
+		     (m->local_check == PYU_LOCAL_PENDING || access(m->local_path, R_OK) == 0) &&
+		     pyu_target_file_matches(t, m) && access(m->local_path, R_OK) == 0))
 			continue; // files with a matching local copy were examined already
 		probed++;
 		struct pyu_image img = {0};

@@ -474,9 +474,10 @@ static int compare_piece(const void *a, const void *b)
 // A sector-reading target's prefetch: the pieces' sectors not cached, read as runs that take
 // in a gap cheaper than a read (t->span_gap), each inside one mapping and at most
 // PYU_READAHEAD_MAX pages; a run that stops short leaves its pieces to be read one by one.
-// At most @max_bytes of pieces are taken.
+// Pieces touching at most @max_pages pages are taken (the cache must still hold the first when
+// the last is read).
 static void prefetch_sectors(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
-			     size_t n, uint64_t size, uint64_t max_bytes)
+			     size_t n, uint64_t size, uint64_t max_pages)
 {
 	const uint64_t s = t->sector_size, max = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
 	struct piece *p = n ? malloc(n * sizeof(*p)) : NULL;
@@ -484,9 +485,10 @@ static void prefetch_sectors(struct pyu_target *t, const uint64_t *addrs, const 
 		return;
 	size_t np = 0;
 	uint64_t total = 0;
-	for (size_t i = 0; i < n && total < max_bytes; i++) {
+	for (size_t i = 0; i < n && total < max_pages; i++) {
 		uint64_t len = lens ? lens[i] : size;
-		if (len == 0 || len > max || addrs[i] == 0 || addrs[i] > UINT64_MAX - len - s)
+		if (len == 0 || len > PYU_PREFETCH_MAX || addrs[i] == 0 ||
+		    addrs[i] > UINT64_MAX - len - s)
 			continue; // 0: no object
 		uint64_t a = addrs[i] - addrs[i] % s, e = (addrs[i] + len + s - 1) / s * s;
 		while (a < e && sector_cached(t, a))
@@ -496,7 +498,7 @@ static void prefetch_sectors(struct pyu_target *t, const uint64_t *addrs, const 
 		if (a == e)
 			continue;
 		p[np++] = (struct piece){a, e};
-		total += e - a;
+		total += (e - 1) / PYU_PAGE_SIZE - a / PYU_PAGE_SIZE + 1;
 	}
 	qsort(p, np, sizeof(*p), compare_piece);
 	for (size_t i = 0; i < np;) {
@@ -525,9 +527,7 @@ static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const
 			      size_t n, uint64_t size, uint64_t max_pages)
 {
 	if (t->sector_size < PYU_PAGE_SIZE) {
-		prefetch_sectors(t, addrs, lens, n, size,
-				 max_pages > UINT64_MAX / PYU_PAGE_SIZE ? UINT64_MAX
-									: max_pages * PYU_PAGE_SIZE);
+		prefetch_sectors(t, addrs, lens, n, size, max_pages);
 		return;
 	}
 	uint64_t pages[PYU_GATHER_PAGES];
@@ -658,7 +658,8 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	unsigned n = 1;
 	uint64_t start = readahead_window(t, page, &n);
 	// The wanted page is among those read unless the read stopped short of it.
-	if (n > 1 && fill_pages(t, start, n) > 0 && (hit = find_slot(t, page)) >= 0) {
+	if (n > 1 && fill_pages(t, start, n) > 0 && (hit = find_slot(t, page)) >= 0 &&
+	    slot_covers(t, hit, off, len)) {
 		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
 		return len;
 	}
@@ -686,6 +687,9 @@ static size_t read_prefix(struct pyu_target *t, uint64_t addr, unsigned char *bu
 		// Short: a debugger may fail a whole read for one bad page. Page by page from
 		// there finds where readable memory really ends.
 	}
+	if (t->sector_size < PYU_PAGE_SIZE && len > t->sector_size && len <= PYU_PREFETCH_MAX &&
+	    cache_alloc(t))
+		prefetch_sector_run(t, addr, addr + len); // a long read in few reads, not one a page
 	while (done < len) {
 		uint64_t a = addr + done;
 		size_t in_page = PYU_PAGE_SIZE - (size_t)(a % PYU_PAGE_SIZE);

@@ -320,7 +320,14 @@ static struct pyu_error *read_tasks(struct pyu_target *t, int pid)
 static void proc_list_threads(struct pyu_target *t)
 {
 	const struct proc_backend *p = t->backend_data;
-	pyu_error_destroy(read_tasks(t, p->pid)); // a process that is gone has no threads
+	struct pyu_error *err = read_tasks(t, p->pid);
+	// A process gone since has no threads; anything else leaves the list short, which
+	// matters to 3.7 and older (thread ids from it): say so once.
+	char *msg = NULL;
+	if (err && !t->notice && !strstr(pyu_error_message(err), "no such process") &&
+	    asprintf(&msg, "the thread list is incomplete: %s", pyu_error_message(err)) >= 0)
+		t->notice = msg;
+	pyu_error_destroy(err);
 }
 
 // Reads one byte of the first readable mapping to find out early whether we may read this

@@ -380,8 +380,8 @@ static enum kind static_kind(struct pyu_values *v, uint64_t cur, bool exc)
 		if (ok(field_u64(v, cur, v->l->type_tp_name, &name_ptr)) &&
 		    ok(read_cstr(v, name_ptr, &name))) {
 			// 2.7 names it "exceptions.BaseException".
-			const char *dot = strrchr(name, '.');
-			bool root = !strcmp(dot ? dot + 1 : name, "BaseException");
+			bool root = !strcmp(name, "BaseException") ||
+				    (v->vl.py2 && !strcmp(name, "exceptions.BaseException"));
 			enum kind k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
 			free(name);
 			return k;

@@ -110,7 +110,8 @@ class LldbView(core.DebuggerView):
                 and self._same_executable(pid, exe_path):
             yield "reading /proc", lambda: core.Target.open_pid(lib, pid)
             return
-        cost = None if p.GetPluginName() == "elf-core" else _LLDB_LIVE_READ_COST
+        # gdb-remote: a live process through lldb-server; cores and the rest read locally.
+        cost = _LLDB_LIVE_READ_COST if p.GetPluginName() == "gdb-remote" else None
         # The modules' sections place every file, _PyRuntime included; listing the memory
         # regions costs a round trip to lldb-server per region (most of the time of a whole
         # py-bt), so they are asked for only when the sections were not enough.
@@ -173,10 +174,10 @@ class LldbView(core.DebuggerView):
         return [p.GetThreadAtIndex(i).GetThreadID() for i in range(p.GetNumThreads())]
 
     def _registers(self, names):
-        """(tid, [value of each register named, None when lldb has none]) per thread, from
-        each thread's innermost frame. The core uses the values up to the first unknown one,
-        so the rest are not asked for: lldb 16 has no orig_rax, and each argument register
-        asked for anyway was a round trip to lldb-server (50 ms for 100 threads)."""
+        """(tid, [value of each register named, up to the first lldb does not have]) per
+        thread, from each thread's innermost frame. The core uses the values up to the first
+        unknown one, so the rest are not asked for: lldb 16 has no orig_rax, and each argument
+        register asked for anyway was a round trip to lldb-server (50 ms for 100 threads)."""
         p = self.process
         out = []
         for i in range(p.GetNumThreads()):

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pyu_error_destroy(err);
 		return 0;
 	}
-	uint64_t obj = BASE + 8ull * (data[1] >> 1), val;
+	uint64_t obj = BASE + 8ull * (data[1] >> 2), val; // bit 1: sectors, above
 	struct pyu_strbuf sb;
 	bool cut = false;
 	pyu_strbuf_init(&sb, 1u << 20);

@@ -72,6 +72,9 @@ static void check_matches(const uint64_t *vals, size_t n, const struct pyu_layou
 	ck_assert_int_eq(l.tstate.base_frame, want->tstate.base_frame);
 	ck_assert_int_eq(l.tstate.thread_id, want->tstate.thread_id);
 	ck_assert_int_eq(l.tstate.native_thread_id, want->tstate.native_thread_id);
+	ck_assert_int_ne(l.tstate.c_tracefunc, PYU_NO_FIELD);
+	ck_assert_int_eq(l.tstate.c_tracefunc, want->tstate.c_tracefunc);
+	ck_assert_int_eq(l.tstate.c_profilefunc, want->tstate.c_profilefunc);
 	ck_assert_int_eq(l.iframe.owner, want->iframe.owner);
 	ck_assert_int_eq(l.iframe.size, want->iframe.size);
 	ck_assert_int_eq(l.code.code_adaptive, want->code.code_adaptive);
@@ -106,6 +109,9 @@ START_TEST(test_debug_offsets_prefer_target)
 	ck_assert_ptr_null(err);
 	ck_assert_int_eq(l.tstate.current_frame, 96);
 	ck_assert_msg(strstr(notes, "thread_state.current_frame"), "%s", notes);
+	// The thread state moved: the static table's unpublished fields are not trusted.
+	ck_assert_int_eq(l.tstate.c_tracefunc, PYU_NO_FIELD);
+	ck_assert_int_eq(l.tstate.c_profilefunc, PYU_NO_FIELD);
 	// Free-threaded flag.
 	set_word(buf, 2, 1);
 	bool ft = false;
