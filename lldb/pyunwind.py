@@ -20,7 +20,7 @@ import pyunwind_core as core  # noqa: E402
 
 # What one of lldb's memory reads of a live process costs through lldb-server (lldb 16, a local
 # process, measured with SBProcess.ReadMemory): about 70 us a read and 20 us a KiB. Bytes are
-# dear: the core reads only the sectors a miss needs. A core file's bytes are not.
+# dear: the core reads only the sectors (2 KiB) a miss needs. A core file's bytes are not.
 _LLDB_LIVE_READ_COST = (70, 20)
 
 _ET_CORE = 4

@@ -78,8 +78,9 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *ar
 
 // What a read of @t costs, as measured for its backend: @read_us microseconds a read and
 // @kib_us a KiB read. Where bytes are dear (lldb's reads through lldb-server: about 70 us a
-// read and 20 us a KiB), a miss reads only the sectors (512 bytes up) it needs instead of a
-// page, and reads of several pieces take in only gaps cheaper than a read. 0, 0 restores the
+// read and 20 us a KiB), a miss reads only the sectors it needs instead of a page (the
+// largest power of two from 512 bytes whose bytes cost no more than a read: 2 KiB there), and
+// reads of several pieces take in only gaps cheaper than a read. 0, 0 restores the
 // default (bytes cheap: whole pages, gaps of up to two pages read). Cannot fail.
 PYU_PUBLIC void pyu_target_set_read_cost(struct pyu_target *t, uint32_t read_us,
 					 uint32_t kib_us);

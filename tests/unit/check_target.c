@@ -374,14 +374,14 @@ START_TEST(test_sector_reads)
 		big[i] = fx_pattern(i * 13);
 	struct pyu_target *t;
 	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
-	pyu_target_set_read_cost(t, 70, 20); // lldb's: 512-byte sectors
+	pyu_target_set_read_cost(t, 70, 20); // lldb's: 2 KiB sectors
 	// Ten 8-byte objects in ten pages far apart: ten sectors, not ten pages.
 	uint64_t addrs[10];
 	for (unsigned i = 0; i < 10; i++)
 		addrs[i] = BIG_BASE + (uint64_t)(10 + 7 * i) * 4096 + 1000;
 	holey_bytes = 0;
 	pyu_target_prefetch_scattered(t, addrs, 10, 8);
-	ck_assert_uint_eq(holey_bytes, 10 * 512);
+	ck_assert_uint_eq(holey_bytes, 10 * 2048);
 	uint64_t before = pyu_target_backend_reads(t), v, want;
 	for (unsigned i = 0; i < 10; i++) {
 		ck_assert_ptr_null(pyu_target_read_u64(t, addrs[i], &v));
@@ -392,7 +392,15 @@ START_TEST(test_sector_reads)
 	// Another sector of one of those pages is a miss of one sector.
 	holey_bytes = 0;
 	ck_assert_ptr_null(pyu_target_read_u64(t, addrs[0] + 2048, &v));
+	ck_assert_uint_eq(holey_bytes, 2048);
+	// Bytes dearer still: 512-byte sectors.
+	pyu_target_set_read_cost(t, 70, 80);
+	holey_bytes = 0;
+	ck_assert_ptr_null(pyu_target_read_u64(t, addrs[1], &v));
 	ck_assert_uint_eq(holey_bytes, 512);
+	memcpy(&want, big + (addrs[1] - BIG_BASE), 8);
+	ck_assert_uint_eq(v, want);
+	pyu_target_set_read_cost(t, 70, 20);
 	// Random reads and hints, the cache far too small for all of them.
 	for (unsigned round = 0; round < 20000; round++) {
 		uint64_t addr = BIG_BASE + rng(sizeof(big) - 3 * 4096);
