@@ -70,10 +70,11 @@ bool pyu_cython_marker(const char *text, size_t len, char *file, int64_t *ret_li
 bool pyu_cython_enclosing_def(const char *const *lines, const size_t *lens, uint32_t count,
 			      int64_t line, char *qualname, char *name);
 
-// Files read for Cython frames (generated C files, .pyx), through @t's path maps.
-// Whether @file is Cython source by its name (.pyx, .pxd, .pxi); false for NULL.
+// Whether code whose co_filename is @file was made by Cython, by the name (.pyx, .pxd, .pxi);
+// false for NULL. Pure.
 bool pyu_cython_is_pyx_file(const char *file);
 
+// Files read for Cython frames (generated C files, .pyx), through @t's path maps.
 struct pyu_cython_files;
 struct pyu_cython_files *pyu_cython_files_create(struct pyu_target *t);
 void pyu_cython_files_destroy(struct pyu_cython_files *c);

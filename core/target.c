@@ -223,6 +223,15 @@ static void install_page(struct pyu_target *t, uint64_t page, const unsigned cha
 	t->cache_valid[sl] = PYU_ALL_SECTORS;
 }
 
+// The buffer a backend read of up to PYU_READAHEAD_MAX pages goes through, made on first use;
+// NULL when out of memory.
+static unsigned char *readahead_buffer(struct pyu_target *t)
+{
+	if (!t->readahead)
+		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
+	return t->readahead;
+}
+
 // Whether the sector holding @addr is cached.
 static bool sector_cached(const struct pyu_target *t, uint64_t addr)
 {
@@ -278,9 +287,7 @@ static bool fill_sectors(struct pyu_target *t, uint64_t start, uint64_t len)
 		len -= s;
 	if (len == 0)
 		return true;
-	if (!t->readahead)
-		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
-	if (!t->readahead || len > (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE)
+	if (!readahead_buffer(t) || len > (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE)
 		return false;
 	uint64_t got = backend_read(t, start, t->readahead, len);
 	got -= got % s;
@@ -388,9 +395,8 @@ static int compare_u64(const void *a, const void *b)
 static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n);
 
 // The @n pages at @pages (page addresses, none in the cache, sorted, no repeats) read as
-// contiguous
-// spans of at most PYU_READAHEAD_MAX pages (fill_pages), each one backend read taking in gaps
-// of up to PYU_SPAN_GAP_PAGES pages between the pages asked for (and, where the target
+// contiguous spans of at most PYU_READAHEAD_MAX pages (fill_pages), each one backend read
+// taking in gaps of up to t->span_gap bytes between the pages asked for (and, where the target
 // declares mappings, staying inside the first page's). A span read that stops short leaves
 // out the page it stopped in and goes on from the next page asked for. One that reads nothing
 // (a debugger's read is often all or nothing, so an unreadable gap fails it whole) is tried
@@ -593,9 +599,7 @@ bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *re
 // cache. Returns the number of pages read.
 static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n)
 {
-	if (!t->readahead)
-		t->readahead = malloc((size_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE);
-	if (!t->readahead || n == 0 || n > PYU_READAHEAD_MAX)
+	if (!readahead_buffer(t) || n == 0 || n > PYU_READAHEAD_MAX)
 		return 0;
 	uint64_t got = backend_read(t, start, t->readahead, (uint64_t)n * PYU_PAGE_SIZE);
 	for (uint64_t k = 0; k < got / PYU_PAGE_SIZE; k++)
@@ -644,10 +648,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 		return len;
 	}
 	if (t->sector_size < PYU_PAGE_SIZE) {
-		// Only the sectors asked for: bytes cost more than reads here.
-		fill_sectors(t, addr - addr % t->sector_size,
-			     (off + len + t->sector_size - 1) / t->sector_size * t->sector_size -
-				     (off - off % t->sector_size));
+		prefetch_sector_run(t, addr, addr + len); // only the sectors asked for
 		hit = find_slot(t, page);
 		if (hit >= 0 && slot_covers(t, hit, off, len)) {
 			memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);

@@ -15,11 +15,6 @@
 #include "runtime.h"
 #include "tracebacks.h"
 
-bool pyu_tb_is_cython_file(const char *file)
-{
-	return pyu_cython_is_pyx_file(file);
-}
-
 void pyu_traceback_clear(struct pyu_traceback *tb)
 {
 	for (uint32_t i = 0; i < tb->count; i++) {
@@ -145,7 +140,7 @@ static struct pyu_error *read_entry(struct pyu_target *t, const struct pyu_layou
 	if (err)
 		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, code);
 	int32_t firstlineno = pyu_get_i32(buf, l->code.firstlineno);
-	e->cython = pyu_tb_is_cython_file(e->file);
+	e->cython = pyu_cython_is_pyx_file(e->file);
 	if (tb_lineno > 0) {
 		e->line = tb_lineno;
 		e->line_from = PYU_TB_LINE_TB_LINENO;

@@ -50,7 +50,5 @@ struct pyu_error *pyu_traceback_read(struct pyu_target *t, const struct pyu_layo
 				     struct pyu_traceback *ret);
 void pyu_traceback_clear(struct pyu_traceback *tb);
 
-// Whether the code whose co_filename is @file was made by Cython (.pyx, .pxd, .pxi). Pure.
-bool pyu_tb_is_cython_file(const char *file);
 
 #endif

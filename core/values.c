@@ -362,35 +362,30 @@ static struct pyu_error *read_tp_name(struct pyu_values *v, uint64_t type, char 
 // Which builtin the static type @cur is, K_UNKNOWN when none (with @exc: K_EXC when it is
 // BaseException). By address among the builtin types once they were learnt; by tp_name before
 // that, which for the interpreter's own types says the same thing, and for others decides
-// either way. The builtins are learnt (some thirty reads) only when the name cannot be read: a
-// static type of a core without the interpreter's files has no name, and no builtin it could
-// be but one learnt by address.
+// either way. read_tp_name() learns the builtins (some thirty reads) only when the name cannot
+// be read: a static type of a core without the interpreter's files has no name, and no builtin
+// it could be but one learnt by address, whose name it then gives.
 static enum kind static_kind(struct pyu_values *v, uint64_t cur, bool exc)
 {
-	for (int pass = 0; pass < 2; pass++) {
-		if (v->seeded) {
-			if (exc && v->exc_root)
-				return cur == v->exc_root ? K_EXC : K_UNKNOWN;
-			const struct known_type *kt = exc ? NULL : known_of(v, cur);
-			if (kt && kt->kind != K_UNKNOWN) // K_UNKNOWN: a name, not a builtin kind
-				return (enum kind)kt->kind;
-		}
-		uint64_t name_ptr;
-		char *name = NULL;
-		if (ok(field_u64(v, cur, v->l->type_tp_name, &name_ptr)) &&
-		    ok(read_cstr(v, name_ptr, &name))) {
-			// 2.7 names it "exceptions.BaseException".
-			bool root = !strcmp(name, "BaseException") ||
-				    (v->vl.py2 && !strcmp(name, "exceptions.BaseException"));
-			enum kind k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
-			free(name);
-			return k;
-		}
-		if (v->seeded)
-			break;
-		seed_known_types(v);
+	if (v->seeded) {
+		if (exc && v->exc_root)
+			return cur == v->exc_root ? K_EXC : K_UNKNOWN;
+		const struct known_type *kt = exc ? NULL : known_of(v, cur);
+		if (kt && kt->kind != K_UNKNOWN) // K_UNKNOWN: a name, not a builtin kind
+			return (enum kind)kt->kind;
 	}
-	return exc ? K_UNKNOWN : K_OTHER;
+	char *name = NULL;
+	struct pyu_error *err = read_tp_name(v, cur, &name);
+	if (err) {
+		pyu_error_destroy(err);
+		return exc ? K_UNKNOWN : K_OTHER;
+	}
+	// 2.7 names it "exceptions.BaseException".
+	bool root = !strcmp(name, "BaseException") ||
+		    (v->vl.py2 && !strcmp(name, "exceptions.BaseException"));
+	enum kind k = exc ? (root ? K_EXC : K_UNKNOWN) : kind_by_name(v, name);
+	free(name);
+	return k;
 }
 
 // The one place that decides what kind of object a type makes: the first non-heap type on

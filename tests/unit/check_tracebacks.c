@@ -5,6 +5,7 @@
 // line table; damage (unreadable frames, a cyclic chain) ends the list with the reason.
 #include "checkmain.h"
 #include "fakepy.h"
+#include "cython.h"
 #include "tracebacks.h"
 #include "value_layout.h"
 
@@ -125,12 +126,12 @@ END_TEST
 
 START_TEST(test_is_cython_file)
 {
-	ck_assert(pyu_tb_is_cython_file("/a/cymod.pyx"));
-	ck_assert(pyu_tb_is_cython_file("cymod.pxd"));
-	ck_assert(pyu_tb_is_cython_file("inc.pxi"));
-	ck_assert(!pyu_tb_is_cython_file("/a/cymod.py"));
-	ck_assert(!pyu_tb_is_cython_file("pyx"));
-	ck_assert(!pyu_tb_is_cython_file(NULL));
+	ck_assert(pyu_cython_is_pyx_file("/a/cymod.pyx"));
+	ck_assert(pyu_cython_is_pyx_file("cymod.pxd"));
+	ck_assert(pyu_cython_is_pyx_file("inc.pxi"));
+	ck_assert(!pyu_cython_is_pyx_file("/a/cymod.py"));
+	ck_assert(!pyu_cython_is_pyx_file("pyx"));
+	ck_assert(!pyu_cython_is_pyx_file(NULL));
 }
 END_TEST
 
