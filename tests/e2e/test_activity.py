@@ -5,7 +5,8 @@
 # Python) live, from a gdb core and from a kernel crash core, read by the CLI, gdb and lldb.
 # The truth is the kernel's: /proc/PID/task/TID/syscall and stat, polled until every waiting
 # thread is inside its system call (the crash target writes what /proc said right before it
-# crashes). Live, gdb also reads through its own registers (PYUNWIND_READS=debugger).
+# crashes); a kernel core's CPU times are the ones its notes record. Live, gdb also reads
+# through its own registers (PYUNWIND_READS=debugger).
 #
 #   tests/e2e/test_activity.py [-j N] [FILTER...]     (make test-activity)
 import json
@@ -18,6 +19,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import REPO, Target, run_cases, selected  # noqa: E402
+from harness import corenotes  # noqa: E402
 from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
@@ -115,7 +117,11 @@ def debugger(kind, args, env=None):
     no_traceback(what, err, *outs)
     if len(outs) < 2:
         raise AssertionError("%s: no output (status %d): %s" % (what, rc, err[-2000:]))
-    return parse_json(outs[1], what), outs[0]
+    try:
+        return parse_json(outs[1], what), outs[0]
+    except AssertionError as e:  # with everything the debugger printed, to tell why
+        raise AssertionError("%s\nstatus %d; the text command printed:\n%s\nstderr:\n%s"
+                             % (e, rc, outs[0][-3000:], err[-2000:]))
 
 
 def headers(text):
@@ -141,11 +147,12 @@ def header_words(th):
     return ", ".join(parts)
 
 
-def check(py, t, doc, text, where, calls, cpu=None, crash=None, registers=True):
+def check(py, t, doc, text, where, calls, cpu=None, crash=None, registers=True, spun=True):
     """@calls: {tid: name} of the waiting threads; @cpu: {tid: (low, high)} bounds of CPU
     seconds, or None when the source records none (gdb cores, debugger reads); @crash:
     (tid, signal, fault address) of a core's crashing thread; @registers: the source says
-    which system call a thread is in."""
+    which system call a thread is in; @spun: the spinning thread's CPU time must be more than
+    none (not so for a kernel core's, which the kernel sampled at its ticks)."""
     problems = []
     threads = dict((th["native_thread_id"], th) for th in doc["threads"])
     heads = headers(text)
@@ -183,7 +190,7 @@ def check(py, t, doc, text, where, calls, cpu=None, crash=None, registers=True):
             problems.append("%s: cpu_seconds %r" % (label, got_cpu))
         elif tid in cpu:
             low, high = cpu[tid]
-            if not (low <= got_cpu <= high) or (sc == "spin" and got_cpu <= 0):
+            if not (low <= got_cpu <= high) or (spun and sc == "spin" and got_cpu <= 0):
                 problems.append("%s: cpu_seconds %r, /proc says %.3f - %.3f" % (
                     label, got_cpu, low, high))
         head = heads.get(tid)
@@ -261,6 +268,7 @@ def case_park(py):
 
 def case_crash(py):
     def run():
+        started = time.time()
         with Target(py, "activity", mode="crash") as t:
             core = t.crash_core()
             with open(os.path.join(t.workdir, "activity.json")) as f:
@@ -274,23 +282,36 @@ def case_crash(py):
                     raise AssertionError("before the crash, thread %s (%s) was in %r, not %s"
                                          % (tid, sc, calls[tid], expected_calls(py, sc)))
             spin = seen["spin_native_thread_id"]
-            low = seen["spin_ticks"] / float(seen["clk_tck"])
-            # Between the target's look at /proc and the core's writing: the core file's age,
-            # plus a tick each for /proc's truncation to ticks, the core's finer time and the
-            # file system's coarse clock behind the mtime (a run read 0.184 s against 0.183).
-            high = low + max(0.0, os.path.getmtime(core) - seen["time"]) + 3 * TICK
-            cpu = {spin: (low - TICK, high)}
+            # A kernel core's CPU times are the ones the kernel sampled at its ticks, not the
+            # runtime-scaled ones /proc shows (runs read 24 ms past /proc's bound): its own
+            # notes are the truth, read independently (harness/corenotes.py), every thread to
+            # the microsecond. Being samples, they may even be 0 for a thread that ran (a run
+            # recorded none for the spinner, which /proc had seen run), but never more than
+            # the process lived, plus a tick; and the process as a whole ran.
+            recorded = corenotes.thread_cpu_seconds(core)
+            lived = t.ended_by - started
+            if spin not in recorded or recorded[spin] > lived + 0.01 or \
+                    recorded.get(t.pid, 0) <= 0:
+                raise AssertionError("the core records CPU times %r for a process that lived "
+                                     "%.3f s (spinning thread %s, main thread %s)"
+                                     % (recorded, lived, spin, t.pid))
+            # The main thread's note has the whole process's times (its threads', and those
+            # that exited): pyunwind shows its own, the others' taken off.
+            others = sum(v for tid, v in recorded.items() if tid != t.pid)
+            if t.pid in recorded:
+                recorded[t.pid] = max(0.0, recorded[t.pid] - others)
+            cpu = dict((tid, (v - 1e-5, v + 1e-5)) for tid, v in recorded.items())
             # The spinning thread and the crashing one take turns with the interpreter lock:
             # at the crash the spinner may be running or waiting for the lock, so its state
             # is not checked here (live and gdb cores check it).
             crash = (t.thread("crash")["native_thread_id"], "SIGSEGV", "0x0")
             texts = [("cli", check(py, t, json.loads(cli("--json", core, t.executable)),
                                    cli(core, t.executable), "cli kernel core", calls, cpu,
-                                   crash))]
+                                   crash, spun=False))]
             for kind in ("gdb", "lldb"):
                 doc, text = debugger(kind, target_args(kind, "crash", t, core))
                 texts.append((kind, check(py, t, doc, text, kind + " kernel core", calls, cpu,
-                                          crash)))
+                                          crash, spun=False)))
             same_headers("kernel core", texts)
     return run
 

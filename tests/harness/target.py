@@ -259,6 +259,10 @@ class Target(object):
                 raise HarnessError("target did not crash within %ds of its own time, after %s"
                                    % (self.timeout, clock.describe()))
             time.sleep(0.02)
+        # Past the crash and the core's writing (the kernel writes it before the process
+        # ends): a bound on how long the target ran, unlike the core file's mtime, which the
+        # file system takes from a coarse clock.
+        self.ended_by = time.time()
         rc = self.proc.returncode
         if rc != -signal.SIGSEGV:
             raise HarnessError("target ended with status %s, not SIGSEGV:\n%s"
