@@ -446,6 +446,74 @@ static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
 		fill_pages_spans(t, pages, n);
 }
 
+#define PYU_SECTOR_STREAM_GAP 4u  // sectors a stream's next miss may skip (allocator headers)
+#define PYU_SECTOR_WINDOW_MAX 32u // sectors read at once by a stream: as many reads' worth of bytes
+
+// After a miss on the sectors [@lo, @hi) (sector-aligned), the range to read: misses that
+// follow each other through memory a few sectors apart, either way (a chain of heap objects
+// allocated one after another, as 2.7-3.10's frame objects are, walked newest first), double
+// a window read in that direction, so that such a chain costs a few reads, not one a sector.
+// Kept inside the mapping when the target declares it; where it does not, a window that
+// fails is dropped by the caller (sector_window_failed). Returns the window's start, its
+// length in *@len.
+static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, uint64_t *len)
+{
+	const uint64_t s = t->sector_size;
+	struct pyu_miss_stream *st = NULL;
+	int run = 0;
+	for (unsigned i = 0; i < PYU_READAHEAD_STREAMS && !st; i++) {
+		struct pyu_miss_stream *c = &t->streams[i];
+		// a skip as long as the window that went before still follows it
+		uint64_t gap = PYU_SECTOR_STREAM_GAP;
+		for (int k = c->run < 0 ? -c->run : c->run; k > 0 && gap < PYU_SECTOR_WINDOW_MAX; k--)
+			gap *= 2;
+		gap = (gap < PYU_SECTOR_STREAM_GAP ? PYU_SECTOR_STREAM_GAP : gap) * s;
+		if (c->run >= 0 && c->last && lo > c->last && lo - c->last <= gap)
+			st = c, run = c->run + 1;
+		else if (c->run <= 0 && c->last && hi <= c->last && c->last - hi < gap)
+			st = c, run = c->run - 1;
+	}
+	if (!st) {
+		st = &t->streams[t->next_stream];
+		t->next_stream = (t->next_stream + 1) % PYU_READAHEAD_STREAMS;
+	}
+	st->run = run;
+	uint64_t n = 1;
+	for (int k = run < 0 ? -run : run; k > 0 && n < PYU_SECTOR_WINDOW_MAX; k--)
+		n *= 2;
+	uint64_t max = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
+	if (n * s > max)
+		n = max / s;
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, lo);
+	uint64_t start = lo, end = hi;
+	if (run < 0) {
+		uint64_t floor = m ? m->start - m->start % s : 0;
+		uint64_t extra = (n - 1) * s;
+		start = lo - floor >= extra ? lo - extra : floor;
+		st->last = start;
+	} else {
+		uint64_t ceiling = m ? m->end - m->end % s : UINT64_MAX - max;
+		uint64_t extra = run > 0 ? (n - 1) * s : 0;
+		if (ceiling > hi)
+			end = ceiling - hi >= extra ? hi + extra : ceiling;
+		st->last = end - s;
+	}
+	if (end - start > max) // the miss itself is longer than a window: as it is
+		start = lo, end = hi;
+	*len = end - start;
+	return start;
+}
+
+// A window read failed (it reached memory the target cannot read): its stream ends.
+static void sector_window_failed(struct pyu_target *t, uint64_t start)
+{
+	for (unsigned i = 0; i < PYU_READAHEAD_STREAMS; i++) {
+		struct pyu_miss_stream *c = &t->streams[i];
+		if (c->last >= start && c->last - start < (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE)
+			c->run = 0, c->last = 0;
+	}
+}
+
 // The sectors of [@addr, @end) not cached, in runs of at most PYU_READAHEAD_MAX pages.
 static void prefetch_sector_run(struct pyu_target *t, uint64_t addr, uint64_t end)
 {
@@ -648,7 +716,12 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 		return len;
 	}
 	if (t->sector_size < PYU_PAGE_SIZE) {
-		prefetch_sector_run(t, addr, addr + len); // only the sectors asked for
+		const uint64_t s = t->sector_size;
+		uint64_t lo = addr - addr % s, hi = (addr + len + s - 1) / s * s, n;
+		uint64_t start = sector_window(t, lo, hi, &n);
+		if (n > hi - lo && !fill_sectors(t, start, n))
+			sector_window_failed(t, start);
+		prefetch_sector_run(t, addr, addr + len); // the sectors asked for, if still missing
 		hit = find_slot(t, page);
 		if (hit >= 0 && slot_covers(t, hit, off, len)) {
 			memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);

@@ -368,6 +368,59 @@ static void check_holey_read(struct pyu_target *t, uint64_t addr, size_t len)
 // Where bytes cost more than reads (pyu_target_set_read_cost), misses and prefetches read
 // sectors, not pages: what every read returns is still the target's, in any order of reads,
 // prefetches and partly cached pages, and fewer bytes cross the backend.
+// Walks a chain of @n 8-byte links @step bytes apart from @from, newest first when @step is
+// negative, checking each; returns the backend reads it took.
+static uint64_t walk_chain(struct pyu_target *t, uint64_t from, int64_t step, unsigned n)
+{
+	uint64_t before = pyu_target_backend_reads(t), v, want;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t a = from + (uint64_t)((int64_t)i * step);
+		ck_assert_ptr_null(pyu_target_read_u64(t, a, &v));
+		memcpy(&want, big + (a - BIG_BASE), 8);
+		ck_assert_uint_eq(v, want);
+	}
+	return pyu_target_backend_reads(t) - before;
+}
+
+// Objects allocated one after another and walked as a chain (the frame objects of 2.7-3.10):
+// through 2 KiB sectors, a read for every fourth 512-byte object, unless the misses, each
+// next to the last, read ahead in the chain's direction.
+START_TEST(test_sector_streams)
+{
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = fx_pattern(i * 7);
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	pyu_target_set_read_cost(t, 70, 20);
+	// 256 objects, 128 KiB, walked down: 64 sectors, in windows doubling to 32 sectors.
+	uint64_t down = walk_chain(t, BIG_BASE + 300 * 4096 + 100, -512, 256);
+	ck_assert_uint_le(down, 8);
+	// And up.
+	uint64_t up = walk_chain(t, BIG_BASE + 400 * 4096 + 100, 512, 256);
+	ck_assert_uint_le(up, 8);
+	// Skips of a few sectors (an allocator's headers) keep the stream.
+	ck_assert_uint_le(walk_chain(t, BIG_BASE + 500 * 4096 + 100, -3 * 2048, 40), 10);
+	// Down into unreadable pages (HOLE_FIRST..HOLE_LAST) from above them: every link above
+	// still reads, the windows that reach the hole cost a read each, not every read after.
+	pyu_target_flush_cache(t);
+	uint64_t above = BIG_BASE + ((uint64_t)HOLE_LAST + 1) * 4096;
+	uint64_t n = walk_chain(t, above + 64 * 512 - 512 + 8, -512, 64);
+	ck_assert_uint_le(n, 16);
+	uint64_t v;
+	struct pyu_error *err = pyu_target_read_u64(t, above - 512, &v);
+	ck_assert_ptr_nonnull(err);
+	pyu_error_destroy(err);
+	// Unrelated misses far apart read what they ask for alone.
+	pyu_target_flush_cache(t);
+	holey_bytes = 0;
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_ptr_null(pyu_target_read_u64(t, BIG_BASE + (10 + 37 * (uint64_t)i) * 4096,
+						       &v));
+	ck_assert_uint_eq(holey_bytes, 8 * 2048);
+	pyu_target_destroy(t);
+}
+END_TEST
+
 START_TEST(test_sector_reads)
 {
 	for (size_t i = 0; i < sizeof(big); i++)
@@ -998,6 +1051,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_all_or_nothing_callback);
 	tcase_add_test(tc, test_span_prefetch);
 	tcase_add_test(tc, test_sector_reads);
+	tcase_add_test(tc, test_sector_streams);
 	tcase_add_test(tc, test_read_cstr);
 	tcase_add_test(tc, test_mappings_sorted);
 	tcase_add_test(tc, test_path_maps);
