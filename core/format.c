@@ -838,7 +838,9 @@ static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			     const struct pyu_thread_info *th, uint32_t omitted)
 {
-	pyu_strbuf_printf(sb, "  {\"thread_id\": %" PRIu64 ", \"native_thread_id\": ", th->thread_id);
+	pyu_strbuf_puts(sb, "  {\"thread_id\": ");
+	pyu_strbuf_u64(sb, th->thread_id);
+	pyu_strbuf_puts(sb, ", \"native_thread_id\": ");
 	json_int_or_null(sb, th->native_thread_id, th->native_thread_id < 0);
 	pyu_strbuf_puts(sb, ", \"holds_gil\": ");
 	pyu_strbuf_puts(sb, th->holds_gil == 1 ? "true" : th->holds_gil == 0 ? "false" : "null");
@@ -855,8 +857,11 @@ static void json_thread_head(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	else
 		pyu_strbuf_puts(sb, ", \"continues\": null");
 	json_activity(sb, pyu_thread_activity(s, (uint32_t)(th - s->threads)));
-	pyu_strbuf_printf(sb, ", \"tstate_address\": \"0x%" PRIx64 "\", \"frames_omitted\": %u,\n",
-			  th->tstate_address, omitted);
+	pyu_strbuf_puts(sb, ", \"tstate_address\": ");
+	json_addr(sb, th->tstate_address);
+	pyu_strbuf_puts(sb, ", \"frames_omitted\": ");
+	pyu_strbuf_u64(sb, omitted);
+	pyu_strbuf_puts(sb, ",\n");
 }
 
 static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,

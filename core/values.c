@@ -92,6 +92,17 @@ struct where_str {
 	char text[];
 };
 
+// A str key of some dict compared with a name: the same key objects come back in every
+// instance's dict (interned attribute names; 3.11+ instances share one keys table), so each
+// is read once per context, not once per instance.
+#define KEY_MEMO 16
+#define KEY_MEMO_NAME 32 // longer names are compared each time
+struct key_memo {
+	uint64_t key;             // the key object's address; 0: free
+	char name[KEY_MEMO_NAME]; // the name it was compared with
+	bool equal;
+};
+
 struct pyu_values {
 	struct pyu_target *t;
 	const struct pyu_layout *l;
@@ -114,6 +125,8 @@ struct pyu_values {
 	uint32_t depth;
 	bool cut;                      // a bound cut the repr being built
 	struct where_str *wheres;
+	struct key_memo keys_seen[KEY_MEMO]; // find_str_visit's comparisons, newest overwriting
+	uint32_t keys_next;
 };
 
 void pyu_value_limits_default(struct pyu_value_limits *ret)
@@ -1041,20 +1054,41 @@ struct find_str {
 	bool hit;
 };
 
+// Whether the str object @key reads as @name: remembered per key and name (an unreadable key
+// is no match, and is not remembered).
+static bool key_is(struct pyu_values *v, uint64_t key, const char *name)
+{
+	for (uint32_t i = 0; i < KEY_MEMO; i++) {
+		const struct key_memo *m = &v->keys_seen[i];
+		if (m->key == key && key && strcmp(m->name, name) == 0)
+			return m->equal;
+	}
+	char *s = NULL;
+	struct pyu_error *err = read_name_obj(v, key, &s);
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	bool equal = strcmp(s, name) == 0;
+	free(s);
+	size_t n = strlen(name);
+	if (n < KEY_MEMO_NAME) {
+		struct key_memo *m = &v->keys_seen[v->keys_next];
+		v->keys_next = (v->keys_next + 1) % KEY_MEMO;
+		m->key = key;
+		memcpy(m->name, name, n + 1);
+		m->equal = equal;
+	}
+	return equal;
+}
+
 static bool find_str_visit(void *arg, uint64_t key, uint64_t value)
 {
 	struct find_str *f = arg;
-	char *s = NULL;
-	struct pyu_error *err = read_name_obj(f->v, key, &s);
-	if (err) {
-		pyu_error_destroy(err);
-		return true;
-	}
-	if (strcmp(s, f->key) == 0) {
+	if (key_is(f->v, key, f->key)) {
 		f->found = value;
 		f->hit = true;
 	}
-	free(s);
 	return !f->hit;
 }
 
