@@ -141,26 +141,9 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 		return pyu_error_create(PYU_ERR_CORRUPT,
 					"code object at 0x%" PRIx64 ": co_firstlineno %" PRId32,
 					addr, ci->firstlineno);
-	if (l->code.ob_size != PYU_NO_FIELD) {
-		int64_t units = (int64_t)pyu_get_u64(buf, l->code.ob_size);
-		if (units <= 0 || units > PYU_CODE_UNITS_MAX)
-			return pyu_error_create(PYU_ERR_CORRUPT,
-						"code object at 0x%" PRIx64 ": %" PRId64
-						" code units", addr, units);
-		ci->code_len = 2 * (uint64_t)units;
-	} else {
-		uint64_t code = pyu_get_u64(buf, l->code.code);
-		uint64_t size;
-		err = pyu_target_read_u64(w->t, code + (uint64_t)l->ob_size, &size);
-		if (err)
-			return pyu_error_wrap(err, "reading co_code of the code object at 0x%" PRIx64,
-					      addr);
-		if ((int64_t)size < 0 || size > 2ull * PYU_CODE_UNITS_MAX)
-			return pyu_error_create(PYU_ERR_CORRUPT,
-						"code object at 0x%" PRIx64 ": co_code of %" PRId64
-						" bytes", addr, (int64_t)size);
-		ci->code_len = size;
-	}
+	err = pyu_code_bytecode_len(w->t, l, buf, PYU_CODE_UNITS_MAX, &ci->code_len);
+	if (err)
+		return pyu_error_wrap(err, "the code object at 0x%" PRIx64, addr);
 	*firsttraceable = l->code.firsttraceable != PYU_NO_FIELD
 		? pyu_get_i32(buf, l->code.firsttraceable) : 0;
 	// The names and the line table sit on pages of their own: gathered in one read (where

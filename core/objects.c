@@ -311,3 +311,27 @@ struct pyu_error *pyu_read_int(struct pyu_target *t, const struct pyu_layout *l,
 	*ret = sign < 0 ? -(int64_t)v : (int64_t)v;
 	return NULL;
 }
+
+struct pyu_error *pyu_code_bytecode_len(struct pyu_target *t, const struct pyu_layout *l,
+					const uint8_t *code, uint64_t max_units, uint64_t *ret)
+{
+	if (l->code.ob_size != PYU_NO_FIELD) {
+		int64_t units = (int64_t)pyu_get_u64(code, l->code.ob_size);
+		if (units <= 0 || (uint64_t)units > max_units)
+			return pyu_error_create(PYU_ERR_CORRUPT, "%" PRId64 " code units", units);
+		*ret = 2 * (uint64_t)units;
+		return NULL;
+	}
+	if (l->code.code == PYU_NO_FIELD)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "no bytecode field in this version");
+	uint64_t size;
+	struct pyu_error *err = pyu_target_read_u64(t, pyu_get_u64(code, l->code.code) +
+						    (uint64_t)l->ob_size, &size);
+	if (err)
+		return pyu_error_wrap(err, "reading co_code");
+	if ((int64_t)size < 0 || size > 2 * max_units)
+		return pyu_error_create(PYU_ERR_CORRUPT, "co_code of %" PRId64 " bytes",
+					(int64_t)size);
+	*ret = size;
+	return NULL;
+}

@@ -37,6 +37,13 @@ struct pyu_error *pyu_read_str(struct pyu_target *t, const struct pyu_layout *l,
 struct pyu_error *pyu_read_bytes(struct pyu_target *t, const struct pyu_layout *l, uint64_t addr,
 				 size_t max, uint8_t **ret, size_t *ret_len);
 
+// The length in bytes of the bytecode of the code object whose first l->code.size bytes are
+// @code: 3.11+ its ob_size code units (two bytes each), before that the size of its co_code
+// bytes object, read. Fails with PYU_ERR_CORRUPT past 2 * @max_units bytes or at none. On
+// error, *ret is unchanged.
+struct pyu_error *pyu_code_bytecode_len(struct pyu_target *t, const struct pyu_layout *l,
+					const uint8_t *code, uint64_t max_units, uint64_t *ret);
+
 // Reads a 3.x int (<= 3.11: ob_size digits; 3.12+: lv_tag) or a 2.7 long that fits in
 // int64_t. @lv_tag selects the 3.12+ encoding. Fails with PYU_ERR_CORRUPT when it does not fit.
 // On error, *ret is unchanged.

@@ -75,25 +75,15 @@ static int64_t bytecode_line(struct pyu_target *t, const struct pyu_layout *l, c
 			     int32_t firstlineno, int64_t lasti)
 {
 	uint64_t code_len = 0;
-	if (l->code.ob_size != PYU_NO_FIELD) {
-		int64_t units = (int64_t)pyu_get_u64(buf, l->code.ob_size);
-		if (units <= 0 || units > PYU_CODE_UNITS_MAX)
-			return -1;
-		code_len = 2 * (uint64_t)units;
-	} else if (l->code.code != PYU_NO_FIELD) {
-		uint64_t size = 0;
-		struct pyu_error *err = pyu_target_read_u64(t, pyu_get_u64(buf, l->code.code) +
-							    (uint64_t)l->ob_size, &size);
-		if (err || (int64_t)size < 0 || size > 2ull * PYU_CODE_UNITS_MAX) {
-			pyu_error_destroy(err);
-			return -1;
-		}
-		code_len = size;
+	struct pyu_error *err = pyu_code_bytecode_len(t, l, buf, PYU_CODE_UNITS_MAX, &code_len);
+	if (err) {
+		pyu_error_destroy(err);
+		return -1;
 	}
 	uint8_t *table = NULL;
 	size_t table_len = 0;
-	struct pyu_error *err = pyu_read_bytes(t, l, pyu_get_u64(buf, l->code.linetable),
-					       PYU_TABLE_MAX, &table, &table_len);
+	err = pyu_read_bytes(t, l, pyu_get_u64(buf, l->code.linetable), PYU_TABLE_MAX, &table,
+			     &table_len);
 	if (err) {
 		pyu_error_destroy(err);
 		return -1;
