@@ -339,29 +339,37 @@ struct pyu_error *pyu_walk_read_linenos(struct pyu_walk *w)
 // the used part of each chunk at once (a few backend reads instead of one per page) is what
 // makes a deep stack cheap, as it is for CPython's own unwinder. A hint only: what cannot be
 // read here is left to the walk, which reports it.
+static void prefetch_used(struct pyu_walk *w, uint64_t chunk, uint64_t end, uint64_t *budget)
+{
+	uint64_t from = end - chunk > *budget ? end - *budget : chunk;
+	pyu_target_prefetch(w->t, from, end - from);
+	*budget -= end - from;
+}
+
 static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start *st)
 {
 	uint64_t c = st->chunk, end = st->top, budget = PYU_PREFETCH_MAX;
+	if (end <= c)
+		return;
+	// The newest chunk is used up to the thread's top, its header at its start: one read.
+	prefetch_used(w, c, end, &budget);
 	for (unsigned n = 0; c && n < MAX_CHUNKS && budget > 0; n++) {
-		uint64_t hdr[3];
-		// An older chunk's extent is in its header: read the smallest chunk CPython makes
-		// with it, and the rest (if any) once the header says how much is used.
+		// An older chunk's extent is in its header: the smallest chunk CPython makes is
+		// read with it, and the rest (if any) once the header says how much is used.
 		if (n > 0)
 			pyu_target_prefetch(w->t, c, MIN_CHUNK);
-		else if (end > c && end - c <= budget) // the newest: used up to the thread's top
-			pyu_target_prefetch(w->t, c, end - c);
+		uint64_t hdr[3];
 		struct pyu_error *err = pyu_target_read(w->t, c, hdr, sizeof(hdr));
 		if (err) {
 			pyu_error_destroy(err);
 			return;
 		}
-		if (n > 0) // an older chunk: its own top field says how much of it is used
+		if (n > 0) {
 			end = hdr[2] < (64u << 20) / 8 ? c + CHUNK_DATA + 8 * hdr[2] : 0;
-		if (end <= c)
-			return;
-		uint64_t from = end - c > budget ? end - budget : c;
-		pyu_target_prefetch(w->t, from, end - from);
-		budget -= end - from;
+			if (end <= c)
+				return;
+			prefetch_used(w, c, end, &budget);
+		}
 		c = hdr[0];
 	}
 }
