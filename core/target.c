@@ -453,9 +453,10 @@ static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
 // follow each other through memory a few sectors apart, either way (a chain of heap objects
 // allocated one after another, as 2.7-3.10's frame objects are, walked newest first), double
 // a window read in that direction, so that such a chain costs a few reads, not one a sector.
-// Kept inside the mapping when the target declares it; where it does not, a window that
-// fails is dropped by the caller (sector_window_failed). Returns the window's start, its
-// length in *@len.
+// Kept inside the mapping when the target declares it. A window that fails (it reached
+// memory the target cannot read, and a debugger's reads are all or nothing) ends its stream
+// by itself: the stream's last sector is then past the misses that follow. Returns the
+// window's start, its length in *@len.
 static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, uint64_t *len)
 {
 	const uint64_t s = t->sector_size;
@@ -492,7 +493,7 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 		start = lo - floor >= extra ? lo - extra : floor;
 		st->last = start;
 	} else {
-		uint64_t ceiling = m ? m->end - m->end % s : UINT64_MAX - max;
+		uint64_t ceiling = m ? m->end - m->end % s : UINT64_MAX - max + 1;
 		uint64_t extra = run > 0 ? (n - 1) * s : 0;
 		if (ceiling > hi)
 			end = ceiling - hi >= extra ? hi + extra : ceiling;
@@ -502,16 +503,6 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 		start = lo, end = hi;
 	*len = end - start;
 	return start;
-}
-
-// A window read failed (it reached memory the target cannot read): its stream ends.
-static void sector_window_failed(struct pyu_target *t, uint64_t start)
-{
-	for (unsigned i = 0; i < PYU_READAHEAD_STREAMS; i++) {
-		struct pyu_miss_stream *c = &t->streams[i];
-		if (c->last >= start && c->last - start < (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE)
-			c->run = 0, c->last = 0;
-	}
 }
 
 // The sectors of [@addr, @end) not cached, in runs of at most PYU_READAHEAD_MAX pages.
@@ -718,9 +709,11 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	if (t->sector_size < PYU_PAGE_SIZE) {
 		const uint64_t s = t->sector_size;
 		uint64_t lo = addr - addr % s, hi = (addr + len + s - 1) / s * s, n;
-		uint64_t start = sector_window(t, lo, hi, &n);
-		if (n > hi - lo && !fill_sectors(t, start, n))
-			sector_window_failed(t, start);
+		if (hi > lo) { // not the last sector of the address space (hi would wrap)
+			uint64_t start = sector_window(t, lo, hi, &n);
+			if (n > hi - lo)
+				fill_sectors(t, start, n); // on failure the asked-for alone, below
+		}
 		prefetch_sector_run(t, addr, addr + len); // the sectors asked for, if still missing
 		hit = find_slot(t, page);
 		if (hit >= 0 && slot_covers(t, hit, off, len)) {
