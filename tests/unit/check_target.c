@@ -186,12 +186,20 @@ static uint64_t big_read(void *arg, uint64_t addr, void *buf, uint64_t len)
 	return n;
 }
 
-START_TEST(test_cache_many_pages)
+// A callback target over big[], filled with the pattern of step @mul, read by @read.
+static struct pyu_target *open_big(uint64_t (*read)(void *, uint64_t, void *, uint64_t),
+				   size_t mul)
 {
 	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = fx_pattern(i * 13);
+		big[i] = fx_pattern(i * mul);
 	struct pyu_target *t;
-	ck_assert_ptr_null(pyu_target_open_callback(big_read, NULL, &t));
+	ck_assert_ptr_null(pyu_target_open_callback(read, NULL, &t));
+	return t;
+}
+
+START_TEST(test_cache_many_pages)
+{
+	struct pyu_target *t = open_big(big_read, 13);
 	// Two passes over every page at odd offsets: evictions never return wrong bytes.
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t off = 4090; off + 16 <= sizeof(big); off += 4096 + 7) {
@@ -225,10 +233,7 @@ static uint64_t all_or_nothing_read(void *arg, uint64_t addr, void *buf, uint64_
 
 START_TEST(test_all_or_nothing_callback)
 {
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = fx_pattern(i * 5);
-	struct pyu_target *t;
-	ck_assert_ptr_null(pyu_target_open_callback(all_or_nothing_read, NULL, &t));
+	struct pyu_target *t = open_big(all_or_nothing_read, 5);
 	size_t n = 200 * 1024;
 	unsigned char *buf = malloc(n);
 	ck_assert_ptr_nonnull(buf);
@@ -294,10 +299,7 @@ static uint64_t prefetch_pages(struct pyu_target *t, const unsigned *pages, unsi
 // spans, gaps included, and copes with reads that fail whole across an unreadable gap.
 START_TEST(test_span_prefetch)
 {
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = fx_pattern(i * 7);
-	struct pyu_target *t;
-	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	struct pyu_target *t = open_big(holey_read, 7);
 	// 16 pages two apart then 4 more: two reads (a span is at most 32 pages).
 	unsigned even[20];
 	for (unsigned i = 0; i < 20; i++)
@@ -384,10 +386,7 @@ static uint64_t walk_chain(struct pyu_target *t, uint64_t from, int64_t step, un
 // next to the last, read ahead in the chain's direction.
 START_TEST(test_sector_streams)
 {
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = fx_pattern(i * 7);
-	struct pyu_target *t;
-	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	struct pyu_target *t = open_big(holey_read, 7);
 	pyu_target_set_read_cost(t, 70, 20);
 	// 256 objects, 128 KiB, walked down: 64 sectors, in windows doubling to 32 sectors.
 	uint64_t down = walk_chain(t, BIG_BASE + 300 * 4096 + 100, -512, 256);
@@ -435,10 +434,7 @@ END_TEST
 // prefetches and partly cached pages, and fewer bytes cross the backend.
 START_TEST(test_sector_reads)
 {
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = fx_pattern(i * 13);
-	struct pyu_target *t;
-	ck_assert_ptr_null(pyu_target_open_callback(holey_read, NULL, &t));
+	struct pyu_target *t = open_big(holey_read, 13);
 	pyu_target_set_read_cost(t, 70, 20); // lldb's: 2 KiB sectors
 	// Ten 8-byte objects in ten pages far apart: ten sectors, not ten pages.
 	uint64_t addrs[10];
