@@ -449,6 +449,16 @@ static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n)
 #define PYU_SECTOR_STREAM_GAP 4u  // sectors a stream's next miss may skip (allocator headers)
 #define PYU_SECTOR_WINDOW_MAX 32u // sectors read at once by a stream: as many reads' worth of bytes
 
+// The sectors of a stream's window after @run misses in a row: doubling, at most
+// PYU_SECTOR_WINDOW_MAX.
+static uint64_t window_sectors(int run)
+{
+	uint64_t n = 1;
+	for (int k = run < 0 ? -run : run; k > 0 && n < PYU_SECTOR_WINDOW_MAX; k--)
+		n *= 2;
+	return n;
+}
+
 // After a miss on the sectors [@lo, @hi) (sector-aligned), the range to read: misses that
 // follow each other through memory a few sectors apart, either way (a chain of heap objects
 // allocated one after another, as 2.7-3.10's frame objects are, walked newest first), double
@@ -465,9 +475,7 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 	for (unsigned i = 0; i < PYU_READAHEAD_STREAMS && !st; i++) {
 		struct pyu_miss_stream *c = &t->streams[i];
 		// a skip as long as the window that went before still follows it
-		uint64_t gap = PYU_SECTOR_STREAM_GAP;
-		for (int k = c->run < 0 ? -c->run : c->run; k > 0 && gap < PYU_SECTOR_WINDOW_MAX; k--)
-			gap *= 2;
+		uint64_t gap = window_sectors(c->run);
 		gap = (gap < PYU_SECTOR_STREAM_GAP ? PYU_SECTOR_STREAM_GAP : gap) * s;
 		if (c->run >= 0 && c->last && lo > c->last && lo - c->last <= gap)
 			st = c, run = c->run + 1;
@@ -479,12 +487,7 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 		t->next_stream = (t->next_stream + 1) % PYU_READAHEAD_STREAMS;
 	}
 	st->run = run;
-	uint64_t n = 1;
-	for (int k = run < 0 ? -run : run; k > 0 && n < PYU_SECTOR_WINDOW_MAX; k--)
-		n *= 2;
-	uint64_t max = (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE;
-	if (n * s > max)
-		n = max / s;
+	uint64_t n = window_sectors(run); // at most 32 sectors of at most 2 KiB: fill_sectors takes it
 	const struct pyu_mapping *m = pyu_target_find_mapping(t, lo);
 	uint64_t start = lo, end = hi;
 	if (run < 0) {
@@ -493,14 +496,13 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 		start = lo - floor >= extra ? lo - extra : floor;
 		st->last = start;
 	} else {
-		uint64_t ceiling = m ? m->end - m->end % s : UINT64_MAX - max + 1;
+		uint64_t ceiling = m ? m->end - m->end % s
+				     : UINT64_MAX - (uint64_t)PYU_READAHEAD_MAX * PYU_PAGE_SIZE + 1;
 		uint64_t extra = run > 0 ? (n - 1) * s : 0;
 		if (ceiling > hi)
 			end = ceiling - hi >= extra ? hi + extra : ceiling;
 		st->last = end - s;
 	}
-	if (end - start > max) // the miss itself is longer than a window: as it is
-		start = lo, end = hi;
 	*len = end - start;
 	return start;
 }

@@ -50,5 +50,4 @@ struct pyu_error *pyu_traceback_read(struct pyu_target *t, const struct pyu_layo
 				     struct pyu_traceback *ret);
 void pyu_traceback_clear(struct pyu_traceback *tb);
 
-
 #endif
