@@ -1,5 +1,6 @@
 // activity.c - pyu_thread_activity(): a thread's system call, fatal signal and CPU time, read
-// when first asked for (a thread header printed), not by every snapshot: from what the target
+// when first asked for (a thread header printed; pyu_read_activities for all the headers of a
+// document at once), not by every snapshot: from what the target
 // knows of its kernel thread (target.h: /proc, a core's notes, a debugger's registers) and the
 // crash a core records; the numbers named by the architecture's table (syscalls.c).
 #include <stddef.h>
@@ -42,28 +43,24 @@ static bool is_fatal(int32_t sig)
 	return sig > 0;
 }
 
-const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread)
+// Fills thread @th's activity from what its kernel thread's status @st says and the crash the
+// target records.
+static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th,
+			  const struct pyu_thread_status *st)
 {
-	struct pyu_thread_info *th = &s->threads[thread];
 	struct pyu_activity *a = &th->activity;
-	if (th->activity_read)
-		return a;
 	th->activity_read = true;
 	*a = (struct pyu_activity){.state = PYU_STATE_UNKNOWN};
-	if (th->native_thread_id <= 0 || !s->target) // no target (a snapshot made by hand)
-		return a;
-	struct pyu_thread_status st;
-	pyu_target_thread_status(s->target, th->native_thread_id, &st);
-	a->has_cpu = st.cpu_ns >= 0;
-	a->cpu_ns = a->has_cpu ? st.cpu_ns : 0;
-	if (st.syscall == -1) {
+	a->has_cpu = st->cpu_ns >= 0;
+	a->cpu_ns = a->has_cpu ? st->cpu_ns : 0;
+	if (st->syscall == -1) {
 		a->state = PYU_STATE_RUNNING;
-	} else if (st.syscall >= 0) {
+	} else if (st->syscall >= 0) {
 		const struct pyu_arch *arch = pyu_target_arch(s->target);
-		a->syscall = st.syscall;
-		a->syscall_name = pyu_syscall_name(arch, st.syscall);
+		a->syscall = st->syscall;
+		a->syscall_name = pyu_syscall_name(arch, st->syscall);
 		a->state = state_of_wait(pyu_syscall_wait_kind(a->syscall_name,
-							       st.has_args ? st.args : NULL));
+							       st->has_args ? st->args : NULL));
 	}
 	struct pyu_crash crash;
 	if (pyu_target_crash(s->target, &crash) && is_fatal(crash.signal) &&
@@ -72,7 +69,52 @@ const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint3
 		a->has_fault_address = crash.has_address;
 		a->fault_address = crash.address;
 	}
-	return a;
+}
+
+// Whether thread @th's activity is still to be read from the target (one without a kernel
+// thread id, or of a snapshot made by hand without a target, has none: all unknown).
+static bool activity_pending(const struct pyu_stacks *s, struct pyu_thread_info *th)
+{
+	if (th->activity_read)
+		return false;
+	if (th->native_thread_id > 0 && s->target)
+		return true;
+	th->activity_read = true;
+	th->activity = (struct pyu_activity){.state = PYU_STATE_UNKNOWN};
+	return false;
+}
+
+const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread)
+{
+	struct pyu_thread_info *th = &s->threads[thread];
+	if (activity_pending(s, th)) {
+		struct pyu_thread_status st;
+		pyu_target_thread_status(s->target, th->native_thread_id, &st);
+		fill_activity(s, th, &st);
+	}
+	return &th->activity;
+}
+
+void pyu_read_activities(const struct pyu_stacks *s, uint32_t first, uint32_t count)
+{
+	enum { BATCH = 64 };
+	int64_t tids[BATCH];
+	struct pyu_thread_status st[BATCH];
+	uint32_t which[BATCH];
+	uint32_t end = first < s->thread_count && count <= s->thread_count - first
+		? first + count : s->thread_count;
+	for (uint32_t i = first; i < end;) {
+		size_t n = 0;
+		for (; i < end && n < BATCH; i++) {
+			if (!activity_pending(s, &s->threads[i]))
+				continue;
+			tids[n] = s->threads[i].native_thread_id;
+			which[n++] = i;
+		}
+		pyu_target_thread_statuses(s->target, tids, n, st);
+		for (size_t k = 0; k < n; k++)
+			fill_activity(s, &s->threads[which[k]], &st[k]);
+	}
 }
 
 bool pyu_in_syscall(const struct pyu_activity *a)

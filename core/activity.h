@@ -42,6 +42,12 @@ struct pyu_stacks;
 // unknown).
 const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread);
 
+// Reads the activity of threads @first .. @first + @count - 1 of @s (clamped to the snapshot)
+// that pyu_thread_activity has not read yet, in batches: what a document printing all their
+// headers does first, as a live process's files cost fewer system calls read together.
+// Cannot fail.
+void pyu_read_activities(const struct pyu_stacks *s, uint32_t first, uint32_t count);
+
 // "waiting on a lock", "running", ...; NULL for PYU_STATE_UNKNOWN. Cannot fail.
 const char *pyu_state_words(enum pyu_state state);
 

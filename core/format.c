@@ -247,6 +247,38 @@ static void put_signal(struct pyu_strbuf *sb, int32_t sig)
 		pyu_strbuf_printf(sb, "signal %d", sig);
 }
 
+// @ns nanoseconds as printf("%.2f") prints them in seconds: rounded to centiseconds by
+// integers, but for an exact half-centisecond or a figure too large for a double to keep every
+// nanosecond, which printf itself rounds (as it rounds the double).
+static void put_centiseconds(struct pyu_strbuf *sb, int64_t ns)
+{
+	if (ns < 0 || ns >= (INT64_C(1) << 52) || ns % 10000000 == 5000000) {
+		pyu_strbuf_printf(sb, "%.2f", (double)ns / 1e9);
+		return;
+	}
+	int64_t cs = (ns + 5000000) / 10000000;
+	pyu_strbuf_i64(sb, cs / 100);
+	const char frac[3] = {'.', (char)('0' + cs % 100 / 10), (char)('0' + cs % 10)};
+	pyu_strbuf_append(sb, frac, sizeof(frac));
+}
+
+// @ns nanoseconds (>= 0) in seconds, exactly: the whole seconds, then up to nine decimals
+// without trailing zeros ("0", "0.5", "12.000301").
+static void put_seconds(struct pyu_strbuf *sb, int64_t ns)
+{
+	uint64_t u = ns < 0 ? 0 : (uint64_t)ns, frac = u % 1000000000u;
+	pyu_strbuf_u64(sb, u / 1000000000u);
+	if (!frac)
+		return;
+	char digits[10] = {'.'};
+	for (size_t i = 9; i >= 1; i--, frac /= 10)
+		digits[i] = (char)('0' + frac % 10);
+	size_t n = sizeof(digits);
+	while (digits[n - 1] == '0')
+		n--;
+	pyu_strbuf_append(sb, digits, n);
+}
+
 // " SIGSEGV (fault address 0x0), waiting on a lock (futex), 0.12 s CPU": what the thread's
 // header says it is doing; only what is known (nothing at all for a target that says nothing).
 static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
@@ -266,25 +298,32 @@ static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		pyu_strbuf_puts(sb, sep);
 		pyu_strbuf_puts(sb, words);
 		if (pyu_in_syscall(a)) {
-			if (a->syscall_name)
-				pyu_strbuf_printf(sb, " (%s)", a->syscall_name);
-			else
+			if (a->syscall_name) {
+				pyu_strbuf_puts(sb, " (");
+				pyu_strbuf_puts(sb, a->syscall_name);
+				pyu_strbuf_putc(sb, ')');
+			} else
 				pyu_strbuf_printf(sb, " (system call %" PRId64 ")", a->syscall);
 		}
 		sep = ", ";
 	}
 	if (a->has_cpu) {
 		pyu_strbuf_puts(sb, sep);
-		pyu_strbuf_printf(sb, "%.2f s CPU", (double)a->cpu_ns / 1e9);
+		put_centiseconds(sb, a->cpu_ns);
+		pyu_strbuf_puts(sb, " s CPU");
 	}
 }
 
 static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			       const struct pyu_thread_info *th, uint32_t flags)
 {
-	pyu_strbuf_printf(sb, "Thread 0x%" PRIx64, th->thread_id);
-	if (th->native_thread_id >= 0)
-		pyu_strbuf_printf(sb, " (tid %" PRId64 ")", th->native_thread_id);
+	pyu_strbuf_puts(sb, "Thread ");
+	pyu_strbuf_hex(sb, th->thread_id);
+	if (th->native_thread_id >= 0) {
+		pyu_strbuf_puts(sb, " (tid ");
+		pyu_strbuf_i64(sb, th->native_thread_id);
+		pyu_strbuf_putc(sb, ')');
+	}
 	if (th->name) {
 		pyu_strbuf_puts(sb, " \"");
 		put_text(sb, th->name);
@@ -350,6 +389,12 @@ static void text_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 // "#N  " padded to four columns, at least one space after the number.
 static void frame_number(struct pyu_strbuf *sb, uint32_t i)
 {
+	if (i < 100) { // "#7  ", "#42 ": most frames of most stacks, made without a loop
+		const char two[4] = {'#', (char)('0' + i / 10), (char)('0' + i % 10), ' '};
+		const char one[4] = {'#', (char)('0' + i), ' ', ' '};
+		pyu_strbuf_append(sb, i < 10 ? one : two, 4);
+		return;
+	}
 	char num[16]; // "#" + up to 10 digits, padded with spaces to 4 (at least one space)
 	size_t digits = 1, n;
 	for (uint32_t x = i / 10; x; x /= 10)
@@ -644,9 +689,7 @@ static void json_codes_put(struct pyu_strbuf *sb, struct json_codes *jc, int32_t
 static size_t hex_digits(char *out, uint64_t v)
 {
 	static const char digits[] = "0123456789abcdef";
-	size_t n = 1;
-	for (uint64_t x = v >> 4; x; x >>= 4)
-		n++;
+	size_t n = v ? (size_t)(67 - __builtin_clzll(v)) / 4 : 1; // significant bits, rounded up
 	for (size_t i = n; i > 0; i--, v >>= 4)
 		out[i - 1] = digits[v & 15];
 	return n;
@@ -829,7 +872,7 @@ static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		pyu_strbuf_puts(sb, "null");
 	pyu_strbuf_puts(sb, ", \"cpu_seconds\": ");
 	if (a->has_cpu)
-		pyu_strbuf_printf(sb, "%.9g", (double)a->cpu_ns / 1e9);
+		put_seconds(sb, a->cpu_ns);
 	else
 		pyu_strbuf_puts(sb, "null");
 }
@@ -1121,6 +1164,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	pyu_strbuf_reserve(&sb, estimate_bt(s, first, count, flags));
 	if (flags & (PYU_FMT_JSON | PYU_FMT_LOCALS))
 		pyu_stacks_read_thread_values(s);
+	pyu_read_activities(s, first, count); // every header printed says what its thread does
 	struct pyu_error *err = NULL;
 	if (flags & PYU_FMT_JSON) {
 		err = json_document(&sb, s, first, count, !all, flags, limit);

@@ -1453,18 +1453,28 @@ struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t
 	return r;
 }
 
-void pyu_target_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
+void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_t count,
+				struct pyu_thread_status *ret)
 {
-	*ret = unknown_status;
-	if (!t || tid <= 0)
+	for (size_t i = 0; i < count; i++)
+		ret[i] = unknown_status;
+	if (!t)
 		return;
-	if (t->read_status) {
-		t->read_status(t, tid, ret);
+	if (t->read_statuses) {
+		t->read_statuses(t, tids, count, ret);
 		return;
 	}
-	for (size_t i = 0; i < t->status_count; i++)
-		if (t->statuses[i].tid == tid)
-			*ret = t->statuses[i].status;
+	for (size_t i = 0; i < count; i++)
+		for (size_t k = 0; tids[i] > 0 && k < t->status_count; k++)
+			if (t->statuses[k].tid == tids[i]) {
+				ret[i] = t->statuses[k].status;
+				break;
+			}
+}
+
+void pyu_target_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
+{
+	pyu_target_thread_statuses(t, &tid, 1, ret);
 }
 
 const struct pyu_arch *pyu_target_arch(const struct pyu_target *t)
@@ -1484,7 +1494,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *
 	if (!t || tid <= 0 || (count && !values))
 		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_target_set_thread_registers: bad "
 					"argument");
-	if (t->read_status || t->core_fd >= 0)
+	if (t->read_statuses || t->core_fd >= 0)
 		return NULL; // the process's /proc or the core's notes say it first-hand
 	if (count == 0)
 		return NULL;

@@ -85,7 +85,7 @@ bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret);
 // What a thread of the target is doing, as far as the target tells: the system call it is in
 // (live: /proc/PID/task/TID/syscall; core: its NT_PRSTATUS registers; a debugger's target: the
 // registers the debugger read, pyu_target_set_thread_registers) and its CPU time (live:
-// /proc/PID/task/TID/stat; core: NT_PRSTATUS pr_utime + pr_stime).
+// /proc/PID/task/TID/schedstat, or stat; core: NT_PRSTATUS pr_utime + pr_stime).
 #define PYU_SYSCALL_UNKNOWN INT64_MIN
 struct pyu_thread_status {
 	int64_t syscall;   // the number of the system call the thread is in; -1: none (it runs
@@ -98,6 +98,10 @@ struct pyu_thread_status {
 // gets every field unknown). A live process should be stopped (else running threads read as
 // in no system call). Cannot fail.
 void pyu_target_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
+// As pyu_target_thread_status for each of the @count threads @tids, into @ret[i]: cheaper
+// than one call a thread (a live process's files are closed together). Cannot fail.
+void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_t count,
+				struct pyu_thread_status *ret);
 // The target's architecture (a core's e_machine, else this machine's), or NULL when it is one
 // the system call tables do not know. Cannot fail.
 const struct pyu_arch *pyu_target_arch(const struct pyu_target *t);

@@ -100,11 +100,13 @@ struct pyu_target {
 
 	// What each thread is doing (pyu_target_thread_status): the architecture, and the
 	// statuses a core's notes or the debugger gave, by tid; a live process's are read from
-	// /proc when asked (read_status, NULL for other backends).
+	// /proc when asked, for a batch of threads at once (read_statuses: fills ret[i] for
+	// tids[i], leaving what it cannot read; NULL for other backends).
 	const struct pyu_arch *arch;
 	struct pyu_thread_record *statuses;
 	size_t status_count, status_cap;
-	void (*read_status)(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret);
+	void (*read_statuses)(struct pyu_target *t, const int64_t *tids, size_t count,
+			      struct pyu_thread_status *ret);
 	// Live processes: looks at the file of a PYU_LOCAL_PENDING mapping once it is needed,
 	// leaving it PYU_LOCAL_SAME or (with a path through /proc that reaches the mapped file,
 	// when there is one) PYU_LOCAL_COMPARE. NULL for other backends.

@@ -1,8 +1,8 @@
 // target_proc.c - the live-process backend: memory through process_vm_readv (falling back to
 // /proc/PID/mem), mappings from /proc/PID/maps, thread ids from /proc/PID/task (listed when
-// first asked for).
+// first asked for). What each thread is doing is read by target_proc_status.c.
 // It does not stop or attach to the process; a debugger (or the caller) does that.
-#include "target_impl.h"
+#include "target_proc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,13 +17,6 @@
 #include <unistd.h>
 
 #define MAPS_BUFFER (64u << 10)
-
-struct proc_backend {
-	pid_t pid;
-	bool use_mem; // process_vm_readv is unavailable or refused: use /proc/PID/mem
-	int mem_fd;   // -1 until first needed
-	int task_fd;  // /proc/PID/task, for the threads' status files; -1 until first needed
-};
 
 static bool open_mem(struct proc_backend *p)
 {
@@ -364,95 +357,6 @@ static struct pyu_error *probe_access(struct pyu_target *t, int pid)
 	return NULL;
 }
 
-// Reads /proc/PID/task/TID/@name into @buf (NUL-terminated); false when it cannot be read.
-// Opened relative to /proc/PID/task (kept open: fewer path components to look up per thread).
-// The files read here (syscall, stat) are one record that the kernel makes whole at the first
-// read: a read shorter than asked for is the end, not the read to EOF a second call would be.
-static bool read_task_file(struct proc_backend *p, int64_t tid, const char *name, char *buf,
-			   size_t len)
-{
-	if (p->task_fd < 0) {
-		char dir[48];
-		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)p->pid);
-		p->task_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (p->task_fd < 0)
-			return false;
-	}
-	char path[64];
-	snprintf(path, sizeof(path), "%" PRId64 "/%s", tid, name);
-	int fd = openat(p->task_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	size_t got = 0;
-	while (got + 1 < len) {
-		size_t want = len - 1 - got;
-		ssize_t r = read(fd, buf + got, want);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		if ((size_t)r < want)
-			break;
-	}
-	close(fd);
-	buf[got] = '\0';
-	return got > 0;
-}
-
-// The thread's system call ("NR ARG1 ... ARG6 SP PC", "-1 SP PC" in none, "running" when it
-// is on a CPU) and CPU time (fields 14 and 15 of stat, utime and stime, in clock ticks).
-static void proc_thread_status(struct pyu_target *t, int64_t tid, struct pyu_thread_status *ret)
-{
-	struct proc_backend *p = t->backend_data;
-	char buf[512];
-	if (read_task_file(p, tid, "syscall", buf, sizeof(buf))) {
-		char *end;
-		errno = 0;
-		long long nr = strtoll(buf, &end, 10);
-		if (strncmp(buf, "running", 7) == 0) {
-			ret->syscall = -1;
-		} else if (end != buf && errno == 0) {
-			ret->syscall = nr < 0 ? -1 : nr;
-			const char *at = end;
-			unsigned i = 0;
-			for (; nr >= 0 && i < PYU_SYSCALL_ARGS; i++) {
-				unsigned long long v = strtoull(at, &end, 16);
-				if (end == at)
-					break;
-				ret->args[i] = v;
-				at = end;
-			}
-			ret->has_args = i == PYU_SYSCALL_ARGS;
-		}
-	}
-	long ticks = sysconf(_SC_CLK_TCK);
-	if (ticks > 0 && read_task_file(p, tid, "stat", buf, sizeof(buf))) {
-		// The command name in parentheses may hold anything: fields start after the last ')'.
-		// Fields 14 and 15 follow the 12th space after it (state, ppid, ... cmajflt first);
-		// taken by hand: sscanf was most of the instructions a thread's activity cost.
-		char *at = strrchr(buf, ')');
-		unsigned long long utime = 0, stime = 0;
-		unsigned field = 0;
-		while (at && *at && field < 12) {
-			at = strchr(at + 1, ' ');
-			field += at != NULL;
-		}
-		bool parsed = false; // both fields, each a number
-		if (at) {
-			char *end, *after;
-			errno = 0;
-			utime = strtoull(at, &end, 10);
-			if (end != at && *end == ' ' && errno == 0) {
-				stime = strtoull(end, &after, 10);
-				parsed = after != end && errno == 0;
-			}
-		}
-		if (parsed && utime + stime >= utime && utime + stime < UINT64_MAX / 1000000000u)
-			ret->cpu_ns = (int64_t)((utime + stime) * (1000000000ull / (uint64_t)ticks));
-	}
-}
-
 PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret)
 {
 	if (!ret || pid <= 0)
@@ -472,7 +376,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 		return err;
 	}
 	t->live_pid = pid;
-	t->read_status = proc_thread_status;
+	t->read_statuses = pyu_proc_thread_statuses;
 	t->backend_gather = proc_gather;
 	t->check_local = proc_check_local;
 	t->list_threads = proc_list_threads;

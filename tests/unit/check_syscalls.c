@@ -1,13 +1,23 @@
-// check_syscalls.c - the system call tables (syscalls.c) and what a thread's header and JSON
-// say it is doing (activity.c, format.c).
+// check_syscalls.c - the system call tables (syscalls.c), what a thread's header and JSON
+// say it is doing (activity.c, format.c), and a live process's threads read in batches
+// (target_proc_status.c).
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "activity.h"
 #include "checkmain.h"
 #include "include/pyunwind.h"
 #include "stacks.h"
 #include "syscalls.h"
+#include "target.h"
 
 START_TEST(test_names_and_kinds)
 {
@@ -91,12 +101,165 @@ START_TEST(test_headers_and_json)
 }
 END_TEST
 
+// CPU times as the header prints them ("%.2f", rounded as printf rounds) and as the JSON
+// gives them (every nanosecond, no trailing zeros).
+START_TEST(test_cpu_times)
+{
+	static const struct {
+		int64_t ns;
+		const char *json;
+	} cases[] = {
+		{0, "0"}, {1, "0.000000001"}, {4999999, "0.004999999"}, {5000000, "0.005"},
+		{5000001, "0.005000001"}, {994999999, "0.994999999"}, {995000000, "0.995"},
+		{1000000000, "1"}, {12345678901, "12.345678901"}, {3600000000001, "3600.000000001"},
+		{15000000, "0.015"}, {25000000, "0.025"}, {INT64_C(1) << 53, "9007199.254740992"},
+	};
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	struct pyu_thread_info threads[N];
+	memset(threads, 0, sizeof(threads));
+	for (size_t i = 0; i < N; i++) {
+		threads[i].thread_id = 0x100 + i;
+		threads[i].native_thread_id = 10 + (int64_t)i;
+		threads[i].holds_gil = -1;
+		threads[i].activity = (struct pyu_activity){.state = PYU_STATE_RUNNING,
+							    .has_cpu = true, .cpu_ns = cases[i].ns};
+		threads[i].activity_read = true;
+	}
+	struct pyu_stacks s;
+	memset(&s, 0, sizeof(s));
+	snprintf(s.version, sizeof(s.version), "3.12.1");
+	s.hexversion = 0x030c01f0;
+	s.threads = threads;
+	s.thread_count = N;
+	char *text = bt(&s, 0), *json = bt(&s, PYU_FMT_JSON);
+	for (size_t i = 0; i < N; i++) {
+		char want[128];
+		snprintf(want, sizeof(want), "Thread 0x%zx (tid %zu): running, %.2f s CPU\n",
+			 0x100 + i, 10 + i, (double)cases[i].ns / 1e9);
+		ck_assert_msg(strstr(text, want), "%s not in\n%s", want, text);
+		snprintf(want, sizeof(want), "\"cpu_seconds\": %s,", cases[i].json);
+		ck_assert_msg(strstr(json, want), "%s not in\n%s", want, json);
+	}
+	free(text);
+	free(json);
+}
+END_TEST
+
+// ---- a live process's threads, read in batches ----------------------------------------------
+
+#define WAITERS 40 // more threads than target_proc_status.c reads in one batch
+static int waiter_pipe[2];
+
+static void *wait_read(void *arg)
+{
+	(void)arg;
+	char c;
+	while (read(waiter_pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+// The ids of this process's threads but the calling one, once every other one is blocked in
+// read(2) (its syscall file says 0); their count.
+static size_t blocked_threads(int64_t *tids, size_t cap)
+{
+	int64_t self = (int64_t)syscall(SYS_gettid);
+	for (int attempt = 0; attempt < 500; attempt++) {
+		size_t n = 0, reading = 0;
+		DIR *d = opendir("/proc/self/task");
+		ck_assert_ptr_nonnull(d);
+		struct dirent *e;
+		while ((e = readdir(d)) && n < cap) {
+			int64_t tid = strtoll(e->d_name, NULL, 10);
+			if (tid <= 0 || tid == self)
+				continue;
+			tids[n++] = tid;
+			char path[64], buf[64] = "";
+			snprintf(path, sizeof(path), "/proc/self/task/%lld/syscall", (long long)tid);
+			FILE *f = fopen(path, "r");
+			if (f) {
+				reading += fgets(buf, sizeof(buf), f) && !strncmp(buf, "0 ", 2);
+				fclose(f);
+			}
+		}
+		closedir(d);
+		if (reading == WAITERS && n == WAITERS)
+			return n;
+		nanosleep(&(struct timespec){0, 10000000}, NULL);
+	}
+	ck_abort_msg("the waiting threads did not all block in read(2)");
+	return 0;
+}
+
+START_TEST(test_live_batches)
+{
+	ck_assert_int_eq(pipe(waiter_pipe), 0);
+	pthread_t th[WAITERS];
+	for (int i = 0; i < WAITERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, wait_read, NULL), 0);
+	int64_t tids[WAITERS + 3];
+	size_t n = blocked_threads(tids, WAITERS);
+	tids[n++] = 0;                  // no thread: unknown
+	tids[n++] = -7;                 // no thread: unknown
+	tids[n++] = 0x7ffffff0;         // no such thread: unknown
+	int sentinel = open("/dev/null", O_RDONLY | O_CLOEXEC); // must outlive the batch's closes
+	ck_assert_int_ge(sentinel, 0);
+	int fds = count_fds();
+	struct pyu_target *t;
+	ck_assert_ptr_null(pyu_target_open_pid(getpid(), &t));
+	struct pyu_thread_status batch[WAITERS + 3], one;
+	pyu_target_thread_statuses(t, tids, n, batch);
+	// every file it opened is closed, and nothing else, but /proc/PID/task, kept open for
+	// the next threads until the target is destroyed
+	ck_assert_int_eq(count_fds(), fds + 1);
+	ck_assert_int_ne(fcntl(sentinel, F_GETFD), -1);
+	for (size_t i = 0; i < n; i++) {
+		pyu_target_thread_status(t, tids[i], &one);
+		if (i < WAITERS) {
+			ck_assert_int_eq(batch[i].syscall, 0); // read
+			ck_assert(batch[i].has_args);
+			ck_assert_uint_eq(batch[i].args[0], (uint64_t)waiter_pipe[0]);
+			ck_assert_int_ge(batch[i].cpu_ns, 0);
+			ck_assert_int_eq(one.syscall, 0);
+			ck_assert_int_ge(one.cpu_ns, batch[i].cpu_ns); // time only grows
+		} else {
+			ck_assert_int_eq(batch[i].syscall, PYU_SYSCALL_UNKNOWN);
+			ck_assert_int_eq(batch[i].cpu_ns, -1);
+			ck_assert_int_eq(one.syscall, PYU_SYSCALL_UNKNOWN);
+		}
+	}
+	pyu_target_destroy(t);
+	ck_assert_int_eq(count_fds(), fds);
+	close(sentinel);
+	char release[WAITERS] = {0};
+	ck_assert_int_eq(write(waiter_pipe[1], release, sizeof(release)), WAITERS);
+	for (int i = 0; i < WAITERS; i++)
+		pthread_join(th[i], NULL);
+	close(waiter_pipe[0]);
+	close(waiter_pipe[1]);
+}
+END_TEST
+
 static Suite *syscalls_suite(void)
 {
 	Suite *s = suite_create("syscalls");
 	TCase *tc = tcase_create("syscalls");
 	tcase_add_test(tc, test_names_and_kinds);
 	tcase_add_test(tc, test_headers_and_json);
+	tcase_add_test(tc, test_cpu_times);
+	tcase_add_test(tc, test_live_batches);
 	suite_add_tcase(s, tc);
 	return s;
 }
