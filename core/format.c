@@ -344,8 +344,14 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 			pyu_strbuf_puts(sb, "      File \"");
 			put_text(sb, e->file ? e->file : "?");
 			pyu_strbuf_putc(sb, '"');
-			if (e->line >= 0)
-				pyu_strbuf_printf(sb, ", line %" PRId64, e->line);
+			if (e->line >= 0) {
+				pyu_strbuf_puts(sb, ", line ");
+				pyu_strbuf_i64(sb, e->line);
+			} else if (s->hexversion >= 0x03000000) {
+				// 3.x's traceback module prints a line it does not know as None; 2.7's
+				// always knows it (a line unknown here is ours, and left out)
+				pyu_strbuf_puts(sb, ", line None");
+			}
 			pyu_strbuf_puts(sb, ", in ");
 			put_text(sb, e->function ? e->function : "?");
 			pyu_strbuf_putc(sb, '\n');

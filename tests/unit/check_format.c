@@ -689,6 +689,41 @@ START_TEST(test_strbuf_and_utf8)
 }
 END_TEST
 
+// A thread's handled exception under its header (with locals): its traceback as the target's
+// traceback module prints it, a line it does not know as "None" (3.x; 2.7 always knows it).
+START_TEST(test_handled_exception_text)
+{
+	struct pyu_tb_entry entries[] = {
+		{"/app/main.py", "main", 12, PYU_TB_LINE_TB_LINENO, false},
+		{"/app/lib.py", "<genexpr>", -1, PYU_TB_LINE_NONE, false},
+	};
+	struct pyu_thread_info threads[] = {thread(0x10, 7, 0, NULL, NULL, 0)};
+	threads[0].exc_repr = "ValueError('x')";
+	threads[0].exc_type = "ValueError";
+	threads[0].exc_tb = (struct pyu_traceback){entries, 2, NULL};
+	static const struct {
+		const char *version;
+		uint64_t hex;
+		const char *second;
+	} cases[] = {
+		{"3.12.1", 0x030c01f0, "      File \"/app/lib.py\", line None, in <genexpr>\n"},
+		{"2.7.18", 0x020712f0, "      File \"/app/lib.py\", in <genexpr>\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pyu_stacks s = snapshot(cases[i].version, cases[i].hex, NULL, 0, threads, 1);
+		char *out = bt(&s, 0, PYU_FMT_ALL | PYU_FMT_LOCALS, 0);
+		char want[512];
+		snprintf(want, sizeof(want),
+			 "Thread 0x10 (tid 7):\n"
+			 "    handling ValueError('x')\n"
+			 "      File \"/app/main.py\", line 12, in main\n%s"
+			 "    (no Python frames)\n", cases[i].second);
+		ck_assert_msg(strstr(out, want), "want\n%s\nin\n%s", want, out);
+		free(out);
+	}
+}
+END_TEST
+
 static Suite *format_suite(void)
 {
 	Suite *s = suite_create("format");
@@ -698,6 +733,7 @@ static Suite *format_suite(void)
 	tcase_add_test(tc, test_carets_non_ascii);
 	tcase_add_test(tc, test_missing_and_pseudo_files);
 	tcase_add_test(tc, test_all_threads_errors_and_escaping);
+	tcase_add_test(tc, test_handled_exception_text);
 	tcase_add_test(tc, test_bad_indexes);
 	tcase_add_test(tc, test_line_and_table);
 	tcase_add_test(tc, test_line_error_frame);
