@@ -245,7 +245,7 @@ static size_t introduced(const char *p, size_t len, bool *is_class, const char *
 }
 
 bool pyu_cython_enclosing_def(const char *const *lines, const size_t *lens, uint32_t count,
-			      int64_t line, char *qualname, char *name)
+			      int64_t line, bool lambda, char *qualname, char *name)
 {
 	qualname[0] = name[0] = '\0';
 	if (line < 1 || (uint64_t)line > count)
@@ -291,7 +291,15 @@ bool pyu_cython_enclosing_def(const char *const *lines, const size_t *lens, uint
 		if (k > 0 && !classes[k] && !append(qualname, ".", "<locals>", 8))
 			return false;
 	}
-	return append(name, NULL, names[0], name_lens[0]);
+	if (!append(name, NULL, names[0], name_lens[0]))
+		return false;
+	char lq[PYU_CYTHON_NAME_MAX];
+	memcpy(lq, qualname, PYU_CYTHON_NAME_MAX);
+	if (lambda && append(lq, ".", "<locals>", 8) && append(lq, ".", "<lambda>", 8)) {
+		memcpy(qualname, lq, PYU_CYTHON_NAME_MAX);
+		memcpy(name, "<lambda>", sizeof("<lambda>"));
+	}
+	return true;
 }
 
 // ---- files ------------------------------------------------------------------------------------
@@ -583,19 +591,10 @@ struct pyu_error *pyu_cython_resolve(struct pyu_cython_files *files, const char 
 		if (!src)
 			failed = true;
 		else if (src->data && pyu_cython_enclosing_def(src->lines, src->lens, src->count,
-								 f.line, q, n)) {
+								 f.line, is_lambda(symbol), q, n)) {
 			f.name_from_source = true;
 			memcpy(qualname, q, sizeof(q));
 			memcpy(name, n, sizeof(n));
-			// a lambda is a function of its own inside the def its line is in (a
-			// name too long for that keeps the def's)
-			char lq[PYU_CYTHON_NAME_MAX];
-			memcpy(lq, q, sizeof(q));
-			if (is_lambda(symbol) && append(lq, ".", "<locals>", 8) &&
-			    append(lq, ".", "<lambda>", 8)) {
-				memcpy(qualname, lq, sizeof(lq));
-				memcpy(name, "<lambda>", sizeof("<lambda>"));
-			}
 		}
 	}
 	f.module = dup_text(module, &failed);

@@ -65,10 +65,12 @@ bool pyu_cython_marker(const char *text, size_t len, char *file, int64_t *ret_li
 
 // The qualified name of the def/cdef/cpdef/class body that line @line (1-based) of @lines
 // belongs to, by indentation, into @qualname and its last part into @name (buffers of
-// PYU_CYTHON_NAME_MAX). @lines[i], @lens[i] is line i + 1. Returns false when no def encloses
-// it. Pure.
+// PYU_CYTHON_NAME_MAX). With @lambda (the frame is a lambda's), the function is the lambda on
+// that line, one of its own inside that def: "DEF.<locals>.<lambda>" (a qualified name too long
+// for that keeps the def's). @lines[i], @lens[i] is line i + 1. Returns false when no def
+// encloses it. Pure.
 bool pyu_cython_enclosing_def(const char *const *lines, const size_t *lens, uint32_t count,
-			      int64_t line, char *qualname, char *name);
+			      int64_t line, bool lambda, char *qualname, char *name);
 
 // Whether code whose co_filename is @file was made by Cython, by the name (.pyx, .pxd, .pxi);
 // false for NULL. Pure.

@@ -119,13 +119,15 @@ static const char *const pyx[] = {
 	"\tawait x",                                           // 17
 };
 
-static void enclosing(int64_t line, const char *want_qualname, const char *want_name)
+static void enclosing_as(int64_t line, bool lambda, const char *want_qualname,
+			 const char *want_name)
 {
 	size_t lens[sizeof(pyx) / sizeof(pyx[0])];
 	for (size_t i = 0; i < sizeof(pyx) / sizeof(pyx[0]); i++)
 		lens[i] = strlen(pyx[i]);
 	char q[PYU_CYTHON_NAME_MAX], n[PYU_CYTHON_NAME_MAX];
-	bool found = pyu_cython_enclosing_def(pyx, lens, sizeof(pyx) / sizeof(pyx[0]), line, q, n);
+	bool found = pyu_cython_enclosing_def(pyx, lens, sizeof(pyx) / sizeof(pyx[0]), line, lambda,
+					      q, n);
 	if (!want_qualname) {
 		ck_assert_msg(!found, "line %lld: found %s", (long long)line, q);
 		return;
@@ -133,6 +135,11 @@ static void enclosing(int64_t line, const char *want_qualname, const char *want_
 	ck_assert_msg(found, "line %lld: no def", (long long)line);
 	ck_assert_str_eq(q, want_qualname);
 	ck_assert_str_eq(n, want_name);
+}
+
+static void enclosing(int64_t line, const char *want_qualname, const char *want_name)
+{
+	enclosing_as(line, false, want_qualname, want_name);
 }
 
 START_TEST(test_enclosing_def)
@@ -149,6 +156,10 @@ START_TEST(test_enclosing_def)
 	enclosing(17, "coro", "coro");
 	enclosing(0, NULL, NULL);
 	enclosing(99, NULL, NULL);
+	// a lambda's frame: a function of its own in the def its line is in
+	enclosing_as(12, true, "Klass.method.<locals>.<lambda>", "<lambda>");
+	enclosing_as(3, true, "inner.<locals>.<lambda>", "<lambda>");
+	enclosing_as(15, true, NULL, NULL); // at module level: no def to name it by
 }
 END_TEST
 
