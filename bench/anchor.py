@@ -6,7 +6,8 @@
 # Each snapshot is one fresh handle on both sides (open the process, find the runtime, walk,
 # drop): pyunwind's pyu_target_open_pid + pyu_stacks_collect (+ pyu_format_bt as JSON, or as
 # text with source lines, left in the library's buffer: the JSON is checked once, copied into
-# Python, before timing), and RemoteUnwinder(pid, all_threads=True).get_stack_trace(). Runs
+# Python, before timing), and RemoteUnwinder(pid, all_threads=True).get_stack_trace() (on 3.15+
+# also in its mode that reads each thread's status, "anchor_status"). Runs
 # alternate between the variants (shuffled each round); medians of the thread's CPU time (user
 # + system: both sides' reads are system calls of this thread, and time spent waiting for a CPU
 # on a loaded machine is left out), and of wall-clock time, are printed as one JSON object. Both sides' output is checked against
@@ -77,6 +78,26 @@ def anchor(pid):
     return _remote_debugging.RemoteUnwinder(pid, all_threads=True).get_stack_trace()
 
 
+# 3.15's RemoteUnwinder also says what each thread is doing (its status: on a CPU, holding the
+# GIL, handling an exception; on a CPU read from /proc/PID/task/TID/stat) in its profiling mode
+# "all" (profiling.sampling's PROFILING_MODE_ALL): the like of pyunwind's JSON, whose threads
+# carry their system call, CPU time, GIL and exception.
+PROFILING_MODE_ALL = 3
+
+
+def anchor_status(pid):
+    return _remote_debugging.RemoteUnwinder(pid, all_threads=True,
+                                            mode=PROFILING_MODE_ALL).get_stack_trace()
+
+
+def has_status_mode(pid):
+    try:
+        _remote_debugging.RemoteUnwinder(pid, all_threads=True, mode=PROFILING_MODE_ALL)
+    except TypeError:  # 3.14: no modes
+        return False
+    return True
+
+
 def anchor_threads(result):
     """{native tid: [(file, line, function)]} from get_stack_trace() of 3.14 (ThreadInfo list)
     or 3.15 (InterpreterInfo list of ThreadInfo)."""
@@ -126,7 +147,6 @@ def main(argv):
     problems = [check("RemoteUnwinder", anchor_threads(anchor(pid)), truth),
                 check("pyunwind", pyunwind_threads(json.loads(pyu.snapshot(pid, PYU_FMT_JSON))),
                       truth)]
-    problems = [p for p in problems if p]
     variants = {
         "anchor": lambda: anchor(pid),
         "collect": lambda: pyu.snapshot(pid),
@@ -134,6 +154,11 @@ def main(argv):
         "text": lambda: pyu.snapshot(pid, PYU_FMT_SOURCE, copy=False),
         "text_nosource": lambda: pyu.snapshot(pid, 0, copy=False),
     }
+    if has_status_mode(pid):
+        problems.append(check("RemoteUnwinder (mode all)", anchor_threads(anchor_status(pid)),
+                              truth))
+        variants["anchor_status"] = lambda: anchor_status(pid)
+    problems = [p for p in problems if p]
     cpu = {k: [] for k in variants}
     wall = {k: [] for k in variants}
     for fn in variants.values():  # warm the page cache and the interpreter
