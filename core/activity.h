@@ -36,8 +36,8 @@ bool pyu_in_syscall(const struct pyu_activity *a);
 struct pyu_stacks;
 
 // What thread @thread (< s->thread_count) of @s is doing, read from the target the first
-// time it is asked for and kept in the snapshot (a live process's /proc files cost four system
-// calls a thread, more than its stack: a snapshot that prints no thread header reads none).
+// time it is asked for and kept in the snapshot (a live process's two /proc files cost more
+// than its stack: a snapshot that prints no thread header reads none).
 // Read once per thread, so every later call agrees. Cannot fail (what cannot be known stays
 // unknown).
 const struct pyu_activity *pyu_thread_activity(const struct pyu_stacks *s, uint32_t thread);

@@ -247,9 +247,10 @@ static void put_signal(struct pyu_strbuf *sb, int32_t sig)
 		pyu_strbuf_printf(sb, "signal %d", sig);
 }
 
-// @ns nanoseconds as printf("%.2f") prints them in seconds: rounded to centiseconds by
-// integers, but for an exact half-centisecond or a figure too large for a double to keep every
-// nanosecond, which printf itself rounds (as it rounds the double).
+// @ns nanoseconds as printf("%.2f") prints (double)@ns / 1e9: rounded to centiseconds by
+// integers. Below 2^52 ns the double lies within 5e-10 of the exact value, and a value that is
+// no tie lies at least 1e-9 from the half-centisecond, so both round alike. An exact tie (the
+// double falls just above or below it) and larger figures are left to printf.
 static void put_centiseconds(struct pyu_strbuf *sb, int64_t ns)
 {
 	if (ns < 0 || ns >= (INT64_C(1) << 52) || ns % 10000000 == 5000000) {
@@ -347,9 +348,11 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 			if (e->line >= 0) {
 				pyu_strbuf_puts(sb, ", line ");
 				pyu_strbuf_i64(sb, e->line);
-			} else if (s->hexversion >= 0x03000000) {
-				// 3.x's traceback module prints a line it does not know as None; 2.7's
-				// always knows it (a line unknown here is ours, and left out)
+			} else if (e->line_from == PYU_TB_LINE_NO_LINE &&
+				   s->hexversion >= 0x030C0000) {
+				// 3.12+ compute tb_lineno when asked, None for an instruction without
+				// a line, and the traceback module prints that (older versions
+				// stored a number; a line not read here is left out)
 				pyu_strbuf_puts(sb, ", line None");
 			}
 			pyu_strbuf_puts(sb, ", in ");
@@ -695,10 +698,14 @@ static void json_codes_put(struct pyu_strbuf *sb, struct json_codes *jc, int32_t
 static size_t hex_digits(char *out, uint64_t v)
 {
 	static const char digits[] = "0123456789abcdef";
-	size_t n = v ? (size_t)(67 - __builtin_clzll(v)) / 4 : 1; // significant bits, rounded up
-	for (size_t i = n; i > 0; i--, v >>= 4)
-		out[i - 1] = digits[v & 15];
-	return n;
+	char tmp[16]; // made backwards in one pass: counting the digits first was a second one
+	size_t at = sizeof(tmp);
+	do {
+		tmp[--at] = digits[v & 15];
+		v >>= 4;
+	} while (v);
+	memcpy(out, tmp + at, sizeof(tmp) - at);
+	return sizeof(tmp) - at;
 }
 
 static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
@@ -827,7 +834,7 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	static const char *const line_from[] = {
 		[PYU_TB_LINE_NONE] = NULL, [PYU_TB_LINE_TB_LINENO] = "tb_lineno",
 		[PYU_TB_LINE_F_LINENO] = "f_lineno", [PYU_TB_LINE_FIRSTLINENO] = "co_firstlineno",
-		[PYU_TB_LINE_BYTECODE] = "bytecode",
+		[PYU_TB_LINE_BYTECODE] = "bytecode", [PYU_TB_LINE_NO_LINE] = "bytecode",
 	};
 	pyu_strbuf_puts(sb, ", \"traceback\": [");
 	for (uint32_t i = 0; i < th->exc_tb.count; i++) {
@@ -1170,7 +1177,9 @@ PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t 
 	pyu_strbuf_reserve(&sb, estimate_bt(s, first, count, flags));
 	if (flags & (PYU_FMT_JSON | PYU_FMT_LOCALS))
 		pyu_stacks_read_thread_values(s);
-	pyu_read_activities(s, first, count); // every header printed says what its thread does
+	// What the threads do, for their headers: read together (a nested thread state's own,
+	// whose header is its outermost one's, is read too)
+	pyu_read_activities(s, first, count);
 	struct pyu_error *err = NULL;
 	if (flags & PYU_FMT_JSON) {
 		err = json_document(&sb, s, first, count, !all, flags, limit);

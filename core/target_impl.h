@@ -1,5 +1,6 @@
 // target_impl.h - the private definition of struct pyu_target, shared only by the files that
-// build targets (target.c, target_proc.c, target_core.c). Everyone else uses target.h.
+// build targets (target.c, target_proc.c, target_proc_status.c, target_core.c). Everyone else
+// uses target.h.
 // A target is one backend read function (process, core file or debugger callback) behind a
 // direct-mapped page cache, plus the mapping list, thread ids and path maps.
 #ifndef PYU_TARGET_IMPL_H

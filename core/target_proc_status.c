@@ -56,7 +56,8 @@ static void close_files(struct open_files *files)
 
 // Opens /proc/PID/task/TID/@name (relative to /proc/PID/task, kept open: fewer path
 // components to look up per file) and reads it into @buf (NUL-terminated). The descriptor is
-// kept in @files for close_files() (which closes those already there if it is full). False when the file cannot be opened or is empty.
+// kept in @files for close_files() (called first when @files is full, or when the process has
+// no descriptor left). False when the file cannot be opened or is empty.
 // The files read here are one record that the kernel makes whole at the first read: a read
 // shorter than asked for is the end, not the read to EOF a second call would be.
 static bool read_task_file(struct proc_backend *p, struct open_files *files, int64_t tid,
@@ -83,6 +84,10 @@ static bool read_task_file(struct proc_backend *p, struct open_files *files, int
 	if (files->count == sizeof(files->fd) / sizeof(files->fd[0]))
 		close_files(files);
 	int fd = openat(p->task_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && files->count) {
+		close_files(files); // a host near its limit: the batch's own are what can go
+		fd = openat(p->task_fd, path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return false;
 	files->fd[files->count++] = fd;

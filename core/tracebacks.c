@@ -69,8 +69,8 @@ static struct pyu_error *frame_code(struct pyu_target *t, const struct pyu_layou
 	return NULL;
 }
 
-// The line of instruction byte offset @lasti in the code object whose fields are in @buf, or
-// -1. Cannot fail.
+// The line of instruction byte offset @lasti in the code object whose fields are in @buf; 0 when
+// the line table gives that instruction no line, -1 when the table cannot be read. Cannot fail.
 static int64_t bytecode_line(struct pyu_target *t, const struct pyu_layout *l, const uint8_t *buf,
 			     int32_t firstlineno, int64_t lasti)
 {
@@ -92,7 +92,9 @@ static int64_t bytecode_line(struct pyu_target *t, const struct pyu_layout *l, c
 	struct pyu_location loc;
 	enum pyu_lt_status st = pyu_linetable_lookup(&lt, lasti, &loc);
 	free(table);
-	return st == PYU_LT_OK && loc.line != PYU_NO_LINE ? loc.line : -1;
+	if (st != PYU_LT_OK)
+		return -1;
+	return loc.line != PYU_NO_LINE && loc.line > 0 ? loc.line : 0;
 }
 
 // Fills @e from the traceback entry at @tb; *next is the entry after it. On error, @e holds
@@ -141,8 +143,10 @@ static struct pyu_error *read_entry(struct pyu_target *t, const struct pyu_layou
 		e->line = firstlineno;
 		e->line_from = PYU_TB_LINE_FIRSTLINENO;
 	} else if (!e->cython) {
-		e->line = bytecode_line(t, l, buf, firstlineno, lasti);
-		e->line_from = e->line > 0 ? PYU_TB_LINE_BYTECODE : PYU_TB_LINE_NONE;
+		int64_t line = bytecode_line(t, l, buf, firstlineno, lasti);
+		e->line = line > 0 ? line : -1;
+		e->line_from = line > 0 ? PYU_TB_LINE_BYTECODE
+			     : line == 0 ? PYU_TB_LINE_NO_LINE : PYU_TB_LINE_NONE;
 	}
 	*next = after;
 	return NULL;

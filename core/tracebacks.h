@@ -24,6 +24,8 @@ enum pyu_tb_line_from {
 	PYU_TB_LINE_FIRSTLINENO, // Cython's code: co_firstlineno (the error line it was made for)
 	PYU_TB_LINE_BYTECODE,    // Python code: the line table at tb_lasti (tb_lineno not stored,
 				 // 3.12+ compute it lazily)
+	PYU_TB_LINE_NO_LINE,     // Python code: the line table gives tb_lasti no line (3.12+'s
+				 // tb_lineno is None there); line is -1
 };
 
 struct pyu_tb_entry {

@@ -690,23 +690,26 @@ START_TEST(test_strbuf_and_utf8)
 END_TEST
 
 // A thread's handled exception under its header (with locals): its traceback as the target's
-// traceback module prints it, a line it does not know as "None" (3.x; 2.7 always knows it).
+// traceback module prints it: an instruction without a line as "line None" (3.12+, whose
+// tb_lineno is None there); a line not read here, or on older versions, left out.
 START_TEST(test_handled_exception_text)
 {
 	struct pyu_tb_entry entries[] = {
 		{"/app/main.py", "main", 12, PYU_TB_LINE_TB_LINENO, false},
-		{"/app/lib.py", "<genexpr>", -1, PYU_TB_LINE_NONE, false},
+		{"/app/lib.py", "<genexpr>", -1, PYU_TB_LINE_NO_LINE, false},
+		{"/app/gone.py", "g", -1, PYU_TB_LINE_NONE, false}, // its table was unreadable
 	};
 	struct pyu_thread_info threads[] = {thread(0x10, 7, 0, NULL, NULL, 0)};
 	threads[0].exc_repr = "ValueError('x')";
 	threads[0].exc_type = "ValueError";
-	threads[0].exc_tb = (struct pyu_traceback){entries, 2, NULL};
+	threads[0].exc_tb = (struct pyu_traceback){entries, 3, NULL};
 	static const struct {
 		const char *version;
 		uint64_t hex;
 		const char *second;
 	} cases[] = {
 		{"3.12.1", 0x030c01f0, "      File \"/app/lib.py\", line None, in <genexpr>\n"},
+		{"3.11.7", 0x030b07f0, "      File \"/app/lib.py\", in <genexpr>\n"},
 		{"2.7.18", 0x020712f0, "      File \"/app/lib.py\", in <genexpr>\n"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -717,6 +720,7 @@ START_TEST(test_handled_exception_text)
 			 "Thread 0x10 (tid 7):\n"
 			 "    handling ValueError('x')\n"
 			 "      File \"/app/main.py\", line 12, in main\n%s"
+			 "      File \"/app/gone.py\", in g\n"
 			 "    (no Python frames)\n", cases[i].second);
 		ck_assert_msg(strstr(out, want), "want\n%s\nin\n%s", want, out);
 		free(out);

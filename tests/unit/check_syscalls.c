@@ -147,8 +147,9 @@ END_TEST
 
 // ---- a live process's threads, read in batches ----------------------------------------------
 
-#define WAITERS 40 // more threads than target_proc_status.c reads in one batch
+#define WAITERS 70 // more threads than one batch of activity.c (64) or target_proc_status.c (32)
 static int waiter_pipe[2];
+static pthread_t waiter[WAITERS];
 
 static void *wait_read(void *arg)
 {
@@ -171,17 +172,20 @@ static int count_fds(void)
 	return n;
 }
 
-// The ids of this process's threads but the calling one, once every other one is blocked in
-// read(2) (its syscall file says 0); their count.
-static size_t blocked_threads(int64_t *tids, size_t cap)
+// Starts WAITERS threads blocked in read(2) of a pipe and waits until /proc says every one is
+// (its syscall file says 0); their ids into @tids.
+static void start_waiters(int64_t *tids)
 {
+	ck_assert_int_eq(pipe(waiter_pipe), 0);
+	for (int i = 0; i < WAITERS; i++)
+		ck_assert_int_eq(pthread_create(&waiter[i], NULL, wait_read, NULL), 0);
 	int64_t self = (int64_t)syscall(SYS_gettid);
 	for (int attempt = 0; attempt < 500; attempt++) {
 		size_t n = 0, reading = 0;
 		DIR *d = opendir("/proc/self/task");
 		ck_assert_ptr_nonnull(d);
 		struct dirent *e;
-		while ((e = readdir(d)) && n < cap) {
+		while ((e = readdir(d)) && n < WAITERS) {
 			int64_t tid = strtoll(e->d_name, NULL, 10);
 			if (tid <= 0 || tid == self)
 				continue;
@@ -196,35 +200,62 @@ static size_t blocked_threads(int64_t *tids, size_t cap)
 		}
 		closedir(d);
 		if (reading == WAITERS && n == WAITERS)
-			return n;
+			return;
 		nanosleep(&(struct timespec){0, 10000000}, NULL);
 	}
 	ck_abort_msg("the waiting threads did not all block in read(2)");
-	return 0;
+}
+
+static void stop_waiters(void)
+{
+	char release[WAITERS] = {0};
+	ck_assert_int_eq(write(waiter_pipe[1], release, sizeof(release)), WAITERS);
+	for (int i = 0; i < WAITERS; i++)
+		pthread_join(waiter[i], NULL);
+	close(waiter_pipe[0]);
+	close(waiter_pipe[1]);
+}
+
+// The thread's time on a CPU as its schedstat says, or -1 where that file says nothing.
+static int64_t schedstat_ns(int64_t tid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%lld/schedstat", (long long)tid);
+	FILE *f = fopen(path, "r");
+	long long ns = -1, wait = 0, slices = 0;
+	if (f) {
+		if (fscanf(f, "%lld %lld %lld", &ns, &wait, &slices) != 3 ||
+		    (!ns && !wait && !slices))
+			ns = -1;
+		fclose(f);
+	}
+	return ns;
 }
 
 START_TEST(test_live_batches)
 {
-	ck_assert_int_eq(pipe(waiter_pipe), 0);
-	pthread_t th[WAITERS];
-	for (int i = 0; i < WAITERS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, wait_read, NULL), 0);
 	int64_t tids[WAITERS + 3];
-	size_t n = blocked_threads(tids, WAITERS);
+	start_waiters(tids);
+	size_t n = WAITERS;
 	tids[n++] = 0;                  // no thread: unknown
 	tids[n++] = -7;                 // no thread: unknown
 	tids[n++] = 0x7ffffff0;         // no such thread: unknown
-	int sentinel = open("/dev/null", O_RDONLY | O_CLOEXEC); // must outlive the batch's closes
-	ck_assert_int_ge(sentinel, 0);
-	int fds = count_fds();
 	struct pyu_target *t;
 	ck_assert_ptr_null(pyu_target_open_pid(getpid(), &t));
 	struct pyu_thread_status batch[WAITERS + 3], one;
+	pyu_target_thread_status(t, tids[0], &one); // what the target keeps open, opened
+	// Descriptors of ours between those the batch will get: closing by runs must spare them.
+	int sentinel[8];
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_ge(sentinel[i] = open("/dev/null", O_RDONLY | O_CLOEXEC), 0);
+	for (int i = 0; i < 8; i += 2)
+		close(sentinel[i]);
+	int fds = count_fds();
 	pyu_target_thread_statuses(t, tids, n, batch);
-	// every file it opened is closed, and nothing else, but /proc/PID/task, kept open for
-	// the next threads until the target is destroyed
-	ck_assert_int_eq(count_fds(), fds + 1);
-	ck_assert_int_ne(fcntl(sentinel, F_GETFD), -1);
+	ck_assert_int_eq(count_fds(), fds); // every file it opened is closed, and nothing else
+	for (int i = 1; i < 8; i += 2)
+		ck_assert_msg(fcntl(sentinel[i], F_GETFD) != -1, "descriptor %d was closed",
+			      sentinel[i]);
 	for (size_t i = 0; i < n; i++) {
 		pyu_target_thread_status(t, tids[i], &one);
 		if (i < WAITERS) {
@@ -232,8 +263,12 @@ START_TEST(test_live_batches)
 			ck_assert(batch[i].has_args);
 			ck_assert_uint_eq(batch[i].args[0], (uint64_t)waiter_pipe[0]);
 			ck_assert_int_ge(batch[i].cpu_ns, 0);
+			// blocked all along: the same nanoseconds as the file says now
+			int64_t ns = schedstat_ns(tids[i]);
+			if (ns >= 0)
+				ck_assert_int_eq(batch[i].cpu_ns, ns);
 			ck_assert_int_eq(one.syscall, 0);
-			ck_assert_int_ge(one.cpu_ns, batch[i].cpu_ns); // time only grows
+			ck_assert_int_eq(one.cpu_ns, batch[i].cpu_ns);
 		} else {
 			ck_assert_int_eq(batch[i].syscall, PYU_SYSCALL_UNKNOWN);
 			ck_assert_int_eq(batch[i].cpu_ns, -1);
@@ -241,14 +276,58 @@ START_TEST(test_live_batches)
 		}
 	}
 	pyu_target_destroy(t);
-	ck_assert_int_eq(count_fds(), fds);
-	close(sentinel);
-	char release[WAITERS] = {0};
-	ck_assert_int_eq(write(waiter_pipe[1], release, sizeof(release)), WAITERS);
-	for (int i = 0; i < WAITERS; i++)
-		pthread_join(th[i], NULL);
-	close(waiter_pipe[0]);
-	close(waiter_pipe[1]);
+	ck_assert_int_eq(count_fds(), fds - 1); // and /proc/PID/task with the target
+	for (int i = 1; i < 8; i += 2)
+		close(sentinel[i]);
+	stop_waiters();
+}
+END_TEST
+
+// pyu_read_activities over a snapshot of more threads than its batch: every pending thread
+// read as pyu_thread_activity reads it alone, threads without a kernel thread id unknown, a
+// thread already read left as it was.
+START_TEST(test_read_activities)
+{
+	int64_t tids[WAITERS];
+	start_waiters(tids);
+	enum { N = WAITERS + 2 };
+	struct pyu_thread_info threads[N], alone[N];
+	memset(threads, 0, sizeof(threads));
+	for (uint32_t i = 0; i < N; i++)
+		threads[i].native_thread_id = i < WAITERS ? tids[i] : -1;
+	threads[N - 1].native_thread_id = tids[0]; // read before: kept
+	threads[N - 1].activity = (struct pyu_activity){.state = PYU_STATE_SLEEP, .syscall = 35};
+	threads[N - 1].activity_read = true;
+	memcpy(alone, threads, sizeof(threads));
+	struct pyu_stacks s, s_alone;
+	memset(&s, 0, sizeof(s));
+	ck_assert_ptr_null(pyu_target_open_pid(getpid(), &s.target));
+	s.threads = threads;
+	s.thread_count = N;
+	s_alone = s;
+	s_alone.threads = alone;
+	pyu_read_activities(&s, 0, N);
+	for (uint32_t i = 0; i < N; i++) {
+		ck_assert(threads[i].activity_read);
+		const struct pyu_activity *a = &threads[i].activity;
+		const struct pyu_activity *b = pyu_thread_activity(&s_alone, i);
+		ck_assert_int_eq(a->state, b->state);
+		ck_assert_int_eq(a->syscall, b->syscall);
+		ck_assert_int_eq(a->has_cpu, b->has_cpu);
+		if (i < WAITERS) {
+			ck_assert_int_eq(a->state, PYU_STATE_IO);
+			ck_assert_str_eq(a->syscall_name, "read");
+			ck_assert(a->has_cpu);
+			ck_assert_int_eq(a->cpu_ns, b->cpu_ns);
+		}
+	}
+	ck_assert_int_eq(threads[WAITERS].activity.state, PYU_STATE_UNKNOWN);
+	ck_assert_int_eq(threads[N - 1].activity.state, PYU_STATE_SLEEP);
+	ck_assert_int_eq(threads[N - 1].activity.syscall, 35);
+	pyu_read_activities(&s, N, 5);  // past the end: nothing
+	pyu_read_activities(&s, 3, 0);  // none
+	pyu_target_destroy(s.target);
+	stop_waiters();
 }
 END_TEST
 
@@ -260,6 +339,7 @@ static Suite *syscalls_suite(void)
 	tcase_add_test(tc, test_headers_and_json);
 	tcase_add_test(tc, test_cpu_times);
 	tcase_add_test(tc, test_live_batches);
+	tcase_add_test(tc, test_read_activities);
 	suite_add_tcase(s, tc);
 	return s;
 }
