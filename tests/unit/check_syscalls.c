@@ -180,7 +180,7 @@ static void start_waiters(int64_t *tids)
 	for (int i = 0; i < WAITERS; i++)
 		ck_assert_int_eq(pthread_create(&waiter[i], NULL, wait_read, NULL), 0);
 	int64_t self = (int64_t)syscall(SYS_gettid);
-	for (int attempt = 0; attempt < 500; attempt++) {
+	for (int attempt = 0; attempt < 3000; attempt++) { // 30 s
 		size_t n = 0, reading = 0;
 		DIR *d = opendir("/proc/self/task");
 		ck_assert_ptr_nonnull(d);
@@ -338,6 +338,7 @@ static Suite *syscalls_suite(void)
 	tcase_add_test(tc, test_names_and_kinds);
 	tcase_add_test(tc, test_headers_and_json);
 	tcase_add_test(tc, test_cpu_times);
+	tcase_set_timeout(tc, 60); // 70 threads to start and see blocked on a loaded machine
 	tcase_add_test(tc, test_live_batches);
 	tcase_add_test(tc, test_read_activities);
 	suite_add_tcase(s, tc);
