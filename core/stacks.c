@@ -67,6 +67,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	struct pyu_runtime *rt = malloc(sizeof(*rt));
 	if (!rt)
 		return &pyu_error_nomem;
+	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
 	struct pyu_error *err = pyu_runtime_find(t, rt);
 	if (err) {
 		free(rt);

@@ -118,6 +118,26 @@ void pyu_target_flush_cache(struct pyu_target *t)
 	memset(t->streams, 0, sizeof(t->streams));
 }
 
+void pyu_target_begin_snapshot(struct pyu_target *t)
+{
+	if (t->changes && t->snapshots > 0) {
+		pyu_target_flush_cache(t);
+		if (t->refresh)
+			t->refresh(t);
+	}
+	t->snapshots++;
+}
+
+uint64_t pyu_target_snapshot(const struct pyu_target *t)
+{
+	return t->snapshots;
+}
+
+bool pyu_target_changes(const struct pyu_target *t)
+{
+	return t->changes;
+}
+
 static bool cache_alloc(struct pyu_target *t)
 {
 	if (t->cache_addr)
@@ -1563,9 +1583,11 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_callback(pyu_read_fn read, void *ar
 	cb->arg = arg;
 	struct pyu_error *err = pyu_target_create(callback_read, callback_destroy, cb,
 						  "a read callback", ret);
-	if (err)
+	if (err) {
 		free(cb);
-	else
+	} else {
 		(*ret)->span_prefetch = true;
+		(*ret)->changes = true; // a debugger's process runs between its stops
+	}
 	return err;
 }

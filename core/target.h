@@ -171,4 +171,16 @@ bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *re
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);
 
+// Starts a snapshot. On a target whose memory changes (a live process, a debugger's reads),
+// nothing read for an earlier snapshot is trusted: cached pages are dropped and what the
+// backend lists is read again (a process's mappings and threads). A core is left as it is.
+// Cannot fail: a list that cannot be read again stays as it was.
+void pyu_target_begin_snapshot(struct pyu_target *t);
+
+// The number of snapshots begun on @t: what a layer above keeps between snapshots of a target
+// whose memory changes (pyu_target_changes) must be checked again once this moved on.
+// Cannot fail.
+uint64_t pyu_target_snapshot(const struct pyu_target *t);
+bool pyu_target_changes(const struct pyu_target *t);
+
 #endif

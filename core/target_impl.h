@@ -115,6 +115,13 @@ struct pyu_target {
 	// Live processes: adds the thread ids on first use (pyu_target_thread_count); NULL when
 	// they were given, or once listed.
 	void (*list_threads)(struct pyu_target *t);
+	// Whether the target's memory may change between snapshots (a live process, a debugger's
+	// reads); then pyu_target_begin_snapshot drops what an earlier one read, and calls
+	// @refresh (NULL when the backend lists nothing that changes) to read again what the
+	// backend listed (a process's mappings and threads).
+	bool changes;
+	void (*refresh)(struct pyu_target *t);
+	uint64_t snapshots; // begun so far (pyu_target_snapshot)
 
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
 	// a hash of its number. cache_addr[i] is the page slot i holds, or PYU_NO_PAGE; cache_used[i]

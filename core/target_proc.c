@@ -323,6 +323,68 @@ static void proc_list_threads(struct pyu_target *t)
 	pyu_error_destroy(err);
 }
 
+static void free_mappings(struct pyu_mapping *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].path);
+		free(m[i].local_path);
+	}
+	free(m);
+}
+
+// Whether @a and @b map the same thing: the same range of the same file, or the same
+// anonymous memory.
+static bool same_mapping(const struct pyu_mapping *a, const struct pyu_mapping *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->readable == b->readable && a->writable == b->writable &&
+	       a->executable == b->executable && a->inode == b->inode &&
+	       a->dev_major == b->dev_major && a->dev_minor == b->dev_minor &&
+	       a->deleted == b->deleted && (a->path == NULL) == (b->path == NULL) &&
+	       (!a->path || strcmp(a->path, b->path) == 0);
+}
+
+// The target's refresh hook (target_impl.h): the process mapped, unmapped and started or ended
+// threads since the last snapshot. The mappings are read again, a mapping unchanged keeping
+// what was learnt of its file (which local file reads it, whether it is the one mapped); the
+// threads are listed again when next asked for. When the map cannot be read (the process is
+// gone), the old one stays: the reads will say what is wrong.
+static void proc_refresh(struct pyu_target *t)
+{
+	const struct proc_backend *p = t->backend_data;
+	t->thread_count = 0;
+	t->list_threads = proc_list_threads;
+	struct pyu_mapping *old = t->mappings;
+	size_t old_count = t->mapping_count, old_cap = t->mapping_cap;
+	t->mappings = NULL;
+	t->mapping_count = t->mapping_cap = 0;
+	struct pyu_error *err = read_maps(t, p->pid);
+	if (err) {
+		pyu_error_destroy(err);
+		free_mappings(t->mappings, t->mapping_count);
+		t->mappings = old;
+		t->mapping_count = old_count;
+		t->mapping_cap = old_cap;
+		return;
+	}
+	// Both lists are sorted by start: one merge pass.
+	size_t j = 0;
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		struct pyu_mapping *m = &t->mappings[i];
+		while (j < old_count && old[j].start < m->start)
+			j++;
+		if (j >= old_count || !same_mapping(m, &old[j]) || !m->local_path ||
+		    !old[j].local_path)
+			continue;
+		char *kept = old[j].local_path;
+		old[j].local_path = m->local_path; // freed with the old list
+		m->local_path = kept;
+		m->local_path_fixed = old[j].local_path_fixed;
+		m->local_check = old[j].local_check;
+	}
+	free_mappings(old, old_count);
+}
+
 // Reads one byte of the first readable mapping to find out early whether we may read this
 // process at all, so the caller gets "permission denied" instead of empty stacks.
 static struct pyu_error *probe_access(struct pyu_target *t, int pid)
@@ -380,6 +442,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->backend_gather = proc_gather;
 	t->check_local = proc_check_local;
 	t->list_threads = proc_list_threads;
+	t->changes = true;
+	t->refresh = proc_refresh;
 	err = read_maps(t, pid); // ENOENT: "no such process"
 	if (!err)
 		err = probe_access(t, pid);

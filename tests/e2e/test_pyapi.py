@@ -6,6 +6,9 @@
 # tests/e2e/pyapi_check.py (with only the installed package on its path) against a live
 # process of its own and a shared kernel crash core; the documents it gets must equal the
 # targets' truth, and the API's triage document must equal `pyunwind triage --json`.
+# Under every interpreter of the matrix, one target that keeps changing (tests/targets/churn.py)
+# is read 100 times through one open handle (the checkout's package, in this process): each
+# snapshot must equal a fresh handle's of the same stop.
 #
 #   tests/e2e/test_pyapi.py [-j N] [FILTER...]     (make test-pyapi)
 import json
@@ -14,13 +17,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
+from harness import stopped  # noqa: E402
 from e2e.test_triage import foreign_core, WORK as TRIAGE_WORK  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 CHECK = os.path.join(REPO, "tests", "e2e", "pyapi_check.py")
+CHURN = os.path.join(REPO, "tests", "targets", "churn.py")
+REPEATS = 100
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
           "instruction_offset")
 WORK = tempfile.mkdtemp(prefix="pyu-pyapi-")
@@ -94,19 +101,61 @@ def case(py, from_source):
     return go
 
 
+def repeat_case(py):
+    """100 snapshots through one open handle of a process that keeps changing, each equal to a
+    fresh handle's at the same stop; the process must really have changed between them."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        workdir = tempfile.mkdtemp(prefix="churn-", dir=WORK)
+        proc = subprocess.Popen([py.path, CHURN, workdir], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 120
+            while not os.path.exists(os.path.join(workdir, "ready")):
+                assert proc.poll() is None, "churn.py exited: %s" % proc.stderr.read()[-2000:]
+                assert time.time() < deadline, "churn.py not ready in 120 s"
+                time.sleep(0.01)
+            problems, names = [], set()
+            with pyunwind.open_process(proc.pid) as target:
+                for i in range(REPEATS):
+                    with stopped(proc.pid):
+                        kept = target.collect().document()
+                        with pyunwind.open_process(proc.pid) as fresh:
+                            want = fresh.collect().document()
+                    if kept != want:
+                        diff = [k for k in want if kept.get(k) != want[k]]
+                        problems.append("snapshot %d differs from a fresh handle's in %s: %s"
+                                        % (i, diff, json.dumps(kept.get(diff[0]))[:600]
+                                           if diff else ""))
+                    names.update(f.get("function") for t in kept["threads"]
+                                 for f in t["frames"]
+                                 if (f.get("function") or "").startswith("gen_"))
+                    time.sleep(0.003)
+            # The process changed between the snapshots (else equal proves nothing).
+            if len(names) < 10:
+                problems.append("only %d distinct gen_N functions seen in %d snapshots: %s"
+                                % (len(names), REPEATS, sorted(names)))
+            assert not problems, "\n".join(problems[:5])
+        finally:
+            proc.kill()
+            proc.wait()
+    return go
+
+
 def main():
     pys = [py for py in selected() if runs_pip(py)]
-    cases = []
+    cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
     if pys:
         try:
             setup(pys)
         except (HarnessError, OSError, ValueError, subprocess.SubprocessError) as e:
             SHARED["error"] = "set-up: %s" % e
-        cases = [("pyapi %s%s" % (py.label, " (pip install . from the checkout)"
+        cases += [("pyapi %s%s" % (py.label, " (pip install . from the checkout)"
                                   if i == 0 else ""), case(py, i == 0))
                  for i, py in enumerate(pys)]
     else:
-        cases = [("pyapi: an interpreter that runs pip",
+        cases += [("pyapi: an interpreter that runs pip",
                   lambda: (_ for _ in ()).throw(AssertionError("none in the matrix")))]
     try:
         return run_cases(cases, prefix="test-pyapi")

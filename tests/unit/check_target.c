@@ -1034,6 +1034,105 @@ START_TEST(test_live_permission_denied)
 }
 END_TEST
 
+// A child that, for each byte read from @to, adds one to live_marker and maps one more
+// page, then writes that page's address to @from.
+static pid_t start_changing_child(int *to, int *from)
+{
+	int a[2], b[2];
+	ck_assert_int_eq(pipe(a), 0);
+	ck_assert_int_eq(pipe(b), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(a[1]);
+		close(b[0]);
+		live_marker = 1;
+		char ch = 0;
+		while (read(a[0], &ch, 1) == 1) {
+			live_marker++;
+			void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			uint64_t at = (uint64_t)(uintptr_t)p;
+			if (p == MAP_FAILED || write(b[1], &at, 8) != 8)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(a[0]);
+	close(b[1]);
+	*to = a[1];
+	*from = b[0];
+	char ch = 0;
+	uint64_t at;
+	ck_assert_int_eq(write(*to, &ch, 1), 1); // marker 2 once it answers
+	ck_assert_int_eq(read(*from, &at, 8), 8);
+	return pid;
+}
+
+// A live process changes between snapshots: each snapshot reads it again (memory and
+// mappings); within one snapshot the cached page answers.
+START_TEST(test_live_snapshots)
+{
+	int to, from;
+	pid_t pid = start_changing_child(&to, &from);
+	struct pyu_target *t = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &t));
+	ck_assert(pyu_target_changes(t));
+	uint64_t lm = (uint64_t)(uintptr_t)&live_marker, v = 0;
+	for (uint64_t want = 2; want < 6; want++) {
+		pyu_target_begin_snapshot(t);
+		ck_assert_uint_eq(pyu_target_snapshot(t), 2 * (want - 2) + 1);
+		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
+		ck_assert_uint_eq(v, want);
+		char ch = 0;
+		uint64_t page = 0;
+		ck_assert_int_eq(write(to, &ch, 1), 1);
+		ck_assert_int_eq(read(from, &page, 8), 8);
+		// The same snapshot: the page read is not read again, the new mapping not seen.
+		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
+		ck_assert_uint_eq(v, want);
+		ck_assert_ptr_null(pyu_target_find_mapping(t, page));
+		pyu_target_begin_snapshot(t);
+		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
+		ck_assert_uint_eq(v, want + 1);
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, page);
+		ck_assert_ptr_nonnull(m);
+		ck_assert(!m->writable && m->readable && !m->path);
+		// What was learnt of a file mapping unchanged is kept.
+		m = pyu_target_find_mapping(t, (uint64_t)(uintptr_t)&printf);
+		ck_assert_ptr_nonnull(m);
+		ck_assert(pyu_target_file_matches(t, m));
+		ck_assert_int_eq(m->local_check, PYU_LOCAL_SAME);
+	}
+	close(to);
+	close(from);
+	waitpid(pid, NULL, 0);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+// A debugger's target changes between its stops too; a core never does.
+START_TEST(test_callback_snapshots)
+{
+	struct image img = {0};
+	struct pyu_target *t = image_target(&img);
+	ck_assert(pyu_target_changes(t));
+	uint64_t v = 0, want;
+	pyu_target_begin_snapshot(t);
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 64, &v));
+	memcpy(&want, img.data + 64, 8);
+	ck_assert_uint_eq(v, want);
+	img.data[64] ^= 0xff;
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 64, &v));
+	ck_assert_uint_eq(v, want); // cached within a snapshot
+	pyu_target_begin_snapshot(t);
+	ck_assert_ptr_null(pyu_target_read_u64(t, IMG_BASE + 64, &v));
+	memcpy(&want, img.data + 64, 8);
+	ck_assert_uint_eq(v, want);
+	ck_assert_uint_eq(pyu_target_snapshot(t), 2);
+	pyu_target_destroy(t);
+}
+END_TEST
+
 START_TEST(test_live_no_such_process)
 {
 	struct pyu_target *t = (struct pyu_target *)&t; // must stay untouched
@@ -1064,6 +1163,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_mappings_sorted);
 	tcase_add_test(tc, test_path_maps);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_callback_snapshots);
 	suite_add_tcase(s, tc);
 	TCase *live = tcase_create("live");
 	tcase_set_timeout(live, 60);
@@ -1072,6 +1172,7 @@ static Suite *target_suite(void)
 	tcase_add_test(live, test_live_mem_fallback);
 	tcase_add_test(live, test_live_permission_denied);
 	tcase_add_test(live, test_live_no_such_process);
+	tcase_add_test(live, test_live_snapshots);
 	suite_add_tcase(s, live);
 	return s;
 }
