@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 5
+#define PYU_ABI_VERSION 6
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -141,6 +141,56 @@ PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t na
 					  uint64_t pthread_id);
 // Number of frames of thread @thread (error frames included); 0 for a bad index.
 PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread);
+
+// ---- the snapshot as values, for bindings that build objects from it ------------------------
+// Integers absent in the target (no line, no column, no native id...) read as PYU_ABSENT.
+#define PYU_ABSENT INT64_MIN
+// The interpreter's version ("3.14.0"; owned by the snapshot), its hex version
+// (sys.hexversion), and its build: bit 0 a debug build, bit 1 free-threaded.
+PYU_PUBLIC const char *pyu_stacks_version(const struct pyu_stacks *s);
+PYU_PUBLIC uint64_t pyu_stacks_hexversion(const struct pyu_stacks *s);
+PYU_PUBLIC uint32_t pyu_stacks_build_flags(const struct pyu_stacks *s);
+// Thread @thread: thread_id (threading.get_ident()), native_thread_id, holds_gil (1, 0),
+// interpreter_id, tstate_address, frame_count, and the thread it continues (index + 1: the
+// same OS thread in an interpreter this one called into; 0 when none). Fills @out[0..n) (n at
+// most PYU_THREAD_FIELDS); returns how many were filled, 0 for a bad index.
+#define PYU_THREAD_FIELDS 7u
+PYU_PUBLIC uint32_t pyu_stacks_thread_fields(const struct pyu_stacks *s, uint32_t thread,
+					     int64_t *out, uint32_t n);
+// Frames [@first, @first + @count) of @thread, innermost first, PYU_FRAME_FIELDS integers
+// each: kind (0 a Python frame, 1 an error frame), the code object's index (see below; -1 for
+// an error frame), line, end_line, column, end_column, instruction_offset, frame_address.
+// Returns the number of frames filled (fewer past the end; 0 for a bad thread).
+#define PYU_FRAME_FIELDS 8u
+PYU_PUBLIC uint32_t pyu_stacks_frame_fields(const struct pyu_stacks *s, uint32_t thread,
+					    uint32_t first, uint32_t count, int64_t *out);
+// Why error frame @frame of @thread could not be read; NULL for a Python frame or a bad index.
+// Owned by the snapshot.
+PYU_PUBLIC const char *pyu_stacks_frame_reason(const struct pyu_stacks *s, uint32_t thread,
+					       uint32_t frame);
+// The code objects the snapshot's frames run (index from pyu_stacks_frame_fields): their
+// count; the name (@which 0), qualified name (1: NULL before 3.11) and file name (2), UTF-8,
+// owned by the snapshot (NULL for a bad index); the address.
+PYU_PUBLIC uint32_t pyu_stacks_code_count(const struct pyu_stacks *s);
+PYU_PUBLIC const char *pyu_stacks_code_string(const struct pyu_stacks *s, uint32_t code,
+					      uint32_t which);
+PYU_PUBLIC uint64_t pyu_stacks_code_address(const struct pyu_stacks *s, uint32_t code);
+// The name of @thread (threading's name), read from the target with every thread's on first
+// use; NULL when unknown. Owned by the snapshot.
+PYU_PUBLIC const char *pyu_stacks_thread_name(struct pyu_stacks *s, uint32_t thread);
+// What @thread is doing (read from the target with every thread's on first use): the system
+// call it is blocked in (its number), the fatal signal it received, the fault address, its
+// CPU time in nanoseconds, each PYU_ABSENT when none or unknown. Fills @out[0..n) (n at most
+// PYU_ACTIVITY_FIELDS); returns how many, 0 for a bad index.
+#define PYU_ACTIVITY_FIELDS 4u
+PYU_PUBLIC uint32_t pyu_stacks_thread_activity(struct pyu_stacks *s, uint32_t thread,
+					       int64_t *out, uint32_t n);
+// The same in words: the system call's name (@which 0), the state ("waiting on a lock",
+// "running"; 1), the signal's name ("SIGSEGV"; 2); NULL when unknown or none. Static strings.
+PYU_PUBLIC const char *pyu_stacks_thread_activity_text(struct pyu_stacks *s, uint32_t thread,
+						       uint32_t which);
+// The address of the exception sys.exc_info() gives in @thread (0 when none or unknown).
+PYU_PUBLIC uint64_t pyu_stacks_thread_exception(struct pyu_stacks *s, uint32_t thread);
 
 // Output flags.
 #define PYU_FMT_JSON 0x1u     // the JSON document of the stacks (see README)

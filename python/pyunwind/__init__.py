@@ -20,8 +20,13 @@ Everything is decoded by the C library; this module turns its JSON into dataclas
 :class:`Error` (subclasses per cause) carrying the library's error code.
 """
 import ctypes
+import importlib.machinery
+import importlib.util
 import json
 import os
+import sysconfig
+import weakref
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -31,7 +36,7 @@ __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
     "PythonInfo", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
-    "open_process", "open_core", "triage", "library_path",
+    "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
 
@@ -125,8 +130,68 @@ def _lib():
         lib.lib.pyu_format_triage.argtypes = [_P, ctypes.c_char_p, _PP]
         lib.lib.pyu_stacks_crash_thread.restype = ctypes.c_int32
         lib.lib.pyu_stacks_crash_thread.argtypes = [_P]
+        lib.lib.pyu_stacks_version.restype = ctypes.c_char_p
+        lib.lib.pyu_stacks_version.argtypes = [_P]
+        lib.lib.pyu_stacks_hexversion.restype = ctypes.c_uint64
+        lib.lib.pyu_stacks_hexversion.argtypes = [_P]
+        lib.lib.pyu_stacks_build_flags.restype = ctypes.c_uint32
+        lib.lib.pyu_stacks_build_flags.argtypes = [_P]
         _declared.append(True)
     return lib
+
+
+_NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
+                     "pyu_stacks_frame_fields", "pyu_stacks_frame_reason",
+                     "pyu_stacks_code_count", "pyu_stacks_code_string",
+                     "pyu_stacks_code_address", "pyu_stacks_thread_name",
+                     "pyu_stacks_thread_activity", "pyu_stacks_thread_activity_text",
+                     "pyu_stacks_thread_exception")
+_native_state = []  # [module or None], once looked for
+
+
+def _load_native(here: str):
+    """The native module built for this interpreter: installed beside this file, or in the
+    build tree of a checkout (build/pyext); None when there is none or it does not load."""
+    try:
+        return importlib.import_module(__name__ + "._native")
+    except ImportError:
+        pass
+    name = "_native" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+    repo = os.path.dirname(os.path.dirname(here))
+    path = os.path.join(repo, "build", "pyext", name)
+    if os.path.basename(os.path.dirname(here)) != "python" or not os.path.exists(path):
+        return None
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(__name__ + "._native", path)
+        spec = importlib.util.spec_from_file_location(__name__ + "._native", path,
+                                                      loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+        return mod
+    except (ImportError, OSError):
+        return None
+
+
+def _native_for(lib):
+    """The native module bound to @lib's functions, or None: then objects are built with
+    ctypes from the library's JSON (PYUNWIND_NATIVE=0 forces that)."""
+    if not _native_state:
+        mod = None
+        if os.environ.get("PYUNWIND_NATIVE", "1") != "0":
+            mod = _load_native(os.path.dirname(os.path.abspath(__file__)))
+        if mod is not None:
+            try:
+                mod.bind(*[ctypes.cast(getattr(lib.lib, n), ctypes.c_void_p).value
+                           for n in _NATIVE_FUNCTIONS])
+            except (AttributeError, TypeError, ValueError):
+                mod = None
+        _native_state.append(mod)
+    return _native_state[0]
+
+
+def native_module() -> bool:
+    """Whether snapshots are built by the native module (else through ctypes and JSON)."""
+    return _native_for(_lib()) is not None
 
 
 def library_path() -> str:
@@ -280,32 +345,96 @@ class Signature:
 
 
 class Snapshot:
-    """Every thread's Python stack, taken once by :meth:`Target.collect`."""
+    """Every thread's Python stack, taken once by :meth:`Target.collect`. ``threads`` are
+    built when the snapshot is taken; the documents and texts (and with them ``crash`` and
+    ``signature``) are formatted by the library when first asked for: of a live process, ask
+    while it is as it was (stopped), as thread names and exceptions are read then."""
 
-    def __init__(self, document: Dict[str, Any], triage_document: Dict[str, Any],
-                 texts: Dict[bool, str]):
-        self._doc = document
-        self._triage = triage_document
-        self._texts = texts
-        self.python = PythonInfo.from_json(document["python"])
-        self.threads: List[Thread] = [Thread.from_json(t) for t in document["threads"]]
-        self.errors: List[str] = list(document.get("errors", []))
-        self.notes: List[str] = list(document.get("notes", []))
-        c = triage_document.get("crash")
-        has_signal = c is not None and c.get("signal") is not None
-        #: The crash of a core (None for a live process, or a core that records no signal).
-        self.crash: Optional[Crash] = Crash.from_json(c) if has_signal else None
-        self.signature = Signature(triage_document["signature"],
-                                   tuple(triage_document["signature_frames"]))
+    def __init__(self, target: "Target", stacks, threads: List[Thread]):
+        self._target = target
+        self._stacks = stacks
+        self._doc: Optional[Dict[str, Any]] = None
+        self._triage: Optional[Dict[str, Any]] = None
+        self._texts: Dict[bool, str] = {}
+        self.threads: List[Thread] = threads
+        self.python = PythonInfo.from_json(target._python_info(stacks))
+        self._errors: Optional[List[str]] = None
+
+    # -- the library's snapshot, kept until the documents are had -------------------------
+
+    def _format(self, fn, *args) -> str:
+        if self._stacks is None:
+            raise ArgumentError("the snapshot's target is closed", 8)
+        return _string(self._target._lib, fn, self._stacks, *args)
+
+    def _materialize(self) -> None:
+        """Formats whatever was not yet, then lets the library's snapshot go (the target is
+        closing)."""
+        if self._stacks is None:
+            return
+        try:
+            self._document_dict()
+            self._triage_dict()
+            self.text(True)
+            self.text(False)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self._stacks is not None:
+            self._target._lib.lib.pyu_stacks_destroy(self._stacks)
+            self._stacks = None
+
+    def __del__(self):
+        try:
+            self._release()
+        except Exception:
+            pass
+
+    def _document_dict(self) -> Dict[str, Any]:
+        if self._doc is None:
+            lib = self._target._lib
+            self._doc = json.loads(self._format(lib.lib.pyu_format_bt, 0,
+                                                _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
+        return self._doc
+
+    def _triage_dict(self) -> Dict[str, Any]:
+        if self._triage is None:
+            lib = self._target._lib
+            self._triage = json.loads(self._format(lib.lib.pyu_format_triage, None))
+        return self._triage
+
+    # -- what a snapshot says ----------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Thread]:
         return iter(self.threads)
 
     @property
+    def errors(self) -> List[str]:
+        """Problems not tied to one frame."""
+        return list(self._document_dict().get("errors", []))
+
+    @property
+    def notes(self) -> List[str]:
+        """How the interpreter was found, what was worked around."""
+        return list(self._document_dict().get("notes", []))
+
+    @property
+    def crash(self) -> Optional[Crash]:
+        """The crash of a core (None for a live process, or a core that records no signal)."""
+        c = self._triage_dict().get("crash")
+        return Crash.from_json(c) if c is not None and c.get("signal") is not None else None
+
+    @property
+    def signature(self) -> Signature:
+        t = self._triage_dict()
+        return Signature(t["signature"], tuple(t["signature_frames"]))
+
+    @property
     def crash_thread(self) -> Optional[Thread]:
         """The thread that crashed (a core), or the GIL holder (a live process); None when
         that thread runs no Python code."""
-        tid = (self._triage.get("crash") or {}).get("thread_id")
+        tid = (self._triage_dict().get("crash") or {}).get("thread_id")
         for t in self.threads:
             if t.thread_id == tid:
                 return t
@@ -313,18 +442,24 @@ class Snapshot:
 
     def document(self) -> Dict[str, Any]:
         """The JSON document of ``pyunwind bt --json`` (a fresh copy)."""
-        return json.loads(json.dumps(self._doc))
+        return json.loads(json.dumps(self._document_dict()))
 
     def triage_document(self, path: Optional[str] = None) -> Dict[str, Any]:
         """The document of ``pyunwind triage --json`` for this snapshot."""
-        d = json.loads(json.dumps(self._triage))
+        d = json.loads(json.dumps(self._triage_dict()))
         d["path"] = path
         return d
 
     def text(self, source: bool = True) -> str:
         """What ``pyunwind bt`` prints: every thread, traceback style; ``source=False`` is
         ``--no-source``."""
-        return self._texts[bool(source)]
+        source = bool(source)
+        if source not in self._texts:
+            lib = self._target._lib
+            self._texts[source] = self._format(
+                lib.lib.pyu_format_bt, 0,
+                _core.PYU_FMT_ALL | (_core.PYU_FMT_SOURCE if source else 0), 0)
+        return self._texts[source]
 
 
 class Target:
@@ -334,6 +469,7 @@ class Target:
         self._lib = lib
         self._handle = handle
         self.description = description
+        self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
 
     def __enter__(self) -> "Target":
         return self
@@ -349,6 +485,12 @@ class Target:
 
     def close(self) -> None:
         if self._handle:
+            # Snapshots still held keep what they say: formatted now, before the target goes.
+            for snap in list(self._snapshots):
+                try:
+                    snap._materialize()
+                except Error:
+                    snap._release()
             self._lib.lib.pyu_target_destroy(self._handle)
             self._handle = None
 
@@ -362,24 +504,53 @@ class Target:
         _check(self._lib, self._lib.lib.pyu_target_add_path_map(
             self._handle, source.encode(), local.encode()))
 
-    def collect(self) -> Snapshot:
+    def collect(self, activity: bool = True) -> Snapshot:
         """Reads every thread's Python stack. Raises NotPythonError, UnsupportedVersionError,
-        ...; frames that cannot be read become error frames instead."""
+        ...; frames that cannot be read become error frames instead. ``activity``: read what
+        each thread is doing (system call, state, signal, CPU time; two /proc files a thread
+        of a live process); False leaves those None.
+
+        On a live process each call reads the process again (nothing read for an earlier
+        snapshot is trusted): call it again for a new snapshot of the same open target."""
         self._need_open()
         lib = self._lib
         stacks = ctypes.c_void_p()
         _check(lib, lib.lib.pyu_stacks_collect(self._handle, ctypes.byref(stacks)))
         try:
-            doc = json.loads(_string(lib, lib.lib.pyu_format_bt, stacks, 0,
-                                     _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
-            tri = json.loads(_string(lib, lib.lib.pyu_format_triage, stacks, None))
-            texts = dict((source, _string(lib, lib.lib.pyu_format_bt, stacks, 0,
-                                          _core.PYU_FMT_ALL |
-                                          (_core.PYU_FMT_SOURCE if source else 0), 0))
-                         for source in (True, False))
-        finally:
+            threads = self._threads(stacks, activity)
+            snap = Snapshot(self, stacks, threads)
+        except BaseException:
             lib.lib.pyu_stacks_destroy(stacks)
-        return Snapshot(doc, tri, texts)
+            raise
+        self._snapshots.add(snap)
+        return snap
+
+    def _threads(self, stacks, activity: bool) -> List[Thread]:
+        native = _native_for(self._lib)
+        if native is None:
+            doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, 0,
+                                     _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
+            threads = [Thread.from_json(t) for t in doc["threads"]]
+            if not activity:
+                threads = [dataclasses.replace(t, syscall=None, state=None, signal=None,
+                                               fault_address=None, cpu_seconds=None)
+                           for t in threads]
+            return threads
+        threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity))
+        for i in with_exception:
+            # A thread's exception and its traceback: that thread's document alone.
+            doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, i,
+                                     _core.PYU_FMT_JSON, 0))
+            exc = doc["threads"][0].get("exception") if doc["threads"] else None
+            threads[i] = dataclasses.replace(threads[i], exception=exc)
+        return threads
+
+    def _python_info(self, stacks) -> Dict[str, Any]:
+        lib = self._lib.lib
+        return {"version": lib.pyu_stacks_version(stacks).decode(),
+                "hexversion": lib.pyu_stacks_hexversion(stacks),
+                "debug_build": bool(lib.pyu_stacks_build_flags(stacks) & 1),
+                "free_threaded": bool(lib.pyu_stacks_build_flags(stacks) & 2)}
 
 
 def _apply_maps(target: Target, path_maps: PathMaps) -> None:

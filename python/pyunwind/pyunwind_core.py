@@ -6,7 +6,7 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2

@@ -39,8 +39,29 @@ check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file
 check(pyunwind.library_path().startswith(here), "library %s not the installed one"
       % pyunwind.library_path())
 
+def plain(snap):
+    """Every field of every thread and frame, those left out of == too."""
+    return [(dataclasses.astuple(th), th.exception, [f.extra for f in th.frames])
+            for th in snap.threads]
+
+
+def both_ways(target):
+    """A snapshot with the native module and one through ctypes and JSON: the same objects."""
+    check(pyunwind.native_module(), "no native module for %s" % sys.version.split()[0])
+    native = target.collect()
+    saved = list(pyunwind._native_state)
+    pyunwind._native_state[:] = [None]
+    try:
+        fallback = target.collect()
+    finally:
+        pyunwind._native_state[:] = saved
+    check(plain(native) == plain(fallback), "native and ctypes snapshots differ:\n%r\n%r"
+          % (plain(native)[:2], plain(fallback)[:2]))
+    return native
+
+
 with pyunwind.open_process(pid) as t:
-    live = t.collect()
+    live = both_ways(t)
 check(live.crash is None, "a live process has no crash: %r" % (live.crash,))
 check(all(isinstance(th, pyunwind.Thread) for th in live), "threads are Thread objects")
 check(all(isinstance(f, pyunwind.Frame) for th in live.threads for f in th),
@@ -58,7 +79,7 @@ check("Thread " in live.text() and "File " in live.text(source=False),
       "text() is the bt text")
 
 with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
-    snap = t.collect()
+    snap = both_ways(t)
 tri = pyunwind.triage(core)
 check(snap.crash is not None and snap.crash.signal == 11 and snap.crash.signal_name == "SIGSEGV"
       and snap.crash.fault_address == 0, "crash: %r" % (snap.crash,))

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
 from harness import stopped  # noqa: E402
 from e2e.test_triage import foreign_core, WORK as TRIAGE_WORK  # noqa: E402
+from e2e.test_cython import include_dirs  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 CHECK = os.path.join(REPO, "tests", "e2e", "pyapi_check.py")
@@ -76,9 +77,16 @@ def case(py, from_source):
         if "error" in SHARED:
             raise AssertionError(SHARED["error"])
         site = os.path.join(WORK, "site-" + py.label)
-        what = REPO if from_source else SHARED["wheel"]
+        # The wheel holds the native module of the python that built it: others build their
+        # own from the checkout (headers of the unstable builds from where tools/pythons put
+        # them).
+        tag = "cp%s%s-" % tuple(py.minor.split("."))
+        wheel = SHARED["wheel"]
+        what = REPO if from_source or tag not in os.path.basename(wheel) else wheel
+        env = dict(os.environ, PYUNWIND_PYTHON_INCLUDE=os.pathsep.join(include_dirs(py)))
         rc, out, err = run([py.path, "-m", "pip", "install", "--no-index", "--no-deps",
-                            "--disable-pip-version-check", "--target", site, what], timeout=600)
+                            "--disable-pip-version-check", "--target", site, what],
+                           timeout=600, env=env)
         assert rc == 0, "pip install %s: status %d\n%s%s" % (what, rc, out[-1500:], err[-1500:])
         env = dict(os.environ, PYTHONPATH=site)
         env.pop("PYUNWIND_LIB", None)

@@ -8,6 +8,7 @@ import hashlib
 import io
 import os
 import subprocess
+import sys
 import sysconfig
 import tarfile
 import zipfile
@@ -26,7 +27,43 @@ def _version():
 
 def _tag():
     plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    if _native_built:
+        # The native module is this interpreter's: so is the wheel.
+        impl = "cp%d%d" % sys.version_info[:2]
+        abi = sysconfig.get_config_var("SOABI") or ""
+        abi = "%s%s" % (impl, "t" if "t-" in abi.split("cpython-")[-1][:4] else "")
+        return "%s-%s-%s" % (impl, abi, plat)
     return "py3-none-" + plat
+
+
+_native_built = []
+NATIVE_SOURCE = os.path.join(ROOT, "python", "pyunwind", "_native.c")
+
+
+def native_name():
+    return "_native" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so")
+
+
+def build_native(outdir):
+    """Compiles the package's native module (python/pyunwind/_native.c) for the running
+    interpreter into @outdir; returns its path, or None when it cannot be built here (no
+    Python.h: the package then builds its objects with ctypes). Headers are looked for where
+    sysconfig says, then in $PYUNWIND_PYTHON_INCLUDE (a directory list)."""
+    dirs = [sysconfig.get_paths().get("include"), sysconfig.get_paths().get("platinclude")]
+    dirs += os.environ.get("PYUNWIND_PYTHON_INCLUDE", "").split(os.pathsep)
+    dirs = [d for d in dirs if d and os.path.isdir(d)]
+    if not any(os.path.exists(os.path.join(d, "Python.h")) for d in dirs):
+        return None
+    os.makedirs(outdir, exist_ok=True)
+    out = os.path.join(outdir, native_name())
+    cc = os.environ.get("CC", "cc")
+    cmd = [cc, "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror",
+           "-Wno-missing-field-initializers", "-Wno-cast-function-type",
+           ] + ["-I" + d for d in dirs] + [NATIVE_SOURCE, "-o", out + ".tmp"]
+    if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+        return None
+    os.replace(out + ".tmp", out)
+    return out
 
 
 def _metadata():
@@ -72,6 +109,7 @@ def package_files():
     out = [(n, os.path.join(pkg, n)) for n in sorted(os.listdir(pkg))
            if n.endswith(".py") or n == "py.typed"]
     out.append(("libpyunwind.so", os.path.join(ROOT, "build", "libpyunwind.so")))
+    out += [(os.path.basename(p), p) for p in _native_built]
     return out
 
 
@@ -81,6 +119,10 @@ def _build_library():
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     _build_library()
+    native = build_native(os.path.join(ROOT, "build", "pyext-wheel"))
+    del _native_built[:]
+    if native:
+        _native_built.append(native)
     name = "%s-%s-%s.whl" % (NAME, _version(), _tag())
     path = os.path.join(wheel_directory, name)
     records = []
@@ -126,3 +168,13 @@ def build_sdist(sdist_directory, config_settings=None):
         ti.size = len(data)
         tf.addfile(ti, io.BytesIO(data))
     return name
+
+
+if __name__ == "__main__":
+    # make: `python pyunwind_build.py native OUTDIR` builds the native module for that python
+    # (nothing, and status 0, when its headers are missing).
+    if len(sys.argv) == 3 and sys.argv[1] == "native":
+        print(build_native(sys.argv[2]) or "no Python.h for %s: the ctypes path will serve"
+              % sys.executable)
+    else:
+        sys.exit("usage: pyunwind_build.py native OUTDIR")

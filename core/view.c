@@ -1,0 +1,159 @@
+// view.c - the snapshot as plain values for bindings that build their own objects from it
+// (the Python package's native module): threads, frames, code objects' names, what each
+// thread is doing, through the accessors of pyunwind.h. Face layer: it formats nothing, and
+// reads the target only as the formatters do (names, exceptions and activity on first use).
+#include <string.h>
+
+#include "activity.h"
+#include "inspect.h"
+#include "stacks.h"
+#include "triage.h"
+
+PYU_PUBLIC uint32_t pyu_stacks_thread_fields(const struct pyu_stacks *s, uint32_t thread,
+					     int64_t *out, uint32_t n)
+{
+	if (!s || !out || thread >= s->thread_count)
+		return 0;
+	const struct pyu_thread_info *th = &s->threads[thread];
+	int64_t v[PYU_THREAD_FIELDS] = {
+		(int64_t)th->thread_id,
+		th->native_thread_id < 0 ? PYU_ABSENT : th->native_thread_id,
+		th->holds_gil < 0 ? PYU_ABSENT : th->holds_gil,
+		th->interpreter_id < 0 ? PYU_ABSENT : th->interpreter_id,
+		(int64_t)th->tstate_address,
+		th->frame_count,
+		th->inner <= s->thread_count ? th->inner : 0,
+	};
+	if (n > PYU_THREAD_FIELDS)
+		n = PYU_THREAD_FIELDS;
+	memcpy(out, v, n * sizeof(*out));
+	return n;
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_frame_fields(const struct pyu_stacks *s, uint32_t thread,
+					    uint32_t first, uint32_t count, int64_t *out)
+{
+	if (!s || !out || thread >= s->thread_count)
+		return 0;
+	const struct pyu_thread_info *th = &s->threads[thread];
+	if (first >= th->frame_count)
+		return 0;
+	if (count > th->frame_count - first)
+		count = th->frame_count - first;
+	for (uint32_t i = 0; i < count; i++, out += PYU_FRAME_FIELDS) {
+		const struct pyu_frame_info *f = &th->frames[first + i];
+		bool python = f->kind == PYU_FRAME_PYTHON && f->code >= 0 &&
+			      (uint32_t)f->code < s->code_count;
+		const struct pyu_location *l = &f->loc;
+		out[0] = python ? 0 : 1;
+		out[1] = python ? f->code : -1;
+		out[2] = !python || l->line == PYU_NO_LINE ? PYU_ABSENT : l->line;
+		out[3] = !python || l->end_line == PYU_NO_LINE ? PYU_ABSENT : l->end_line;
+		out[4] = !python || l->column == PYU_NO_COLUMN ? PYU_ABSENT : l->column;
+		out[5] = !python || l->end_column == PYU_NO_COLUMN ? PYU_ABSENT : l->end_column;
+		out[6] = !python || f->instruction_offset < 0 ? PYU_ABSENT : f->instruction_offset;
+		out[7] = (int64_t)f->frame_address;
+	}
+	return count;
+}
+
+PYU_PUBLIC const char *pyu_stacks_frame_reason(const struct pyu_stacks *s, uint32_t thread,
+					       uint32_t frame)
+{
+	if (!s || thread >= s->thread_count || frame >= s->threads[thread].frame_count)
+		return NULL;
+	const struct pyu_frame_info *f = &s->threads[thread].frames[frame];
+	if (f->kind == PYU_FRAME_PYTHON && f->code >= 0 && (uint32_t)f->code < s->code_count)
+		return NULL;
+	// as the documents say it
+	return f->reason ? f->reason : f->kind == PYU_FRAME_ERROR ? "unreadable frame"
+								  : "no code object";
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_code_count(const struct pyu_stacks *s)
+{
+	return s ? s->code_count : 0;
+}
+
+PYU_PUBLIC const char *pyu_stacks_code_string(const struct pyu_stacks *s, uint32_t code,
+					      uint32_t which)
+{
+	if (!s || code >= s->code_count)
+		return NULL;
+	const struct pyu_code_info *c = &s->codes[code];
+	return which == 0 ? c->name : which == 1 ? c->qualname : which == 2 ? c->filename : NULL;
+}
+
+PYU_PUBLIC uint64_t pyu_stacks_code_address(const struct pyu_stacks *s, uint32_t code)
+{
+	return s && code < s->code_count ? s->codes[code].address : 0;
+}
+
+PYU_PUBLIC const char *pyu_stacks_thread_name(struct pyu_stacks *s, uint32_t thread)
+{
+	if (!s || thread >= s->thread_count)
+		return NULL;
+	pyu_stacks_read_thread_values(s);
+	return s->threads[thread].name;
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_thread_activity(struct pyu_stacks *s, uint32_t thread,
+					       int64_t *out, uint32_t n)
+{
+	if (!s || !out || thread >= s->thread_count)
+		return 0;
+	pyu_read_activities(s, 0, s->thread_count); // together: fewer system calls
+	const struct pyu_activity *a = pyu_thread_activity(s, thread);
+	int64_t v[PYU_ACTIVITY_FIELDS] = {
+		pyu_in_syscall(a) ? a->syscall : PYU_ABSENT,
+		a->signal > 0 ? a->signal : PYU_ABSENT,
+		a->signal > 0 && a->has_fault_address ? (int64_t)a->fault_address : PYU_ABSENT,
+		a->has_cpu ? (a->cpu_ns < 0 ? 0 : a->cpu_ns) : PYU_ABSENT,
+	};
+	if (n > PYU_ACTIVITY_FIELDS)
+		n = PYU_ACTIVITY_FIELDS;
+	memcpy(out, v, n * sizeof(*out));
+	return n;
+}
+
+PYU_PUBLIC const char *pyu_stacks_thread_activity_text(struct pyu_stacks *s, uint32_t thread,
+						       uint32_t which)
+{
+	if (!s || thread >= s->thread_count)
+		return NULL;
+	pyu_read_activities(s, 0, s->thread_count);
+	const struct pyu_activity *a = pyu_thread_activity(s, thread);
+	switch (which) {
+	case 0:
+		return pyu_in_syscall(a) ? a->syscall_name : NULL;
+	case 1:
+		return pyu_state_words(a->state);
+	case 2:
+		return a->signal > 0 ? pyu_signal_name(a->signal) : NULL;
+	default:
+		return NULL;
+	}
+}
+
+PYU_PUBLIC uint64_t pyu_stacks_thread_exception(struct pyu_stacks *s, uint32_t thread)
+{
+	if (!s || thread >= s->thread_count)
+		return 0;
+	pyu_stacks_read_thread_values(s);
+	return s->threads[thread].exc_repr ? s->threads[thread].exc_address : 0;
+}
+
+PYU_PUBLIC const char *pyu_stacks_version(const struct pyu_stacks *s)
+{
+	return s ? s->version : "";
+}
+
+PYU_PUBLIC uint64_t pyu_stacks_hexversion(const struct pyu_stacks *s)
+{
+	return s ? s->hexversion : 0;
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_build_flags(const struct pyu_stacks *s)
+{
+	return s ? (s->debug_build ? 1u : 0u) | (s->free_threaded ? 2u : 0u) : 0;
+}
