@@ -14,6 +14,7 @@
 # the truth, every frame of every thread (file, line, function), before anything is timed.
 import ctypes
 import json
+import os
 import random
 import statistics
 import sys
@@ -76,6 +77,20 @@ class Pyunwind(object):
 
 def anchor(pid):
     return _remote_debugging.RemoteUnwinder(pid, all_threads=True).get_stack_trace()
+
+
+def python_api(pid):
+    """The `pyunwind` package of this checkout, with the native module bench/run built for
+    this interpreter when it could: (the open target, whether objects are built natively)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))), "python"))
+    import pyunwind
+    return pyunwind.open_process(pid), pyunwind.native_module()
+
+
+def api_threads(snap):
+    return {t.native_thread_id: [(f.file, f.line, f.qualname or f.function) for f in t.frames]
+            for t in snap.threads}
 
 
 # 3.15's RemoteUnwinder also says what each thread is doing (its status: on a CPU, holding the
@@ -154,6 +169,13 @@ def main(argv):
         "text": lambda: pyu.snapshot(pid, PYU_FMT_SOURCE, copy=False),
         "text_nosource": lambda: pyu.snapshot(pid, 0, copy=False),
     }
+    # How a sampler uses both: one open handle, a snapshot after another.
+    unwinder = _remote_debugging.RemoteUnwinder(pid, all_threads=True)
+    target, native = python_api(pid)
+    problems.append(check("pyunwind Python API", api_threads(target.collect(activity=False)),
+                          truth))
+    variants["anchor_reused"] = unwinder.get_stack_trace
+    variants["api_collect"] = lambda: target.collect(activity=False)
     if has_status_mode(pid):
         problems.append(check("RemoteUnwinder (mode all)", anchor_threads(anchor_status(pid)),
                               truth))
@@ -179,6 +201,7 @@ def main(argv):
     out = {k: statistics.median(v) for k, v in cpu.items()}
     out["wall"] = {k: statistics.median(v) for k, v in wall.items()}
     out["problems"] = problems
+    out["api_native"] = native
     print(json.dumps(out))
     return 0
 
