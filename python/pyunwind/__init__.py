@@ -35,7 +35,7 @@ from ._binding import core as _core
 __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
-    "PythonInfo", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
+    "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
     "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
@@ -136,6 +136,8 @@ def _lib():
         lib.lib.pyu_stacks_hexversion.argtypes = [_P]
         lib.lib.pyu_stacks_build_flags.restype = ctypes.c_uint32
         lib.lib.pyu_stacks_build_flags.argtypes = [_P]
+        lib.lib.pyu_stacks_unwind_native.restype = _P
+        lib.lib.pyu_stacks_unwind_native.argtypes = [_P]
         _declared.append(True)
     return lib
 
@@ -235,9 +237,28 @@ class PythonInfo:
 
 
 @dataclass(frozen=True)
+class Local:
+    """A local variable of a frame, as ``py-locals --json`` gives it: ``kind`` is "local",
+    "cell" or "free" (a closure's), ``type`` the type's name, ``repr`` bounded as the
+    snapshot's limits say, ``address`` the object's (None when unbound)."""
+    name: str
+    kind: str
+    type: Optional[str]
+    repr: Optional[str]
+    address: Optional[int]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Local":
+        return cls(d.get("name"), d.get("kind"), d.get("type"), d.get("repr"),
+                   _address(d.get("address")))
+
+
+@dataclass(frozen=True)
 class Frame:
-    """One Python frame. ``kind`` is "python", or "error" for a frame that could not be read
-    (then only ``reason`` and ``frame_address`` are set). Lines and columns are None when
+    """One frame. ``kind`` is "python", or "error" for a frame that could not be read (then
+    only ``reason`` and ``frame_address`` are set); with ``collect(native=True)`` also
+    "native" (a C function: ``function``, ``file``/``line`` when known, ``pc``, ``library``)
+    and "cython" (a Cython function: its Python-level name, .pyx file and line). Lines and columns are None when
     CPython has none; columns are UTF-8 byte offsets; ``qualname`` is None before 3.11.
     ``extra`` holds any further keys of the JSON frame object."""
     kind: str
@@ -257,6 +278,22 @@ class Frame:
     _KEYS = ("kind", "function", "qualname", "file", "line", "end_line", "column",
              "end_column", "instruction_offset", "code_address", "frame_address", "address",
              "reason")
+
+    @property
+    def locals(self) -> Optional[Tuple[Local, ...]]:
+        """The frame's locals when the snapshot was taken with ``locals=True``, else None."""
+        got = self.extra.get("locals")
+        return None if got is None else tuple(Local.from_json(v) for v in got)
+
+    @property
+    def pc(self) -> Optional[int]:
+        """A native or Cython frame's program counter (``native=True``)."""
+        return _address(self.extra.get("pc"))
+
+    @property
+    def library(self) -> Optional[str]:
+        """The library a native or Cython frame's code is in (``native=True``)."""
+        return self.extra.get("library")
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Frame":
@@ -404,6 +441,54 @@ class Snapshot:
             self._triage = json.loads(self._format(lib.lib.pyu_format_triage, None))
         return self._triage
 
+    def _where(self, frame: Frame) -> Tuple[int, int]:
+        """(thread index, Python frame index) of @frame, one of this snapshot's."""
+        for ti, th in enumerate(self.threads):
+            n = 0
+            for f in th.frames:
+                if f is frame:
+                    if f.kind not in ("python", "error"):
+                        raise ArgumentError("a %s frame has no Python locals or lines"
+                                            % f.kind, 8)
+                    return ti, n
+                if f.kind in ("python", "error"):
+                    n += 1
+        raise ArgumentError("the frame is not one of this snapshot's", 8)
+
+    def locals(self, frame: Frame) -> List[Local]:
+        """The locals of @frame in the code's own order (``py-locals``)."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return [Local.from_json(v) for v in json.loads(self._format(
+            lib.lib.pyu_format_locals, ti, fi, _core.PYU_FMT_JSON))]
+
+    def print(self, frame: Frame, path: str) -> str:
+        """``py-print``: @path ("name" or "name.attr...") looked up in @frame as Python would
+        (local, enclosing, global, builtin; attributes without running code), as the line
+        "local 'name' = repr". NotFoundError when a part is missing."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return self._format(lib.lib.pyu_format_print, ti, fi, path.encode(), 0).rstrip("\n")
+
+    def line_table(self, frame: Frame) -> str:
+        """``py-line --table``: where @frame is, and its code's whole decoded line table."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return self._format(lib.lib.pyu_format_line, ti, fi, _core.PYU_FMT_TABLE)
+
+    def source(self, frame: Frame, first: int = 0, last: int = 0) -> str:
+        """``py-list``: lines @first..@last of @frame's file (0, 0: around its line)."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return self._format(lib.lib.pyu_format_list, ti, fi, int(first), int(last))
+
+    def tasks(self) -> Dict[str, Any]:
+        """The document of ``pyunwind tasks --json``: every asyncio task, its state, what it
+        awaits and who awaits it, and its stack. UnsupportedVersionError before 3.7."""
+        lib = self._target._lib
+        return json.loads(self._format(lib.lib.pyu_format_tasks, 0,
+                                       _core.PYU_FMT_JSON | _core.PYU_FMT_ALL))
+
     # -- what a snapshot says ----------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Thread]:
@@ -504,11 +589,18 @@ class Target:
         _check(self._lib, self._lib.lib.pyu_target_add_path_map(
             self._handle, source.encode(), local.encode()))
 
-    def collect(self, activity: bool = True) -> Snapshot:
+    def collect(self, locals: bool = False, native: bool = False, activity: bool = True,
+                limits: Optional[Mapping[str, int]] = None) -> Snapshot:
         """Reads every thread's Python stack. Raises NotPythonError, UnsupportedVersionError,
         ...; frames that cannot be read become error frames instead. ``activity``: read what
         each thread is doing (system call, state, signal, CPU time; two /proc files a thread
-        of a live process); False leaves those None.
+        of a live process); False leaves those None. ``locals``: each frame's locals
+        (Frame.locals), as ``bt --locals``. ``native``: the native stacks too, unwound with
+        elfutils (a live process must be stopped under ptrace by the caller, as a debugger
+        does; a core needs nothing), each Python frame inside the native frame that runs it,
+        as ``bt --native``; "native_all" keeps the interpreter's own frames.
+        ``limits``: bounds on values shown ({"depth", "items", "chars", "digits", "repr"}:
+        the CLI's --max-* options).
 
         On a live process each call reads the process again (nothing read for an earlier
         snapshot is trusted): call it again for a new snapshot of the same open target."""
@@ -517,7 +609,24 @@ class Target:
         stacks = ctypes.c_void_p()
         _check(lib, lib.lib.pyu_stacks_collect(self._handle, ctypes.byref(stacks)))
         try:
-            threads = self._threads(stacks, activity)
+            for name, value in (limits or {}).items():
+                if name not in _LIMITS:
+                    raise ArgumentError("unknown limit %r (one of %s)"
+                                        % (name, ", ".join(sorted(_LIMITS))), 8)
+                _check(lib, lib.lib.pyu_stacks_set_limit(stacks, _LIMITS[name], int(value)))
+            if native:
+                _check(lib, lib.lib.pyu_stacks_unwind_native(stacks))
+            if locals or native:
+                flags = _core.PYU_FMT_JSON | _core.PYU_FMT_ALL
+                flags |= _core.PYU_FMT_LOCALS if locals else 0
+                flags |= (_core.PYU_FMT_NATIVE if native else 0) | \
+                    (_core.PYU_FMT_NATIVE_ALL if native == "native_all" else 0)
+                doc = json.loads(_string(lib, lib.lib.pyu_format_bt, stacks, 0, flags, 0))
+                threads = [Thread.from_json(t) for t in doc["threads"]]
+                if not activity:
+                    threads = [_quiet(t) for t in threads]
+            else:
+                threads = self._threads(stacks, activity)
             snap = Snapshot(self, stacks, threads)
         except BaseException:
             lib.lib.pyu_stacks_destroy(stacks)
@@ -531,11 +640,7 @@ class Target:
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, 0,
                                      _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
             threads = [Thread.from_json(t) for t in doc["threads"]]
-            if not activity:
-                threads = [dataclasses.replace(t, syscall=None, state=None, signal=None,
-                                               fault_address=None, cpu_seconds=None)
-                           for t in threads]
-            return threads
+            return threads if activity else [_quiet(t) for t in threads]
         threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity))
         for i in with_exception:
             # A thread's exception and its traceback: that thread's document alone.
@@ -545,12 +650,34 @@ class Target:
             threads[i] = dataclasses.replace(threads[i], exception=exc)
         return threads
 
+    def print(self, frame: Frame, path: str) -> str:
+        """:meth:`Snapshot.print` in the snapshot of this target that holds @frame."""
+        return self._owner(frame).print(frame, path)
+
+    def tasks(self) -> Dict[str, Any]:
+        """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
+        return self.collect(activity=False).tasks()
+
+    def _owner(self, frame: Frame) -> Snapshot:
+        for snap in list(self._snapshots):
+            if any(f is frame for th in snap.threads for f in th.frames):
+                return snap
+        raise ArgumentError("the frame is not one of this target's snapshots", 8)
+
     def _python_info(self, stacks) -> Dict[str, Any]:
         lib = self._lib.lib
         return {"version": lib.pyu_stacks_version(stacks).decode(),
                 "hexversion": lib.pyu_stacks_hexversion(stacks),
                 "debug_build": bool(lib.pyu_stacks_build_flags(stacks) & 1),
                 "free_threaded": bool(lib.pyu_stacks_build_flags(stacks) & 2)}
+
+
+_LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
+
+
+def _quiet(t: Thread) -> Thread:
+    return dataclasses.replace(t, syscall=None, state=None, signal=None, fault_address=None,
+                               cpu_seconds=None)
 
 
 def _apply_maps(target: Target, path_maps: PathMaps) -> None:

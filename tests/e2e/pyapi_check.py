@@ -3,10 +3,15 @@
 # object {"live": bt document, "core": bt document, "triage": triage document,
 # "problems": [...]} for the test to compare with the targets' truth and the CLI.
 #
-#   python pyapi_check.py PID CORE NOT_PYTHON_CORE TEXT_FILE
+#   python pyapi_check.py PID CORE NOT_PYTHON_CORE TEXT_FILE CLI
+#
+# Every capability of the CLI is also asked through the API and compared with what the CLI
+# (CLI, run here on the same stopped process and core) says: locals, value limits, print,
+# line tables, source listings, asyncio tasks, native frames.
 import dataclasses
 import json
 import os
+import subprocess
 import sys
 
 import pyunwind
@@ -33,6 +38,75 @@ def expect_error(fn, cls, code, what):
 
 
 pid, core, foreign, text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+cli = sys.argv[5]
+
+
+def run_cli(*args, json_out=False):
+    p = subprocess.run([cli] + [str(a) for a in args], capture_output=True, timeout=300)
+    out = p.stdout.decode("utf-8", "replace")
+    if p.returncode != 0:
+        return None, p.stderr.decode("utf-8", "replace")
+    return (json.loads(out) if json_out else out), None
+
+
+def same_as_cli(target, where, limits):
+    """Locals (with @limits), print, line tables and listings of every thread's innermost
+    Python frames through the API, against the CLI on the same @where (pid or core)."""
+    cli_limits = []
+    for name, value in limits.items():
+        cli_limits += ["--max-" + name, value]
+    snap = target.collect(locals=True, limits=limits)
+    doc, err = run_cli("bt", "--json", "--locals", "--no-stop", *(cli_limits + [where]),
+                       json_out=True)
+    check(doc is not None, "%s: bt --json --locals: %s" % (where, err))
+    if doc is None:
+        return
+    got = [[[dataclasses.asdict(v) for v in (f.locals or ())] for f in th.frames]
+           for th in snap.threads]
+    want = [[[dataclasses.asdict(pyunwind.Local.from_json(v)) for v in f.get("locals", [])]
+             for f in th["frames"]] for th in doc["threads"]]
+    check(got == want, "%s: locals differ from the CLI's" % where)
+    checked = 0
+    for th in snap.threads:
+        frames = [f for f in th.frames if f.kind == "python"]
+        if not frames or th.native_thread_id is None:
+            continue
+        f = frames[0]
+        sel = ["--thread", th.native_thread_id, "--frame", 0, "--no-stop"]
+        line, err = run_cli("line", "--table", *(sel + [where]))
+        check(line is not None and snap.line_table(f) == line, "%s: line --table of thread "
+              "%s: %r / %r" % (where, th.native_thread_id, snap.line_table(f)[:200], err))
+        listing, err = run_cli("list", *(sel + [where]))
+        try:
+            mine = snap.source(f)
+        except pyunwind.Error as e:  # a file not readable here: the CLI fails too
+            mine, why = None, str(e)
+        check(mine == listing, "%s: list of thread %s: %r / CLI %r"
+              % (where, th.native_thread_id, (mine or why)[-300:], (listing or err)[-300:]))
+        check([dataclasses.asdict(v) for v in snap.locals(f)] ==
+              [dataclasses.asdict(v) for v in f.locals], "%s: locals() of thread %s"
+              % (where, th.native_thread_id))
+        for v in f.locals[:2]:
+            printed, err = run_cli("print", *(sel + cli_limits + [v.name, where]))
+            try:
+                mine = snap.print(f, v.name)
+            except pyunwind.Error as e:
+                mine = None
+                check(printed is None, "%s: print %s raised %r, the CLI printed %r"
+                      % (where, v.name, e, printed))
+            check(printed is None or mine == printed.rstrip("\n"),
+                  "%s: print %s: %r / CLI %r" % (where, v.name, mine, printed))
+            checked += 1
+    check(checked > 0, "%s: no local printed" % where)
+    expect_error(lambda: snap.print(snap.threads[0].frames[0], "no_such_name_anywhere"),
+                 pyunwind.NotFoundError, 9, "print of a missing name")
+    tasks, err = run_cli("tasks", "--json", "--no-stop", where, json_out=True)
+    try:
+        mine = snap.tasks()
+    except pyunwind.UnsupportedVersionError:
+        mine = None
+    check(mine == tasks, "%s: tasks differ from the CLI's (%s)" % (where, err))
+
 here = os.path.dirname(os.path.abspath(pyunwind.__file__))
 check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
       "pyunwind imported from the checkout, not the install: %s" % here)
@@ -62,6 +136,7 @@ def both_ways(target):
 
 with pyunwind.open_process(pid) as t:
     live = both_ways(t)
+    same_as_cli(t, pid, {"chars": 12, "items": 3})
 check(live.crash is None, "a live process has no crash: %r" % (live.crash,))
 check(all(isinstance(th, pyunwind.Thread) for th in live), "threads are Thread objects")
 check(all(isinstance(f, pyunwind.Frame) for th in live.threads for f in th),
@@ -80,6 +155,16 @@ check("Thread " in live.text() and "File " in live.text(source=False),
 
 with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
     snap = both_ways(t)
+    same_as_cli(t, core, {})
+    merged = t.collect(native=True)
+    doc, err = run_cli("bt", "--json", "--native", core, json_out=True)
+    check(doc is not None and [[dataclasses.astuple(f) for f in th.frames]
+                               for th in merged.threads] ==
+          [[dataclasses.astuple(pyunwind.Frame.from_json(f)) for f in th["frames"]]
+           for th in doc["threads"]], "core: native frames differ from bt --native's (%s)"
+          % err)
+    check(any(f.kind == "native" for th in merged.threads for f in th.frames),
+          "core: no native frame in collect(native=True)")
 tri = pyunwind.triage(core)
 check(snap.crash is not None and snap.crash.signal == 11 and snap.crash.signal_name == "SIGSEGV"
       and snap.crash.fault_address == 0, "crash: %r" % (snap.crash,))

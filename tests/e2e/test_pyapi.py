@@ -93,7 +93,7 @@ def case(py, from_source):
         with Target(py, "scenario") as t:
             with t.stopped():
                 rc, out, err = run([py.path, CHECK, str(t.pid), SHARED["core"],
-                                    SHARED["foreign"], SHARED["text"]], env=env, cwd=WORK)
+                                    SHARED["foreign"], SHARED["text"], CLI], env=env, cwd=WORK)
             assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
             got = json.loads(out)
             problems = list(got["problems"])
