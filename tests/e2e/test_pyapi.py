@@ -151,6 +151,85 @@ def repeat_case(py):
     return go
 
 
+def doc_examples():
+    """The examples of doc/python-api.md as the page has them: {name: source}."""
+    with open(os.path.join(REPO, "doc", "python-api.md"), encoding="utf-8") as f:
+        text = f.read()
+    out = {}
+    for block in text.split("```python\n")[1:]:
+        code = block.split("```", 1)[0]
+        first = code.splitlines()[0]
+        if first.startswith("# example: "):
+            out[first[len("# example: "):].strip()] = code
+    return out
+
+
+def examples_case(py):
+    """The page's triage script over a directory of cores, and its sampler on a live process,
+    run as a user would (the checkout's package), their output checked against the CLI's
+    triage and the target's truth."""
+    def go():
+        if "error" in SHARED:
+            raise AssertionError(SHARED["error"])
+        examples = doc_examples()
+        assert set(examples) >= {"triage_dir.py", "sampler.py"}, sorted(examples)
+        work = tempfile.mkdtemp(prefix="examples-", dir=WORK)
+        for name, code in examples.items():
+            with open(os.path.join(work, name), "w") as f:
+                f.write(code)
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+        cores = os.path.join(work, "cores")
+        os.mkdir(cores)
+        os.symlink(SHARED["core"], os.path.join(cores, "crash.core"))
+        os.symlink(SHARED["text"], os.path.join(cores, "notes.txt"))
+        rc, out, err = run([sys.executable, os.path.join(work, "triage_dir.py"), cores],
+                           env=env)
+        assert rc == 0, "triage_dir.py: status %d\n%s" % (rc, err[-2000:])
+        want = SHARED["cli_triage"]
+        problems = []
+        head = "%s  1 core(s), e.g. crash.core (%s, Python %s)" % (
+            want["signature"], want["crash"]["signal_name"], want["python"]["version"])
+        lines = out.splitlines()
+        if head not in lines:
+            problems.append("triage_dir.py: no line %r in:\n%s" % (head, out))
+        else:
+            at = lines.index(head) + 1
+            got = [l.strip() for l in lines[at:at + len(want["signature_frames"])]]
+            if got != want["signature_frames"]:
+                problems.append("triage_dir.py: frames %r, the CLI's %r"
+                                % (got, want["signature_frames"]))
+        if not any(l.startswith("notes.txt: not triaged: ") for l in lines):
+            problems.append("triage_dir.py: the text file not reported:\n%s" % out)
+        with Target(py, "scenario") as t:
+            rc, out, err = run([sys.executable, os.path.join(work, "sampler.py"), str(t.pid),
+                                "1.5"], env=env)
+            assert rc == 0, "sampler.py: status %d\n%s" % (rc, err[-2000:])
+            lines = out.splitlines()
+            n = int(lines[0].split()[0])
+            tops = set()
+            for th in t.truth["threads"]:
+                if th["frames"]:
+                    f = th["frames"][0]
+                    tops.add((f.get("qualname") or f["function"], f["file"], f["line"]))
+            entries = []
+            for l in lines[1:]:
+                count, rest = l.split(None, 1)
+                name, where = rest.rsplit(" (", 1)
+                path, line = where[:-1].rsplit(":", 1)
+                entries.append((int(count), (name, path, int(line))))
+            if n < 5:
+                problems.append("sampler.py: %d snapshots in 1.5 s" % n)
+            for count, key in entries:
+                if key not in tops or count != n:
+                    problems.append("sampler.py: %r counted %d of %d, not a parked thread's "
+                                    "innermost frame in %d snapshots" % (key, count, n, n))
+            if len(entries) != min(10, len(tops)):
+                problems.append("sampler.py: %d entries for %d parked places"
+                                % (len(entries), len(tops)))
+        assert not problems, "\n".join(problems[:10])
+    return go
+
+
 def main():
     pys = [py for py in selected() if runs_pip(py)]
     cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
@@ -159,6 +238,7 @@ def main():
             setup(pys)
         except (HarnessError, OSError, ValueError, subprocess.SubprocessError) as e:
             SHARED["error"] = "set-up: %s" % e
+        cases.append(("pyapi doc examples", examples_case(pys[-1])))
         cases += [("pyapi %s%s" % (py.label, " (pip install . from the checkout)"
                                   if i == 0 else ""), case(py, i == 0))
                  for i, py in enumerate(pys)]
