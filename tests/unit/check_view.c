@@ -1,0 +1,112 @@
+// check_view.c - the snapshot as plain values (view.c), on hand-built snapshots: thread and
+// frame fields with absent values, error frames and their reasons, code objects' names,
+// batches of frames, the interpreter's version and build, and bad indexes.
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkmain.h"
+#include "stacks.h"
+
+static struct pyu_frame_info frame(int32_t code, int32_t line, int32_t col, int64_t off,
+				   uint64_t addr)
+{
+	struct pyu_frame_info f = {PYU_FRAME_PYTHON, code, {line, line, col, col + 3}, off, addr,
+				   NULL};
+	return f;
+}
+
+START_TEST(test_fields)
+{
+	struct pyu_code_info codes[] = {
+		{0xc0de0, "f", "C.f", "/x.py", 3, PYU_LOCATIONS_311, NULL, 0, 0},
+		{0xc0de8, "<module>", NULL, "/y.py", 1, PYU_LOCATIONS_311, NULL, 0, 0},
+	};
+	struct pyu_frame_info frames[400];
+	for (uint32_t i = 0; i < 400; i++)
+		frames[i] = frame(i % 2, (int32_t)(10 + i), 4, 2 * i, 0x7000 + 0x50 * i);
+	frames[1].loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN,
+					      PYU_NO_COLUMN};
+	frames[1].instruction_offset = -1;
+	frames[2] = (struct pyu_frame_info){PYU_FRAME_ERROR, -1, {0, 0, 0, 0}, -1, 0x9000,
+					    (char *)"frame at 0x9000 not in core"};
+	frames[3].code = 9; // out of range: an error frame, as the documents show it
+	struct pyu_thread_info threads[2] = {
+		{.thread_id = 0x7f00, .native_thread_id = 42, .holds_gil = 1, .interpreter_id = 0,
+		 .tstate_address = 0x5000, .frames = frames, .frame_count = 400},
+		{.thread_id = 0x7f01, .native_thread_id = -1, .holds_gil = -1,
+		 .interpreter_id = -1, .tstate_address = 0x5100, .inner = 1},
+	};
+	struct pyu_stacks s;
+	memset(&s, 0, sizeof(s));
+	strcpy(s.version, "3.12.1");
+	s.hexversion = 0x030c01f0;
+	s.debug_build = true;
+	s.codes = codes;
+	s.code_count = 2;
+	s.threads = threads;
+	s.thread_count = 2;
+
+	ck_assert_str_eq(pyu_stacks_version(&s), "3.12.1");
+	ck_assert_uint_eq(pyu_stacks_hexversion(&s), 0x030c01f0);
+	ck_assert_uint_eq(pyu_stacks_build_flags(&s), 1);
+	int64_t t[PYU_THREAD_FIELDS + 2];
+	ck_assert_uint_eq(pyu_stacks_thread_fields(&s, 0, t, PYU_THREAD_FIELDS + 2),
+			  PYU_THREAD_FIELDS);
+	int64_t want0[] = {0x7f00, 42, 1, 0, 0x5000, 400, 0};
+	ck_assert_mem_eq(t, want0, sizeof(want0));
+	ck_assert_uint_eq(pyu_stacks_thread_fields(&s, 1, t, PYU_THREAD_FIELDS),
+			  PYU_THREAD_FIELDS);
+	int64_t want1[] = {0x7f01, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, 0x5100, 0, 1};
+	ck_assert_mem_eq(t, want1, sizeof(want1));
+	ck_assert_uint_eq(pyu_stacks_thread_fields(&s, 2, t, PYU_THREAD_FIELDS), 0);
+	ck_assert_uint_eq(pyu_stacks_thread_fields(NULL, 0, t, PYU_THREAD_FIELDS), 0);
+	ck_assert_uint_eq(pyu_stacks_thread_fields(&s, 0, t, 2), 2); // a prefix only
+
+	int64_t *f = malloc(400 * PYU_FRAME_FIELDS * sizeof(*f));
+	ck_assert_ptr_nonnull(f);
+	// In batches, as a binding reads them; the last one short.
+	uint32_t got = 0;
+	while (got < 400) {
+		uint32_t n = pyu_stacks_frame_fields(&s, 0, got, 150, f + got * PYU_FRAME_FIELDS);
+		ck_assert_uint_eq(n, 400 - got < 150 ? 400 - got : 150);
+		got += n;
+	}
+	ck_assert_uint_eq(pyu_stacks_frame_fields(&s, 0, 400, 1, f), 0);
+	ck_assert_uint_eq(pyu_stacks_frame_fields(&s, 1, 0, 1, f), 0);
+	int64_t w0[] = {0, 0, 10, 10, 4, 7, 0, 0x7000};
+	ck_assert_mem_eq(f, w0, sizeof(w0));
+	int64_t w1[] = {0, 1, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, 0x7050};
+	ck_assert_mem_eq(f + PYU_FRAME_FIELDS, w1, sizeof(w1));
+	int64_t w2[] = {1, -1, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, PYU_ABSENT, 0x9000};
+	ck_assert_mem_eq(f + 2 * PYU_FRAME_FIELDS, w2, sizeof(w2));
+	ck_assert_int_eq(f[3 * PYU_FRAME_FIELDS], 1);
+	int64_t w399[] = {0, 1, 409, 409, 4, 7, 798, 0x7000 + 0x50 * 399};
+	ck_assert_mem_eq(f + 399 * PYU_FRAME_FIELDS, w399, sizeof(w399));
+	free(f);
+	ck_assert_ptr_null(pyu_stacks_frame_reason(&s, 0, 0));
+	ck_assert_str_eq(pyu_stacks_frame_reason(&s, 0, 2), "frame at 0x9000 not in core");
+	ck_assert_str_eq(pyu_stacks_frame_reason(&s, 0, 3), "no code object");
+	ck_assert_ptr_null(pyu_stacks_frame_reason(&s, 0, 400));
+
+	ck_assert_uint_eq(pyu_stacks_code_count(&s), 2);
+	ck_assert_str_eq(pyu_stacks_code_string(&s, 0, 0), "f");
+	ck_assert_str_eq(pyu_stacks_code_string(&s, 0, 1), "C.f");
+	ck_assert_str_eq(pyu_stacks_code_string(&s, 0, 2), "/x.py");
+	ck_assert_ptr_null(pyu_stacks_code_string(&s, 1, 1));
+	ck_assert_ptr_null(pyu_stacks_code_string(&s, 0, 3));
+	ck_assert_ptr_null(pyu_stacks_code_string(&s, 2, 0));
+	ck_assert_uint_eq(pyu_stacks_code_address(&s, 1), 0xc0de8);
+	ck_assert_uint_eq(pyu_stacks_code_address(&s, 2), 0);
+}
+END_TEST
+
+static Suite *view_suite(void)
+{
+	Suite *s = suite_create("view");
+	TCase *tc = tcase_create("fields");
+	tcase_add_test(tc, test_fields);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PYU_CHECK_MAIN(view_suite)
