@@ -288,8 +288,42 @@ def damage_case(py):
     return run
 
 
+# Every option that only some subcommands take, and one subcommand that does not take it.
+NOT_TAKEN = [("line", "--all"), ("list", "--json"), ("bt", "--tree"), ("locals", "--locals"),
+             ("print", "--native"), ("tasks", "--native-all"), ("line", "--no-source"),
+             ("bt", "--table"), ("tasks", "--limit", "3"), ("tasks", "--frame", "1"),
+             ("bt", "--range", "1,2"), ("list", "--max-items", "3")]
+
+
+def gone_pid():
+    """The PID of a process that has exited and been reaped."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def cli_errors_case():
+    """A PID no process has is "no process N" (status 1, as for any unreadable target); an
+    option a subcommand does not take is a usage error (status 2), for every subcommand."""
+    def run():
+        pid = gone_pid()
+        for cmd in ("bt", "tasks", "locals", "line", "list"):
+            p = subprocess.run([CLI, cmd, str(pid)], capture_output=True, timeout=60)
+            if p.returncode != 1 or p.stderr.decode().strip() != "pyunwind: no process %d" % pid:
+                raise AssertionError("%s on a gone pid: status %d, %r" % (cmd, p.returncode,
+                                                                          p.stderr.decode()))
+        for cmd, opt, *arg in NOT_TAKEN:
+            p = subprocess.run([CLI, cmd, opt] + arg + [str(pid)], capture_output=True,
+                               timeout=60)
+            want = "pyunwind: %s does not take %s" % (cmd, opt)
+            if p.returncode != 2 or want not in p.stderr.decode():
+                raise AssertionError("%s %s: status %d, %r" % (cmd, opt, p.returncode,
+                                                              p.stderr.decode()))
+    return run
+
+
 def cases():
-    out = []
+    out = [("tasks-cli-errors", cli_errors_case())]
     for py in selected():
         if tuple(map(int, py.minor.split("."))) < (3, 7):
             continue
