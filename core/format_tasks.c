@@ -87,6 +87,10 @@ static void text_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_puts(sb, "    (no coroutine frames)\n");
 	for (uint32_t i = 0; i < t->frame_count; i++)
 		pyu_format_text_frame(sb, s, &t->frames[i], i, flags, cache);
+	if (t->frames_omitted)
+		pyu_strbuf_printf(sb, "(%u more outer coroutine frame%s not shown: limit %u)\n",
+				  t->frames_omitted, t->frames_omitted == 1 ? "" : "s",
+				  PYU_TASK_FRAMES_MAX);
 }
 
 // ---- the tree ---------------------------------------------------------------------------
@@ -221,7 +225,7 @@ static void json_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	for (uint32_t k = 0; k < t->awaited_by_count; k++)
 		pyu_strbuf_printf(sb, "%s\"0x%" PRIx64 "\"", k ? ", " : "",
 				  ts->items[t->awaited_by[k]].address);
-	pyu_strbuf_puts(sb, "],\n   \"frames\": [");
+	pyu_strbuf_printf(sb, "],\n   \"frames_omitted\": %u, \"frames\": [", t->frames_omitted);
 	for (uint32_t i = 0; i < t->frame_count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
 		pyu_format_json_frame(sb, s, &t->frames[i]);

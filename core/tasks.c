@@ -804,33 +804,103 @@ static struct pyu_error *running_frames(struct ctx *c, uint32_t thread, uint64_t
 	return NULL;
 }
 
-// The suspended task's coroutine chain, outermost first into @acc, and what the chain ends
-// in (a future, a task, or 0).
+// Appends an error frame saying why the chain at @addr was not followed further.
+static struct pyu_error *push_chain_error(struct pyu_thread_info *acc, uint64_t addr,
+					  const char *msg)
+{
+	struct pyu_frame_info *frames = realloc(acc->frames,
+						(acc->frame_count + 1) * sizeof(*frames));
+	if (!frames)
+		return &pyu_error_nomem;
+	acc->frames = frames;
+	struct pyu_frame_info *f = &frames[acc->frame_count];
+	memset(f, 0, sizeof(*f));
+	f->kind = PYU_FRAME_ERROR;
+	f->code = -1;
+	f->loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	f->instruction_offset = -1;
+	f->frame_address = addr;
+	if (!(f->reason = strdup(msg)))
+		return &pyu_error_nomem;
+	acc->frame_count++;
+	return NULL;
+}
+
+// Keeps the newest (innermost) PYU_TASK_FRAMES_MAX frames of @acc once it holds twice that,
+// counting the others in *omitted. Cannot fail.
+static void drop_outer_frames(struct pyu_thread_info *acc, uint32_t keep, uint32_t *omitted)
+{
+	if (acc->frame_count <= keep)
+		return;
+	uint32_t drop = acc->frame_count - keep;
+	for (uint32_t k = 0; k < drop; k++)
+		free(acc->frames[k].reason);
+	memmove(acc->frames, acc->frames + drop, keep * sizeof(*acc->frames));
+	acc->frame_count = keep;
+	*omitted += drop;
+}
+
+// The awaitable objects of async generators hold no frame: what they drive is the generator.
+// Its address into *ret, or 0 (@obj is not one of them, or drives nothing).
+static struct pyu_error *awaitable_target(struct ctx *c, uint64_t obj, const char *type,
+					  uint64_t *ret)
+{
+	int32_t off = !strcmp(type, "async_generator_asend") ? c->tl.agen.asend_gen
+		    : !strcmp(type, "async_generator_athrow") ? c->tl.agen.athrow_gen
+		    : !strcmp(type, "anext_awaitable") ? c->tl.agen.anext_wrapped : PYU_NO_FIELD;
+	*ret = 0;
+	if (off == PYU_NO_FIELD)
+		return NULL;
+	return read_u64(c, obj, off, ret);
+}
+
+// The suspended task's coroutine chain, outermost first into @acc: each coroutine's,
+// generator's and async generator's frame, through what each awaits (an async generator
+// through the asend / athrow / anext awaitable that drives it). Keeps the innermost
+// PYU_TASK_FRAMES_MAX frames and counts the others in *omitted; a chain that loops or is
+// longer than PYU_AWAIT_CHAIN_MAX links ends in an error frame. Fails only for out of memory.
 static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
-					 struct pyu_thread_info *acc, uint64_t *end)
+					 struct pyu_thread_info *acc, uint32_t *omitted)
 {
 	uint64_t obj = coro, saved = 0, power = 1, steps = 0;
-	*end = 0;
+	char msg[160];
+	*omitted = 0;
 	for (uint32_t n = 0; obj; n++) {
-		if (n >= PYU_AWAIT_CHAIN_MAX || obj == saved)
-			return NULL; // too deep, or a cycle of awaits: stop where it is
+		if (n >= PYU_AWAIT_CHAIN_MAX) {
+			snprintf(msg, sizeof(msg), "await chain longer than %u links: not followed "
+				 "further", PYU_AWAIT_CHAIN_MAX);
+			return push_chain_error(acc, obj, msg);
+		}
+		if (obj == saved) {
+			snprintf(msg, sizeof(msg), "the await chain loops at 0x%" PRIx64, obj);
+			return push_chain_error(acc, obj, msg);
+		}
 		if (++steps == power) {
 			saved = obj;
 			power *= 2;
 			steps = 0;
 		}
-		if (type_named(c, obj, "FutureIter")) {
-			struct pyu_error *err = read_u64(c, obj, c->tl.futureiter_future, end);
+		char *type = NULL;
+		struct pyu_error *err = pyu_value_type_name(c->v, obj, &type);
+		if (err) {
 			pyu_error_destroy(err);
 			return NULL;
 		}
-		if (!type_named(c, obj, "coroutine") && !type_named(c, obj, "generator")) {
-			*end = obj;
-			return NULL;
+		uint64_t driven = 0;
+		err = awaitable_target(c, obj, type, &driven);
+		bool gen = !strcmp(type, "coroutine") || !strcmp(type, "generator") ||
+			   !strcmp(type, "async_generator");
+		free(type);
+		if (err || driven) {
+			pyu_error_destroy(err);
+			obj = driven;
+			continue;
 		}
+		if (!gen)
+			return NULL; // a FutureIter or another awaitable: the task's waiter says more
 		uint64_t frame = 0, next = 0;
 		bool live = false;
-		struct pyu_error *err = gen_frame(c, obj, &frame);
+		err = gen_frame(c, obj, &frame);
 		if (!err)
 			err = awaited_object(c, obj, frame, &live, &next);
 		if (err) {
@@ -852,6 +922,8 @@ static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
 			free(acc->frames[k].reason);
 		if (acc->frame_count > before + 1)
 			acc->frame_count = before + 1;
+		if (acc->frame_count >= 2 * PYU_TASK_FRAMES_MAX)
+			drop_outer_frames(acc, PYU_TASK_FRAMES_MAX, omitted);
 		obj = next;
 	}
 	return NULL;
@@ -943,8 +1015,10 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 		return NULL;
 	}
 	struct pyu_thread_info acc = {0};
-	uint64_t end = 0;
-	err = coroutine_chain(c, f.coro, &acc, &end);
+	uint32_t omitted = 0;
+	err = coroutine_chain(c, f.coro, &acc, &omitted);
+	drop_outer_frames(&acc, PYU_TASK_FRAMES_MAX, &omitted);
+	task->frames_omitted = omitted;
 	// Innermost first.
 	for (uint32_t i = 0; i < acc.frame_count / 2; i++) {
 		struct pyu_frame_info x = acc.frames[i];
@@ -955,7 +1029,6 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 	task->frame_count = acc.frame_count;
 	if (err)
 		return err;
-	(void)end;
 	bool group = false;
 	if ((err = taskgroup_tasks(c, task, &group)) != NULL || group)
 		return err;
@@ -1052,7 +1125,8 @@ static void shift_object_fields(struct pyu_task_layout *tl, int32_t shift)
 	int32_t *f[] = {&tl->fut.loop, &tl->fut.state, &tl->task.fut_waiter, &tl->task.coro,
 			&tl->task.name, &tl->task.node, &tl->futureiter_future, &tl->weakref_object,
 			&tl->gen.frame, &tl->gen.iframe, &tl->gen.frame_state, &tl->frame.stacktop,
-			&tl->frame.valuestack, &tl->frame.stackdepth};
+			&tl->frame.valuestack, &tl->frame.stackdepth, &tl->agen.asend_gen,
+			&tl->agen.athrow_gen, &tl->agen.anext_wrapped, &tl->running_holder_loop};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (*f[i] != PYU_NO_FIELD)
 			*f[i] += shift;

@@ -171,9 +171,40 @@ def check_one_thread(truth, target, what):
                              % (what, len(got), len(want)))
 
 
+# Tasks waiting inside async generators: the generators each passes through, innermost first
+# (after the frames of what the innermost awaits, if a coroutine).
+AGEN_CHAINS = {
+    "agen-for": ["ticker", "outer_agen", "agen_for"],
+    "agen-anext": ["ticker", "agen_anext"],
+    "agen-anext-default": ["ticker", "agen_anext_default"],
+    "agen-asend": ["ticker", "agen_asend"],
+    "agen-athrow": ["catcher", "agen_athrow"],
+    "agen-aclose": ["closer", "agen_aclose"],
+    "agen-task": ["awaits_task", "agen_task"],
+}
+DEEP_MIN = 1025
+
+
+def check_target_made(truth):
+    """The target did make what the checks are about: a task behind each form of async
+    generator, and a chain deeper than 1,024 (else the comparison would prove nothing)."""
+    by_name = dict((t["name"], t) for t in truth["extra"]["tasks"])
+    for name, want in AGEN_CHAINS.items():
+        if name == "agen-anext-default" and truth["python"]["hexversion"] < 0x030a0000:
+            continue
+        got = [f["function"] for f in by_name[name]["frames"]]
+        if got != want:
+            raise AssertionError("the target's task %s waits in %s, expected %s"
+                                 % (name, got, want))
+    if len(by_name["deep"]["frames"]) < DEEP_MIN:
+        raise AssertionError("the target's deep task has %d frames"
+                             % len(by_name["deep"]["frames"]))
+
+
 def live_case(py):
     def run():
         with Target(py, "tasks") as t:
+            check_target_made(t.truth)
             with t.stopped():
                 check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
                 check_text(t.truth, t.pid, "live")

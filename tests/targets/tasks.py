@@ -15,6 +15,7 @@
 # coroutine's frame through cr_await / gi_yieldfrom, innermost first; for the running task its
 # thread's frames down to its coroutine) and what it awaits (its _fut_waiter: a task, the
 # children of a gather, the tasks of a TaskGroup, or a future). Runs on 3.7+.
+import gc
 import os
 import sys
 import threading
@@ -113,6 +114,95 @@ async def finishes():
     return 42
 
 
+# ---- async generators: every way a task waits inside one --------------------------------
+
+async def ticker(fut):
+    yield 0
+    await fut
+    yield 1
+
+
+async def outer_agen(fut):
+    async for x in ticker(fut):
+        yield x
+
+
+async def agen_for(fut):
+    """async for over a generator that iterates another: consumer <- outer_agen <- ticker."""
+    async for _ in outer_agen(fut):
+        pass
+
+
+async def agen_anext(fut):
+    g = ticker(fut)
+    await g.__anext__()
+    if sys.version_info >= (3, 10):
+        await anext(g)  # noqa: F821 - a builtin from 3.10
+    else:
+        await g.__anext__()
+
+
+async def agen_anext_default(fut):
+    g = ticker(fut)
+    await anext(g, None)  # noqa: F821
+    await anext(g, None)  # noqa: F821
+
+
+async def agen_asend(fut):
+    g = ticker(fut)
+    await g.asend(None)
+    await g.asend("sent")
+
+
+async def catcher(fut):
+    try:
+        yield 0
+    except ValueError:
+        await fut
+        yield 1
+
+
+async def agen_athrow(fut):
+    g = catcher(fut)
+    await g.__anext__()
+    await g.athrow(ValueError("thrown"))
+
+
+async def closer(fut):
+    try:
+        yield 0
+    finally:
+        await fut
+
+
+async def agen_aclose(fut):
+    g = closer(fut)
+    await g.__anext__()
+    await g.aclose()
+
+
+async def awaits_task(task):
+    yield 0
+    await task
+    yield 1
+
+
+async def agen_task(task):
+    """An async generator that awaits a task: the consumer waits on that task."""
+    async for _ in awaits_task(task):
+        pass
+
+
+DEEP = 1030         # coroutines awaiting each other in one task (more than 1,024)
+
+
+async def deep(n, fut):
+    if n == 0:
+        await fut
+    else:
+        await deep(n - 1, fut)
+
+
 async def never_started():
     await asyncio.sleep(0)
 
@@ -133,6 +223,16 @@ async def main1():
     spawn(on_event(asyncio.Event()), "on-event")
     BOX["a"] = spawn(cycle_a(), "cycle-a")
     BOX["b"] = spawn(cycle_b(), "cycle-b")
+    agen_fut = loop.create_future()
+    spawn(agen_for(agen_fut), "agen-for")
+    spawn(agen_anext(agen_fut), "agen-anext")
+    if sys.version_info >= (3, 10):
+        spawn(agen_anext_default(agen_fut), "agen-anext-default")
+    spawn(agen_asend(agen_fut), "agen-asend")
+    spawn(agen_athrow(agen_fut), "agen-athrow")
+    spawn(agen_aclose(agen_fut), "agen-aclose")
+    spawn(agen_task(spawn(sleeper(7), "agen-awaited")), "agen-task")
+    spawn(deep(DEEP - 1, loop.create_future()), "deep")
     done = spawn(finishes(), "finished")
     cancelled = spawn(sleeper(0), "cancelled")
     KEEP.extend([done, cancelled])
@@ -192,19 +292,38 @@ def run_loop(main):
 
 # ---- the truth ----------------------------------------------------------------------------
 
+# The awaitables of async generators (asend, athrow, anext(agen, default)) show the generator
+# they drive only to the collector.
+AGEN_AWAITABLES = ("async_generator_asend", "async_generator_athrow", "anext_awaitable")
+
+
+def driven_generator(awaitable):
+    """The async generator (or, for anext(agen, default), the asend awaitable) it drives."""
+    for r in gc.get_referents(awaitable):
+        if type(r).__name__ in ("async_generator",) + AGEN_AWAITABLES:
+            return r
+    return None
+
+
 def coro_frames(coro):
-    """Each coroutine's / generator's frame through cr_await and gi_yieldfrom, innermost
-    first."""
+    """Each coroutine's / generator's / async generator's frame through cr_await, gi_yieldfrom
+    and ag_await (and the async generator an asend / athrow / anext awaitable drives),
+    innermost first."""
     frames = []
     c = coro
-    while c is not None and len(frames) < 1000:
-        if type(c).__name__ not in ("coroutine", "generator"):
+    while c is not None and len(frames) < 100000:
+        kind = type(c).__name__
+        if kind in AGEN_AWAITABLES:
+            c = driven_generator(c)
+            continue
+        if kind not in ("coroutine", "generator", "async_generator"):
             break
-        f = c.cr_frame if hasattr(c, "cr_frame") else c.gi_frame
+        prefix = {"coroutine": "cr_", "generator": "gi_", "async_generator": "ag_"}[kind]
+        f = getattr(c, prefix + "frame")
         if f is None:
             break
         frames.append(f)
-        c = c.cr_await if hasattr(c, "cr_await") else c.gi_yieldfrom
+        c = getattr(c, "gi_yieldfrom" if kind == "generator" else prefix + "await")
     frames.reverse()
     return frames
 
@@ -270,6 +389,7 @@ def tasks_truth():
 
 
 def main(argv):
+    sys.setrecursionlimit(DEEP + 1000)  # the deep chain is made by nested calls
     outdir = os.path.abspath(argv[1])
     mode = argv[2] if len(argv) > 2 else "park"
     pyu_truth.DOC_EXTRA = tasks_truth
