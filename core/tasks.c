@@ -523,19 +523,65 @@ static struct pyu_error *scan_interpreter(struct ctx *c, uint64_t interp)
 	return NULL;
 }
 
-// 3.14+: each thread's task list, running loop and running task; each interpreter's list.
+// The running loop of the thread whose state is at @ts, whatever the loop's class (asyncio's,
+// uvloop's ...): 3.13+ keep it in the thread state; before, the C accelerator keeps it in the
+// thread state's dict, in a holder (3.7 - 3.11) or as is (3.12). 0 when none. On error, *ret
+// is unchanged.
+static struct pyu_error *running_loop(struct ctx *c, uint64_t ts, uint64_t *ret)
+{
+	uint64_t loop = 0, dict = 0;
+	struct pyu_error *err;
+	if (c->tl.tstate.running_loop != PYU_NO_FIELD) {
+		if ((err = read_u64(c, ts, c->tl.tstate.running_loop, &loop)) != NULL)
+			return err;
+		*ret = loop && !pyu_object_is_none(c->v, loop) ? loop : 0;
+		return NULL;
+	}
+	if ((err = read_u64(c, ts, c->tl.tstate.dict, &dict)) != NULL)
+		return err;
+	if (dict)
+		err = pyu_dict_get_str(c->v, dict, "__asyncio_running_event_loop__", &loop);
+	if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+		pyu_error_destroy(err);
+		err = NULL;
+		loop = 0;
+	}
+	if (!err && loop && type_named(c, loop, "_RunningLoopHolder"))
+		err = read_u64(c, loop, c->tl.running_holder_loop, &loop);
+	if (err)
+		return err;
+	*ret = loop && !pyu_object_is_none(c->v, loop) ? loop : 0;
+	return NULL;
+}
+
+// Every thread's running loop, so that a task's loop gives its thread.
+static struct pyu_error *scan_running_loops(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->s->thread_count; i++) {
+		const struct pyu_thread_info *th = &c->s->threads[i];
+		uint64_t loop = 0;
+		struct pyu_error *err = running_loop(c, th->tstate_address, &loop);
+		if (!err && loop)
+			err = push_loop(c, loop, i);
+		if (err == &pyu_error_nomem)
+			return err;
+		if (err)
+			add_error(c, "the running loop of thread 0x%" PRIx64 ": %s", th->thread_id,
+				  pyu_error_message(err));
+		pyu_error_destroy(err);
+	}
+	return NULL;
+}
+
+// 3.14+: each thread's task list and running task; each interpreter's list.
 static struct pyu_error *scan_lists(struct ctx *c)
 {
 	struct pyu_stacks *s = c->s;
 	char where[96];
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		const struct pyu_thread_info *th = &s->threads[i];
-		uint64_t ts = th->tstate_address, loop = 0, task = 0;
-		struct pyu_error *err = read_u64(c, ts, c->tl.tstate.running_loop, &loop);
-		if (!err && loop)
-			err = push_loop(c, loop, i);
-		if (!err)
-			err = read_u64(c, ts, c->tl.tstate.running_task, &task);
+		uint64_t ts = th->tstate_address, task = 0;
+		struct pyu_error *err = read_u64(c, ts, c->tl.tstate.running_task, &task);
 		if (!err && task)
 			err = push_running(c, task);
 		if (err == &pyu_error_nomem)
@@ -1202,6 +1248,8 @@ struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret
 	}
 	if (!err && c.have_lists)
 		err = scan_lists(&c);
+	if (!err)
+		err = scan_running_loops(&c);
 	if (c.ts->count > PYU_TASKS_MAX)
 		c.ts->count = PYU_TASKS_MAX;
 	for (uint32_t i = 0; !err && i < c.ts->count; i++)

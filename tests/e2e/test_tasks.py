@@ -319,6 +319,41 @@ def damage_case(py):
     return run
 
 
+# uvloop and aiohttp: the interpreter Debian ships them for (python3-uvloop, python3-aiohttp).
+UVLOOP_PYTHONS = ("debian-3.11",)
+UVLOOP_REQUESTS = 300
+
+
+def uvloop_case(py):
+    """An aiohttp server on uvloop with a few hundred requests parked in its slow handler:
+    every task with its loop's thread (found whatever the loop's class), stack and edges, live,
+    from a gdb core and a kernel core, in the CLI, gdb and lldb; py-tasks / --thread on the
+    loop's thread lists them all."""
+    def run():
+        with Target(py, "tasks_uvloop") as t:
+            parked = [x for x in t.truth["extra"]["tasks"]
+                      if x["frames"] and x["frames"][0]["function"] == "slow"]
+            if len(parked) != UVLOOP_REQUESTS:
+                raise AssertionError("the target parked %d requests" % len(parked))
+            server = [th for th in t.truth["threads"] if th.get("scenario") == "server"][0]
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                doc = json.loads(cli("tasks", "--json", "--thread", server["native_thread_id"],
+                                     t.pid))
+                if len(doc["tasks"]) != len(t.truth["extra"]["tasks"]):
+                    raise AssertionError("--thread of the loop's thread: %d tasks, truth %d"
+                                         % (len(doc["tasks"]), len(t.truth["extra"]["tasks"])))
+            core = t.gcore()
+            check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+            debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
+        with Target(py, "tasks_uvloop", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
+                  "kernel core")
+            debugger_check(t, [("gdb", "core", core)], "kernel core")
+    return run
+
+
 # Every option that only some subcommands take, and one subcommand that does not take it.
 NOT_TAKEN = [("line", "--all"), ("list", "--json"), ("bt", "--tree"), ("locals", "--locals"),
              ("print", "--native"), ("tasks", "--native-all"), ("line", "--no-source"),
@@ -364,6 +399,8 @@ def cases():
             out.append(("tasks-adapters %s" % py.label, adapter_case(py)))
         if py.label in PURE_PYTHONS:
             out.append(("tasks-pure %s" % py.label, pure_case(py)))
+        if py.label in UVLOOP_PYTHONS:
+            out.append(("tasks-uvloop %s" % py.label, uvloop_case(py)))
         if py.label in DAMAGE_PYTHONS:
             out.append(("tasks-damaged %s" % py.label, damage_case(py)))
     return out
