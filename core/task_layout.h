@@ -41,6 +41,9 @@ struct pyu_task_layout {
 
 	struct {
 		int32_t size, loop, state;         // FutureObj (fut_*; a Task starts with the same)
+		// 3.14+: who awaits it, as asyncio records it: one future or task, or (the char
+		// awaited_by_is_set true) a set of them.
+		int32_t awaited_by, awaited_by_is_set;
 	} fut;
 	struct {
 		int32_t size, fut_waiter, coro, name, node; // TaskObj; node: llist_node (3.14+)

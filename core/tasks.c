@@ -1098,6 +1098,75 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 	return sv.err;
 }
 
+struct registered_visit {
+	struct ctx *c;
+	uint64_t awaited;   // the task the set is of
+	struct pyu_error *err;
+};
+
+// @waiter awaits the task registered_visit.awaited: an edge of the waiter's, unless it has it.
+static bool visit_registered(void *arg, uint64_t waiter)
+{
+	struct registered_visit *rv = arg;
+	int32_t i = map_get(&rv->c->index, waiter);
+	if (i < 0)
+		return true; // a future or an object that is no task we know: no edge between tasks
+	struct pyu_task *w = &rv->c->ts->items[i];
+	if (w->error || w->state != PYU_TASK_PENDING)
+		return true;
+	for (uint32_t k = 0; k < w->awaiting_count; k++)
+		if (w->awaiting[k].address == rv->awaited)
+			return true;
+	rv->err = push_await(w, rv->awaited, PYU_VIA_DIRECT, NULL);
+	return !rv->err;
+}
+
+// 3.14+: the edges asyncio records in each task's awaited-by field (one waiter, or a set of
+// them), beyond those read from the waiters themselves: what staggered_race, asyncio.wait and
+// future_add_to_awaited_by() register. Entries removed from the set are skipped.
+static struct pyu_error *registered_edges(struct ctx *c)
+{
+	const struct pyu_task_layout *tl = &c->tl;
+	for (uint32_t i = 0; i < c->ts->count; i++) {
+		struct pyu_task *task = &c->ts->items[i];
+		uint64_t by = 0;
+		uint8_t is_set = 0;
+		struct pyu_error *err;
+		if (task->error)
+			continue;
+		if (is_c_task(c, task->address)) {
+			if (tl->fut.awaited_by == PYU_NO_FIELD)
+				return NULL; // before 3.14: not recorded
+			err = read_u64(c, task->address, tl->fut.awaited_by, &by);
+			if (!err && by)
+				err = pyu_target_read_u8(c->t, task->address +
+							 (uint64_t)tl->fut.awaited_by_is_set, &is_set);
+		} else {
+			err = attr(c, task->address, "_Future__asyncio_awaited_by", &by);
+			if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+				pyu_error_destroy(err); // a version that does not record them
+				continue;
+			}
+			is_set = 1;
+		}
+		struct registered_visit rv = {c, task->address, NULL};
+		if (!err && by && is_set)
+			err = pyu_set_foreach(c->v, by, visit_registered, &rv);
+		else if (!err && by)
+			visit_registered(&rv, by);
+		if (rv.err) {
+			pyu_error_destroy(err);
+			return rv.err;
+		}
+		if (err) {
+			add_error(c, "who awaits task 0x%" PRIx64 ": %s", task->address,
+				  pyu_error_message(err));
+			pyu_error_destroy(err);
+		}
+	}
+	return NULL;
+}
+
 // awaiting -> task indexes, and the reverse edges.
 static struct pyu_error *link_tasks(struct ctx *c)
 {
@@ -1148,6 +1217,8 @@ static void apply_asyncio_offsets(struct ctx *c)
 		{&c->tl.task.name, o.task_name, "task_name"},
 		{&c->tl.task.coro, o.task_coro, "task_coro"},
 		{&c->tl.task.node, o.task_node, "task_node"},
+		{&c->tl.fut.awaited_by, o.task_awaited_by, "task_awaited_by"},
+		{&c->tl.fut.awaited_by_is_set, o.task_awaited_by_is_set, "task_awaited_by_is_set"},
 		{&c->tl.interp_tasks_head, o.interp_tasks_head, "interpreter asyncio_tasks_head"},
 		{&c->tl.tstate.running_loop, o.tstate_running_loop, "asyncio_running_loop"},
 		{&c->tl.tstate.running_task, o.tstate_running_task, "asyncio_running_task"},
@@ -1168,7 +1239,8 @@ static void apply_asyncio_offsets(struct ctx *c)
 
 static void shift_object_fields(struct pyu_task_layout *tl, int32_t shift)
 {
-	int32_t *f[] = {&tl->fut.loop, &tl->fut.state, &tl->task.fut_waiter, &tl->task.coro,
+	int32_t *f[] = {&tl->fut.loop, &tl->fut.state, &tl->fut.awaited_by,
+			&tl->fut.awaited_by_is_set, &tl->task.fut_waiter, &tl->task.coro,
 			&tl->task.name, &tl->task.node, &tl->futureiter_future, &tl->weakref_object,
 			&tl->gen.frame, &tl->gen.iframe, &tl->gen.frame_state, &tl->frame.stacktop,
 			&tl->frame.valuestack, &tl->frame.stackdepth, &tl->agen.asend_gen,
@@ -1255,6 +1327,8 @@ struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret
 	for (uint32_t i = 0; !err && i < c.ts->count; i++)
 		if (!c.ts->items[i].error)
 			err = read_task(&c, i);
+	if (!err)
+		err = registered_edges(&c);
 	if (!err)
 		err = link_tasks(&c);
 	map_free(&c.index);

@@ -28,6 +28,8 @@ const struct pyu_task_layout pyu_task_layout_py311 = {
 		.valuestack = -1,
 	},
 	.fut = {
+		.awaited_by = -1,
+		.awaited_by_is_set = -1,
 		.loop = 16,
 		.size = 128,
 		.state = 88,

@@ -28,6 +28,8 @@ const struct pyu_task_layout pyu_task_layout_py314 = {
 		.valuestack = -1,
 	},
 	.fut = {
+		.awaited_by = 96,
+		.awaited_by_is_set = 109,
 		.loop = 16,
 		.size = 112,
 		.state = 104,

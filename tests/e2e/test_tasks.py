@@ -145,6 +145,13 @@ def check_text(truth, target, what):
     if len(cycle) != 2 or "(cycle: awaits a task above)" not in tree or \
             any("Task %s" % a not in tree for a in cycle):
         raise AssertionError("%s: tree shows no cycle of %s:\n%s" % (what, cycle, tree[:3000]))
+    # A task some task awaits (3.14+: as asyncio records it too) is drawn under it, not as a
+    # root of its own (the cycle's tasks aside).
+    roots = set(l.split()[1] for l in tree.splitlines() if l.startswith("Task 0x"))
+    awaited = set(awaited_by(tasks)) - set(cycle)
+    if roots & awaited:
+        raise AssertionError("%s: the tree draws awaited tasks as roots: %s"
+                             % (what, sorted(roots & awaited)[:5]))
     chain = [t["address"] for t in tasks if t["frames"] and t["frames"][-1]["function"] == "chain"]
     lines = [l for l in tree.splitlines() if any("Task %s " % a in l for a in chain)]
     depth = [len(l) - len(l.lstrip("│ ├└─")) for l in lines]
@@ -196,6 +203,21 @@ def check_target_made(truth):
         if got != want:
             raise AssertionError("the target's task %s waits in %s, expected %s"
                                  % (name, got, want))
+    if truth["python"]["hexversion"] >= 0x030e0000:
+        # Registered awaiters: 0 and 5 still on the awaited task's set, 1 - 3 removed.
+        addr = dict((n, int(t["address"], 16)) for n, t in by_name.items())
+        want = {"registrant-0": {addr["registered-target"], addr["registered-single"]},
+                "registrant-1": set(), "registrant-2": set(), "registrant-3": set(),
+                "registrant-4": {addr["registered-target"]},
+                "registrant-5": {addr["registered-target"]}}
+        for name, edges in want.items():
+            got = set(a for k, a, v in by_name[name]["awaiting"] if k == "task")
+            if got != edges:
+                raise AssertionError("the target's %s awaits %s, expected %s"
+                                     % (name, sorted(got), sorted(edges)))
+        racing = [a for k, a, v in by_name["racer"]["awaiting"] if k == "task"]
+        if len(racing) != 3:
+            raise AssertionError("the target's racer awaits %d racing tasks" % len(racing))
     if len(by_name["deep"]["frames"]) < DEEP_MIN:
         raise AssertionError("the target's deep task has %d frames"
                              % len(by_name["deep"]["frames"]))
@@ -319,6 +341,32 @@ def damage_case(py):
     return run
 
 
+# loop.create_connection(happy_eyeballs_delay=...) parked in staggered_race (3.14+ record the
+# racing task as awaited by the caller). The attempt ends when the kernel gives up on it (about
+# two minutes): the case reads the target within that, live, from a gdb core and a kernel core.
+EYEBALLS_PYTHONS = ("sid-3.14", "sid-3.15")
+
+
+def eyeballs_case(py):
+    def run():
+        env = {"PYU_HAPPY_EYEBALLS": "1"}
+        with Target(py, "tasks", env=env) as t:
+            caller = [x for x in t.truth["extra"]["tasks"] if x["name"] == "happy-eyeballs"][0]
+            if not [a for a in caller["awaiting"] if a[0] == "task"]:
+                raise AssertionError("the target's create_connection awaits no racing task: %s"
+                                     % caller["awaiting"])
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_text(t.truth, t.pid, "live")
+            core = t.gcore()
+            check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+        with Target(py, "tasks", mode="crash", env=env) as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
+                  "kernel core")
+    return run
+
+
 # uvloop and aiohttp: the interpreter Debian ships them for (python3-uvloop, python3-aiohttp).
 UVLOOP_PYTHONS = ("debian-3.11",)
 UVLOOP_REQUESTS = 300
@@ -399,6 +447,8 @@ def cases():
             out.append(("tasks-adapters %s" % py.label, adapter_case(py)))
         if py.label in PURE_PYTHONS:
             out.append(("tasks-pure %s" % py.label, pure_case(py)))
+        if py.label in EYEBALLS_PYTHONS:
+            out.append(("tasks-eyeballs %s" % py.label, eyeballs_case(py)))
         if py.label in UVLOOP_PYTHONS:
             out.append(("tasks-uvloop %s" % py.label, uvloop_case(py)))
         if py.label in DAMAGE_PYTHONS:

@@ -193,6 +193,68 @@ async def agen_task(task):
         pass
 
 
+# ---- await edges asyncio records itself (3.14+: a future's awaited-by record) ---------------
+
+async def parked(fut):
+    await fut
+
+
+async def race_entry(ev):
+    await ev.wait()
+
+
+async def racer():
+    """The standard library's staggered_race (3.8+), three entries started, none finishing:
+    3.14+ record the racing tasks as awaited by this one."""
+    import asyncio.staggered
+    ev = asyncio.Event()
+    await asyncio.staggered.staggered_race([lambda: race_entry(ev)] * 3, 0.001)
+
+
+def register_awaiters(loop):
+    """3.14+: tasks registered as awaiting others with future_add_to_awaited_by, some of them
+    removed again (their entries left as tombstones in the awaited task's set)."""
+    target = spawn(sleeper(11), "registered-target")
+    single = spawn(sleeper(12), "registered-single")
+    waiters = [spawn(parked(loop.create_future()), "registrant-%d" % i) for i in range(6)]
+    for w in waiters:
+        asyncio.futures.future_add_to_awaited_by(target, w)
+    for w in waiters[1:5:2] + waiters[2:3]:
+        asyncio.futures.future_discard_from_awaited_by(target, w)
+    asyncio.futures.future_add_to_awaited_by(single, waiters[0])
+
+
+async def happy_eyeballs(port):
+    """loop.create_connection(happy_eyeballs_delay=...) to a listener on 127.0.0.1 whose
+    queue is full: the connection attempt (a task of staggered_race) waits until the kernel
+    gives up on it (about two minutes), and the caller waits for the race."""
+    loop = asyncio.get_event_loop()
+    await loop.create_connection(asyncio.Protocol, "127.0.0.1", port, happy_eyeballs_delay=0.01)
+
+
+LISTENERS = []
+
+
+def full_listener():
+    """A listener on 127.0.0.1 that accepts nothing, its queue filled: a connection to it
+    waits for the kernel's SYN retries to run out."""
+    import socket
+    lst = socket.socket()
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(0)
+    port = lst.getsockname()[1]
+    LISTENERS.append(lst)
+    for _ in range(3):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        LISTENERS.append(s)
+    return port
+
+
 DEEP = 1030         # coroutines awaiting each other in one task (more than 1,024)
 
 
@@ -233,6 +295,13 @@ async def main1():
     spawn(agen_aclose(agen_fut), "agen-aclose")
     spawn(agen_task(spawn(sleeper(7), "agen-awaited")), "agen-task")
     spawn(deep(DEEP - 1, loop.create_future()), "deep")
+    if sys.version_info >= (3, 8):
+        spawn(racer(), "racer")
+    if sys.version_info >= (3, 14):
+        register_awaiters(loop)
+    if os.environ.get("PYU_HAPPY_EYEBALLS") == "1":
+        spawn(happy_eyeballs(full_listener()), "happy-eyeballs")
+    await asyncio.sleep(0.2)  # the race starts its entries 1 ms apart
     done = spawn(finishes(), "finished")
     cancelled = spawn(sleeper(0), "cancelled")
     KEEP.extend([done, cancelled])
@@ -376,15 +445,31 @@ def task_entry(task, loop, ident):
                                            else [])]}
 
 
+def registered_edges(tasks, objects):
+    """3.14+: the edges asyncio records in each task's awaited-by set (_asyncio_awaited_by),
+    added to the waiting task's (a pending one) unless it has an edge to that task already."""
+    entries = dict((e["address"], e) for e in tasks)
+    for t in objects:
+        for w in getattr(t, "_asyncio_awaited_by", None) or ():
+            e = entries.get("0x%x" % id(w))
+            if e is None or e["state"] != "pending":
+                continue
+            if not any(a[1] == id(t) for a in e["awaiting"]):
+                e["awaiting"].append(["task", id(t), "await"])
+
+
 def tasks_truth():
-    tasks = []
+    tasks, objects = [], []
     for loop, thread in LOOPS:
         for t in asyncio.all_tasks(loop):
             tasks.append(task_entry(t, loop, thread.ident if thread else None))
+            objects.append(t)
     for t in KEEP:
         for loop, thread in LOOPS:
             if t._loop is loop:
                 tasks.append(task_entry(t, loop, thread.ident if thread else None))
+                objects.append(t)
+    registered_edges(tasks, objects)
     return {"tasks": tasks}
 
 
