@@ -85,8 +85,11 @@ static void text_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	}
 	if (!t->frame_count && (t->state == PYU_TASK_PENDING || t->state == PYU_TASK_RUNNING))
 		pyu_strbuf_puts(sb, "    (no coroutine frames)\n");
-	for (uint32_t i = 0; i < t->frame_count; i++)
+	for (uint32_t i = 0; i < t->frame_count; i++) {
 		pyu_format_text_frame(sb, s, &t->frames[i], i, flags, cache);
+		if (flags & PYU_FMT_LOCALS)
+			pyu_format_text_frame_locals(sb, s, &t->frames[i]);
+	}
 	if (t->frames_omitted)
 		pyu_strbuf_printf(sb, "(%u more outer coroutine frame%s not shown: limit %u)\n",
 				  t->frames_omitted, t->frames_omitted == 1 ? "" : "s",
@@ -188,7 +191,7 @@ static struct pyu_error *text_tree(struct pyu_strbuf *sb, const struct pyu_stack
 // ---- JSON -------------------------------------------------------------------------------
 
 static void json_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		      const struct pyu_tasks *ts, const struct pyu_task *t)
+		      const struct pyu_tasks *ts, const struct pyu_task *t, uint32_t flags)
 {
 	pyu_strbuf_printf(sb, "  {\"address\": \"0x%" PRIx64 "\", \"name\": ", t->address);
 	pyu_strbuf_json_cstr(sb, t->name);
@@ -228,7 +231,10 @@ static void json_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_printf(sb, "],\n   \"frames_omitted\": %u, \"frames\": [", t->frames_omitted);
 	for (uint32_t i = 0; i < t->frame_count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		pyu_format_json_frame(sb, s, &t->frames[i]);
+		if (flags & PYU_FMT_LOCALS)
+			pyu_format_json_frame_locals(sb, s, &t->frames[i]);
+		else
+			pyu_format_json_frame(sb, s, &t->frames[i]);
 	}
 	pyu_strbuf_puts(sb, "]}");
 }
@@ -260,7 +266,7 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		if (!shown(s, &ts->items[i], thread, flags))
 			continue;
 		pyu_strbuf_puts(sb, n++ ? ",\n" : "\n");
-		json_task(sb, s, ts, &ts->items[i]);
+		json_task(sb, s, ts, &ts->items[i], flags);
 	}
 	pyu_strbuf_putc(sb, ']');
 	json_strings(sb, "errors", ts->errors, ts->error_count, s->errors, s->error_count);

@@ -32,7 +32,7 @@ static const char usage[] =
 	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
-	"       pyunwind tasks [options] [--tree] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind tasks [options] [--tree] [--locals] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
@@ -44,7 +44,8 @@ static const char usage[] =
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
 	"  --json             bt, locals, print, tasks: JSON instead of text\n"
 	"  --tree             tasks: the await graph as a tree (cycles marked)\n"
-	"  --locals           bt: each frame's locals, each thread's name and exception\n"
+	"  --locals           bt: each frame's locals, each thread's name and exception;\n"
+	"                     tasks: each coroutine frame's locals\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
 	"  --max-items N      values: elements shown per container\n"
 	"  --max-chars N      values: characters shown of a str or bytes\n"
@@ -126,7 +127,7 @@ static const struct {
 	{"--all", "bt tasks"},
 	{"--json", "bt locals print tasks"},
 	{"--tree", "tasks"},
-	{"--locals", "bt"},
+	{"--locals", "bt tasks"},
 	{"--native", "bt"},
 	{"--native-all", "bt"},
 	{"--no-source", "bt tasks"},
@@ -460,7 +461,8 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		err = pyu_format_bt(s, thread, flags, o->limit, &out);
 	} else if (!strcmp(o->command, "tasks")) {
 		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
-				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0);
+				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0) |
+				 (o->locals ? PYU_FMT_LOCALS : 0);
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);

@@ -223,7 +223,8 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 // task) - name, state, loop's thread, what each awaits and who awaits it, and the stack of
 // each (a suspended task: its awaited coroutines, innermost first; the running task: its
 // thread's frames down to its coroutine). PYU_FMT_JSON: the JSON document (see README);
-// PYU_FMT_TREE: the await graph drawn as a tree, cycles marked; PYU_FMT_SOURCE: source lines.
+// PYU_FMT_TREE: the await graph drawn as a tree, cycles marked; PYU_FMT_SOURCE: source lines;
+// PYU_FMT_LOCALS: each frame's locals (text and JSON, as py-bt --locals shows them).
 // Reads the target on every call (code objects it meets are added to @s). Fails with
 // PYU_ERR_UNSUPPORTED before CPython 3.7; unreadable tasks and lists are reported inside the
 // output. *ret is for pyu_free().

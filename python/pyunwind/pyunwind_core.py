@@ -605,9 +605,11 @@ class Session(object):
                 flags |= PYU_FMT_TREE
             elif w == "--no-source":
                 flags &= ~PYU_FMT_SOURCE
+            elif w == "--locals":
+                flags |= PYU_FMT_LOCALS
             else:
                 raise PyunwindError("py-tasks: unknown argument %r; usage: py-tasks [--all] "
-                                    "[--json] [--tree] [--no-source]" % w)
+                                    "[--json] [--tree] [--no-source] [--locals]" % w)
         stacks = self.stacks(view)
         thread = -1 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         return stacks.tasks(thread, flags)
@@ -705,7 +707,7 @@ Usage: py-list [N | START,END]
   N          lines around line N of that file
   START,END  lines START to END""",
     "py-tasks": """Print the asyncio tasks of the selected thread's event loop.
-Usage: py-tasks [--all] [--json] [--tree] [--no-source]
+Usage: py-tasks [--all] [--json] [--tree] [--no-source] [--locals]
 Each task with its name, state (pending, running, done, cancelled), the thread its loop runs
 on, what it waits on (a task, a gather's children, a TaskGroup's tasks, a future), who waits
 on it, and its stack: the coroutines it awaits, innermost first (the running task: its
@@ -713,7 +715,8 @@ thread's frames). Nothing in the target runs.
   --all        the tasks of every event loop of every thread
   --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
   --json       the machine-readable JSON document (schema in pyunwind's README)
-  --no-source  leave out the source lines""",
+  --no-source  leave out the source lines
+  --locals     each coroutine frame's locals (name = repr)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).

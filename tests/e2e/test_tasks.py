@@ -126,6 +126,42 @@ def problems(truth, doc, limit=25):
     return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
 
 
+def locals_problems(truth, doc, limit=25):
+    """Each task frame's locals (`tasks --locals --json`) against the target's f_locals: the
+    same names, and the same repr where the truth gives one."""
+    out = []
+    got = dict((t["address"], t) for t in doc["tasks"])
+    for tt in truth["extra"]["tasks"]:
+        gt = got.get(tt["address"])
+        if gt is None or gt.get("error"):
+            continue  # the task comparison says why
+        gframes = [f for f in gt.get("frames", []) if f.get("kind") == "python"]
+        for i, (tf, gf) in enumerate(zip(tt["frames"], gframes)):
+            who = "task %s frame #%d (%s)" % (tt["name"], i, tf["function"])
+            if "locals" not in gf:
+                out.append("%s: no locals (%s)" % (who, gf.get("locals_error")))
+                continue
+            have = dict((x["name"], x["repr"]) for x in gf["locals"])
+            if set(have) != set(tf["locals"]):
+                out.append("%s: locals %s, truth %s" % (who, sorted(have),
+                                                        sorted(tf["locals"])))
+                continue
+            for name, r in tf["locals"].items():
+                if r is not None and have[name] != r:
+                    out.append("%s: %s = %s, truth %s" % (who, name, have[name], r))
+    return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def check_locals(truth, doc, what):
+    p = locals_problems(truth, doc)
+    n = sum(len(f["locals"]) for t in truth["extra"]["tasks"] for f in t["frames"])
+    if p:
+        raise AssertionError("%s: locals: %d mismatch(es):\n  %s" % (what, len(p),
+                                                                    "\n  ".join(p)))
+    if not n:
+        raise AssertionError("%s: the truth has no locals to compare" % what)
+
+
 def check(truth, doc, what):
     p = problems(truth, doc)
     if p:
@@ -196,10 +232,13 @@ def check_target_made(truth):
     """The target did make what the checks are about: a task behind each form of async
     generator, and a chain deeper than 1,024 (else the comparison would prove nothing)."""
     by_name = dict((t["name"], t) for t in truth["extra"]["tasks"])
+    # 3.7 tasks have no names: by their outermost coroutine.
+    by_outer = dict((t["frames"][-1]["function"], t) for t in truth["extra"]["tasks"]
+                    if t["frames"])
     for name, want in AGEN_CHAINS.items():
         if name == "agen-anext-default" and truth["python"]["hexversion"] < 0x030a0000:
             continue
-        got = [f["function"] for f in by_name[name]["frames"]]
+        got = [f["function"] for f in by_outer[want[-1]]["frames"]]
         if got != want:
             raise AssertionError("the target's task %s waits in %s, expected %s"
                                  % (name, got, want))
@@ -218,9 +257,9 @@ def check_target_made(truth):
         racing = [a for k, a, v in by_name["racer"]["awaiting"] if k == "task"]
         if len(racing) != 3:
             raise AssertionError("the target's racer awaits %d racing tasks" % len(racing))
-    if len(by_name["deep"]["frames"]) < DEEP_MIN:
-        raise AssertionError("the target's deep task has %d frames"
-                             % len(by_name["deep"]["frames"]))
+    deepest = max(len(t["frames"]) for t in truth["extra"]["tasks"])
+    if deepest < DEEP_MIN:
+        raise AssertionError("the target's deepest task has %d frames" % deepest)
 
 
 def live_case(py):
@@ -229,6 +268,8 @@ def live_case(py):
             check_target_made(t.truth)
             with t.stopped():
                 check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", t.pid)),
+                             "live")
                 check_text(t.truth, t.pid, "live")
                 check_one_thread(t.truth, t.pid, "live")
             core = t.gcore()
@@ -246,6 +287,8 @@ def crash_case(py):
             core = t.crash_core()
             check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
                   "kernel core")
+            check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", core,
+                                                 t.executable)), "kernel core")
             debugger_check(t, [("gdb", "core", core), ("lldb", "core", core)], "kernel core")
     return run
 
@@ -274,9 +317,10 @@ def adapter_case(py):
                     rc, outs, err = run_debugger(
                         debugger, target_args(debugger, kind, t, core if kind == "core" else None),
                         ["py-tasks --all --json", "py-tasks --json", "py-tasks --all --tree",
-                         "py-tasks --no-such-option"])
+                         "py-tasks --no-such-option", "py-tasks --all --json --locals"])
                     no_traceback(what, err, *outs)
                     check(t.truth, parse_json(outs[0], what), what)
+                    check_locals(t.truth, parse_json(outs[4], what), what)
                     mine = parse_json(outs[1], what)["tasks"]
                     if mine:
                         raise AssertionError("%s: the main thread runs no loop, py-tasks "
@@ -386,6 +430,8 @@ def uvloop_case(py):
             server = [th for th in t.truth["threads"] if th.get("scenario") == "server"][0]
             with t.stopped():
                 check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", t.pid)),
+                             "live")
                 doc = json.loads(cli("tasks", "--json", "--thread", server["native_thread_id"],
                                      t.pid))
                 if len(doc["tasks"]) != len(t.truth["extra"]["tasks"]):

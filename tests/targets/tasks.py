@@ -426,6 +426,25 @@ def awaiting(task, frames):
     return [("future", id(w), "await")]
 
 
+# Locals whose repr() runs no Python code and is short: the truth gives their repr; of the
+# others only the name.
+SIMPLE = (int, str, bool, type(None), float, bytes)
+
+
+def frame_locals(f):
+    out = {}
+    for name, value in f.f_locals.items():
+        r = repr(value) if type(value) in SIMPLE else None
+        out[name] = r if r is not None and len(r) <= 60 else None
+    return out
+
+
+def frame_entry(f):
+    e = pyu_truth._frame_entry(f)
+    e["locals"] = frame_locals(f)
+    return e
+
+
 def task_entry(task, loop, ident):
     running = asyncio.current_task(loop) is task
     state = ("running" if running else "cancelled" if task.cancelled() else
@@ -440,7 +459,7 @@ def task_entry(task, loop, ident):
             "name": task.get_name() if hasattr(task, "get_name") else None,
             "state": state,
             "thread_id": ident,
-            "frames": [pyu_truth._frame_entry(f) for f in frames],
+            "frames": [frame_entry(f) for f in frames],
             "awaiting": [list(a) for a in (awaiting(task, frames) if state == "pending"
                                            else [])]}
 
