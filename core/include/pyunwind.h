@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 5
+#define PYU_ABI_VERSION 6
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -230,6 +230,22 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 // output. *ret is for pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_tasks(struct pyu_stacks *s, int32_t thread,
 					      uint32_t flags, char **ret);
+
+// What py-task asks of one frame of a task's coroutine stack.
+#define PYU_TASK_SELECT 0u  // "Task 0x... "name" pending, frame #N of M:" then as LINE
+#define PYU_TASK_LINE 1u    // as pyu_format_line (@flags: PYU_FMT_SOURCE, PYU_FMT_TABLE)
+#define PYU_TASK_LIST 2u    // as pyu_format_list (@first, @last)
+#define PYU_TASK_LOCALS 3u  // as pyu_format_locals (@flags: PYU_FMT_JSON)
+#define PYU_TASK_PRINT 4u   // as pyu_format_print (@path, @flags: PYU_FMT_JSON)
+// py-task: frame @frame (0 innermost) of the coroutine stack of the asyncio task @task ("0x..."
+// its address, else its name), as the py-line, py-list, py-locals and py-print functions show
+// a thread's frame (@what). *ret_count: the task's number of frames. Reads the tasks on every
+// call. Fails with PYU_ERR_NOT_FOUND for no such task or frame (or a task without frames),
+// PYU_ERR_ARGUMENT for a name several tasks have. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const char *task,
+						   uint32_t frame, uint32_t what,
+						   const char *path, int64_t first, int64_t last,
+						   uint32_t flags, uint32_t *ret_count, char **ret);
 
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one

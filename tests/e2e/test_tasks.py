@@ -304,6 +304,45 @@ def debugger_check(t, runs, source=None):
         check(t.truth, parse_json(outs[0], what), what)
 
 
+TASK_COMMANDS = ["py-task {addr}", "py-locals", "py-up", "py-locals --json",
+                 "py-print request.path", "py-line", "py-list", "py-down", "py-down",
+                 "py-task", "py-task --off", "py-task no-such-task"]
+
+
+def check_task_commands(truth, outs, err, what):
+    """py-task selects a task's coroutine stack; py-locals, py-up, py-print, py-line, py-list
+    and py-down then work on its frames (compared with the target's own record of them)."""
+    task = [t for t in truth["extra"]["tasks"] if t["frames"] and
+            t["frames"][-1]["function"] == "with_locals"][0]
+    inner, outer = task["frames"]
+    label = "Task %s" % task["address"]
+    want = [
+        (0, [label, "frame #0 of 2", "inner_locals", "line %d" % inner["line"]]),
+        (1, ["depth = 2", "label = 'req-7'", "fut = "]),
+        (2, [label, "frame #1 of 2", "with_locals", "line %d" % outer["line"]]),
+        (4, ["'/slow/7'"]),
+        (5, ["line %d" % outer["line"]]),
+        (6, ["await inner_locals(fut, label)"]),
+        (7, ["frame #0 of 2", "inner_locals"]),
+        (9, [label, "frame #0 of 2"]),
+    ]
+    for i, needles in want:
+        for n in needles:
+            if n not in outs[i]:
+                raise AssertionError("%s: %r printed no %r:\n%s" % (what, TASK_COMMANDS[i],
+                                                                     n, outs[i][:1500]))
+    start = outs[3].find("[")
+    got = dict((x["name"], x["repr"]) for x in json.loads(outs[3][start:]))
+    if set(got) != set(outer["locals"]) or any(r is not None and got[k] != r
+                                               for k, r in outer["locals"].items()):
+        raise AssertionError("%s: py-locals --json of the task's frame #1: %s, truth %s"
+                             % (what, got, outer["locals"]))
+    if "Bottom (innermost)" not in outs[8] + err:
+        raise AssertionError("%s: a second py-down went below frame #0" % what)
+    if "no asyncio task named 'no-such-task'" not in outs[11] + err:
+        raise AssertionError("%s: py-task of an unknown task: %r" % (what, outs[11]))
+
+
 def adapter_case(py):
     """gdb and lldb, live and from a gdb core: py-tasks --all --json against the truth; the
     selected (main) thread runs no loop; the tree reads the same in both debuggers."""
@@ -330,6 +369,14 @@ def adapter_case(py):
                                                                                 outs[2][:2000]))
                     if "unknown argument '--no-such-option'" not in outs[3] + err:
                         raise AssertionError("%s: a bad option gave no error" % what)
+                    addr = [x for x in t.truth["extra"]["tasks"] if x["frames"] and
+                            x["frames"][-1]["function"] == "with_locals"][0]["address"]
+                    rc, touts, terr = run_debugger(
+                        debugger, target_args(debugger, kind, t,
+                                              core if kind == "core" else None),
+                        [c.format(addr=addr) for c in TASK_COMMANDS])
+                    no_traceback(what, terr, *touts)
+                    check_task_commands(t.truth, touts, terr, what)
                     trees[what] = outs[2]
         if trees["gdb live"] != trees["lldb live"] or trees["gdb core"] != trees["lldb core"]:
             raise AssertionError("gdb and lldb print different trees:\n%s\n%s"

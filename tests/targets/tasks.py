@@ -255,6 +255,27 @@ def full_listener():
     return port
 
 
+# ---- locals of suspended coroutines (py-task, --locals) ------------------------------------
+
+class Request(object):
+    def __init__(self, path):
+        self.path = path
+
+
+async def inner_locals(fut, label):
+    depth = 2
+    await fut
+    return depth, label
+
+
+async def with_locals(fut, request_id):
+    request = Request("/slow/%d" % request_id)
+    count = 41 + 1
+    label = "req-%d" % request_id
+    await inner_locals(fut, label)
+    return request, count
+
+
 DEEP = 1030         # coroutines awaiting each other in one task (more than 1,024)
 
 
@@ -295,6 +316,7 @@ async def main1():
     spawn(agen_aclose(agen_fut), "agen-aclose")
     spawn(agen_task(spawn(sleeper(7), "agen-awaited")), "agen-task")
     spawn(deep(DEEP - 1, loop.create_future()), "deep")
+    spawn(with_locals(loop.create_future(), 7), "with-locals")
     if sys.version_info >= (3, 8):
         spawn(racer(), "racer")
     if sys.version_info >= (3, 14):
