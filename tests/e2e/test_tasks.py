@@ -458,6 +458,38 @@ def eyeballs_case(py):
     return run
 
 
+# A chain longer than the frames kept (core/tasks.h PYU_TASK_FRAMES_MAX): 3.12+ nest coroutines
+# without C recursion, so a real program reaches it with a raised recursion limit.
+DEEP_PYTHONS = ("pyenv-3.12",)
+FRAMES_KEPT = 100000
+
+
+def deep_case(py):
+    """The innermost frames are kept (the one that waits first), the outer ones counted, in
+    JSON and text."""
+    def run():
+        with Target(py, "tasks_deep") as t:
+            want = t.truth["extra"]
+            if want["depth"] <= FRAMES_KEPT:
+                raise AssertionError("the target's chain has %d frames" % want["depth"])
+            with t.stopped():
+                doc = json.loads(cli("tasks", "--json", t.pid))
+                text = cli("tasks", "--no-source", t.pid)
+            task = [x for x in doc["tasks"] if x["address"] == want["address"]][0]
+            frames = task["frames"]
+            if len(frames) != FRAMES_KEPT or task["frames_omitted"] != want["depth"] - FRAMES_KEPT:
+                raise AssertionError("%d frames kept, %d omitted; truth %d in all"
+                                     % (len(frames), task["frames_omitted"], want["depth"]))
+            p = frame_problems("deep task (innermost)", want["innermost"], frames[:3])
+            if p:
+                raise AssertionError("\n".join(p))
+            line = "(%d more outer coroutine frames not shown: limit %d)" % (
+                want["depth"] - FRAMES_KEPT, FRAMES_KEPT)
+            if line not in text:
+                raise AssertionError("the text does not say %r" % line)
+    return run
+
+
 # uvloop and aiohttp: the interpreter Debian ships them for (python3-uvloop, python3-aiohttp).
 UVLOOP_PYTHONS = ("debian-3.11",)
 UVLOOP_REQUESTS = 300
@@ -542,6 +574,8 @@ def cases():
             out.append(("tasks-pure %s" % py.label, pure_case(py)))
         if py.label in EYEBALLS_PYTHONS:
             out.append(("tasks-eyeballs %s" % py.label, eyeballs_case(py)))
+        if py.label in DEEP_PYTHONS:
+            out.append(("tasks-deep %s" % py.label, deep_case(py)))
         if py.label in UVLOOP_PYTHONS:
             out.append(("tasks-uvloop %s" % py.label, uvloop_case(py)))
         if py.label in DAMAGE_PYTHONS:
