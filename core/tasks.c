@@ -872,8 +872,8 @@ static struct pyu_error *push_chain_error(struct pyu_thread_info *acc, uint64_t 
 	return NULL;
 }
 
-// Keeps the newest (innermost) PYU_TASK_FRAMES_MAX frames of @acc once it holds twice that,
-// counting the others in *omitted. Cannot fail.
+// Keeps the last (innermost) @keep frames of @acc, which holds a chain outermost first, and
+// counts the others in *omitted. Cannot fail.
 static void drop_outer_frames(struct pyu_thread_info *acc, uint32_t keep, uint32_t *omitted)
 {
 	if (acc->frame_count <= keep)
