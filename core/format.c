@@ -369,11 +369,11 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 
 // "name = repr" lines of a frame's locals, each after @indent; a line saying why when they
 // cannot be read.
-static void text_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-			uint32_t frame, const char *indent)
+static void text_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			const struct pyu_frame_info *f, const char *indent)
 {
 	struct pyu_shown_locals sl;
-	struct pyu_error *err = pyu_frame_shown_locals(s, thread, frame, &sl);
+	struct pyu_error *err = pyu_frame_info_shown_locals(s, f, &sl);
 	if (err) {
 		pyu_strbuf_puts(sb, indent);
 		pyu_strbuf_puts(sb, "<locals not readable: ");
@@ -469,7 +469,7 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 		memo_keep(slot, sb, at, f);
 	}
 	if (flags & PYU_FMT_LOCALS)
-		text_locals(sb, s, thread, i, "    ");
+		text_locals(sb, s, f, "    ");
 }
 
 // A thread's stack; a thread nested through interpreters goes on with each caller's frames
@@ -716,11 +716,11 @@ static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
 }
 
 // ", \"locals\": [...]" of a frame (and "locals_error" when they cannot be read).
-static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
-			uint32_t frame, bool alone)
+static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			const struct pyu_frame_info *f, bool alone)
 {
 	struct pyu_shown_locals sl;
-	struct pyu_error *err = pyu_frame_shown_locals(s, thread, frame, &sl);
+	struct pyu_error *err = pyu_frame_info_shown_locals(s, f, &sl);
 	if (!alone)
 		pyu_strbuf_puts(sb, ", \"locals\": ");
 	if (err) {
@@ -758,10 +758,9 @@ static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 static void json_frame_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 				const struct pyu_frame_info *f, struct json_codes *jc);
 
-// Frame @f, which is frame @frame of thread @thread (they matter only with PYU_FMT_LOCALS).
+// Frame @f (with PYU_FMT_LOCALS, its locals too).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		       const struct pyu_frame_info *f, uint32_t thread, uint32_t frame,
-		       uint32_t flags, struct json_codes *jc)
+		       const struct pyu_frame_info *f, uint32_t flags, struct json_codes *jc)
 {
 	const struct pyu_code_info *c = code_of(s, f);
 	if (!c) {
@@ -791,7 +790,7 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		return;
 	}
 	pyu_strbuf_append(sb, tail, n);
-	json_locals(sb, s, thread, frame, false);
+	json_locals(sb, s, f, false);
 	pyu_strbuf_putc(sb, '}');
 }
 
@@ -999,7 +998,7 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 			continue;
 		pyu_strbuf_puts(sb, listed++ ? ",\n    " : "\n    ");
 		if (it->python)
-			json_frame(sb, s, &th->frames[it->index], thread, it->index, flags, jc);
+			json_frame(sb, s, &th->frames[it->index], flags, jc);
 		else if (it->cython)
 			json_cython_frame(sb, &th->native[it->index], it->index);
 		else
@@ -1036,7 +1035,7 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		json_frame(sb, s, &th->frames[i], thread, i, flags, jc);
+		json_frame(sb, s, &th->frames[i], flags, jc);
 	}
 	pyu_strbuf_puts(sb, "]}");
 }
@@ -1377,7 +1376,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_locals(const struct pyu_stacks *s, uint3
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
 	if (flags & PYU_FMT_JSON) {
-		json_locals(&sb, s, thread, frame, true);
+		json_locals(&sb, s, &s->threads[thread].frames[frame], true);
 		pyu_strbuf_putc(&sb, '\n');
 		return pyu_strbuf_finish(&sb, ret);
 	}
@@ -1488,7 +1487,20 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, 0, 0, 0, NULL);
+	json_frame(sb, s, f, 0, NULL);
+}
+
+void pyu_format_json_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+				  const struct pyu_frame_info *f)
+{
+	json_frame(sb, s, f, PYU_FMT_LOCALS, NULL);
+}
+
+void pyu_format_text_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+				  const struct pyu_frame_info *f)
+{
+	if (code_of(s, f))
+		text_locals(sb, s, f, "    ");
 }
 
 void pyu_format_text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,

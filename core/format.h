@@ -11,6 +11,14 @@
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f);
 
+// The same with the frame's locals ("locals": [...], or "locals_error" saying why not).
+void pyu_format_json_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+				  const struct pyu_frame_info *f);
+// Appends "    name = repr" lines of the locals of @f (a line saying why when they cannot be
+// read; nothing for an error frame). Cannot fail.
+void pyu_format_text_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+				  const struct pyu_frame_info *f);
+
 // Appends the exception thread @th is handling (sys.exc_info(), read by
 // pyu_stacks_read_thread_values) as the bt document's "exception" object, or null (also for a
 // NULL @th). Cannot fail.

@@ -2,6 +2,7 @@
 // text (each task's header, what it awaits and who awaits it, its stack as py-bt prints
 // frames), as the await graph drawn as a tree (cycles marked), or as the JSON document of the
 // README. Face layer: formats what the Model returns.
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,15 @@ static void text_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	}
 	if (!t->frame_count && (t->state == PYU_TASK_PENDING || t->state == PYU_TASK_RUNNING))
 		pyu_strbuf_puts(sb, "    (no coroutine frames)\n");
-	for (uint32_t i = 0; i < t->frame_count; i++)
+	for (uint32_t i = 0; i < t->frame_count; i++) {
 		pyu_format_text_frame(sb, s, &t->frames[i], i, flags, cache);
+		if (flags & PYU_FMT_LOCALS)
+			pyu_format_text_frame_locals(sb, s, &t->frames[i]);
+	}
+	if (t->frames_omitted)
+		pyu_strbuf_printf(sb, "(%u more outer coroutine frame%s not shown: limit %u)\n",
+				  t->frames_omitted, t->frames_omitted == 1 ? "" : "s",
+				  PYU_TASK_FRAMES_MAX);
 }
 
 // ---- the tree ---------------------------------------------------------------------------
@@ -184,7 +192,7 @@ static struct pyu_error *text_tree(struct pyu_strbuf *sb, const struct pyu_stack
 // ---- JSON -------------------------------------------------------------------------------
 
 static void json_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		      const struct pyu_tasks *ts, const struct pyu_task *t)
+		      const struct pyu_tasks *ts, const struct pyu_task *t, uint32_t flags)
 {
 	pyu_strbuf_printf(sb, "  {\"address\": \"0x%" PRIx64 "\", \"name\": ", t->address);
 	pyu_strbuf_json_cstr(sb, t->name);
@@ -221,10 +229,13 @@ static void json_task(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	for (uint32_t k = 0; k < t->awaited_by_count; k++)
 		pyu_strbuf_printf(sb, "%s\"0x%" PRIx64 "\"", k ? ", " : "",
 				  ts->items[t->awaited_by[k]].address);
-	pyu_strbuf_puts(sb, "],\n   \"frames\": [");
+	pyu_strbuf_printf(sb, "],\n   \"frames_omitted\": %u, \"frames\": [", t->frames_omitted);
 	for (uint32_t i = 0; i < t->frame_count; i++) {
 		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		pyu_format_json_frame(sb, s, &t->frames[i]);
+		if (flags & PYU_FMT_LOCALS)
+			pyu_format_json_frame_locals(sb, s, &t->frames[i]);
+		else
+			pyu_format_json_frame(sb, s, &t->frames[i]);
 	}
 	pyu_strbuf_puts(sb, "]}");
 }
@@ -256,7 +267,7 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		if (!shown(s, &ts->items[i], thread, flags))
 			continue;
 		pyu_strbuf_puts(sb, n++ ? ",\n" : "\n");
-		json_task(sb, s, ts, &ts->items[i]);
+		json_task(sb, s, ts, &ts->items[i], flags);
 	}
 	pyu_strbuf_putc(sb, ']');
 	json_strings(sb, "errors", ts->errors, ts->error_count, s->errors, s->error_count);
@@ -322,4 +333,122 @@ PYU_PUBLIC struct pyu_error *pyu_format_tasks(struct pyu_stacks *s, int32_t thre
 		return err;
 	}
 	return pyu_strbuf_finish(&sb, ret);
+}
+
+// ---- one task's frames (py-task) ---------------------------------------------------------
+
+// The task @which names: "0x..." its address, else its name. On error, *ret is unchanged.
+static struct pyu_error *find_task(const struct pyu_tasks *ts, const char *which,
+				   const struct pyu_task **ret)
+{
+	uint64_t addr = 0;
+	if (!strncmp(which, "0x", 2) || !strncmp(which, "0X", 2)) {
+		char *end;
+		errno = 0;
+		addr = strtoull(which, &end, 16);
+		if (errno || *end || end == which + 2)
+			addr = 0;
+	}
+	const struct pyu_task *found = NULL;
+	uint32_t named = 0;
+	for (uint32_t i = 0; i < ts->count; i++) {
+		const struct pyu_task *t = &ts->items[i];
+		if (addr && t->address == addr) {
+			*ret = t;
+			return NULL;
+		}
+		if (!addr && t->name && !strcmp(t->name, which) && !named++)
+			found = t;
+	}
+	if (named > 1)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "%u tasks are named '%s': give the "
+					"address of one", named, which);
+	if (!found)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no asyncio task %s '%s' (py-tasks "
+					"--all lists them)", addr ? "at" : "named", which);
+	*ret = found;
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const char *task,
+						   uint32_t frame, uint32_t what,
+						   const char *path, int64_t first, int64_t last,
+						   uint32_t flags, uint32_t *ret_count, char **ret)
+{
+	if (!s || !task || !ret || !ret_count || what > PYU_TASK_PRINT ||
+	    (what == PYU_TASK_PRINT && !path))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "bad arguments");
+	struct pyu_tasks *ts;
+	struct pyu_error *err = pyu_tasks_collect(s, &ts);
+	if (err)
+		return err;
+	const struct pyu_task *t = NULL;
+	err = find_task(ts, task, &t);
+	if (!err && t->error)
+		err = pyu_error_create(PYU_ERR_CORRUPT, "task 0x%" PRIx64 " could not be read: %s",
+				       t->address, t->error);
+	if (!err && !t->frame_count)
+		err = pyu_error_create(PYU_ERR_NOT_FOUND, "task 0x%" PRIx64 " has no coroutine "
+				       "frames (it is %s)", t->address, pyu_task_state_name(t->state));
+	if (!err && frame >= t->frame_count)
+		err = pyu_error_create(PYU_ERR_NOT_FOUND, "no frame #%u in task 0x%" PRIx64
+				       " (it has %u)", frame, t->address, t->frame_count);
+	// The task's frames lent to the snapshot as one more thread for the length of the call,
+	// so that every command on a thread's frame works on them.
+	struct pyu_thread_info *grown = NULL;
+	if (!err && !(grown = realloc(s->threads, (s->thread_count + 1) * sizeof(*grown))))
+		err = &pyu_error_nomem;
+	if (err) {
+		pyu_tasks_destroy(ts);
+		return err;
+	}
+	s->threads = grown;
+	uint32_t idx = s->thread_count;
+	struct pyu_thread_info *pt = &s->threads[idx];
+	memset(pt, 0, sizeof(*pt));
+	pt->native_thread_id = -1;
+	pt->holds_gil = -1;
+	pt->interpreter_id = -1;
+	pt->frames = t->frames;
+	pt->frame_count = t->frame_count;
+	if (t->thread >= 0 && (uint32_t)t->thread < s->thread_count)
+		pt->interp_address = s->threads[t->thread].interp_address;
+	s->thread_count++;
+	char *text = NULL;
+	switch (what) {
+	case PYU_TASK_SELECT:
+	case PYU_TASK_LINE:
+		err = pyu_format_line(s, idx, frame, flags, &text);
+		break;
+	case PYU_TASK_LIST:
+		err = pyu_format_list(s, idx, frame, first, last, &text);
+		break;
+	case PYU_TASK_LOCALS:
+		err = pyu_format_locals(s, idx, frame, flags, &text);
+		break;
+	default:
+		err = pyu_format_print(s, idx, frame, path, flags, &text);
+		break;
+	}
+	s->thread_count--;
+	memset(pt, 0, sizeof(*pt));
+	if (!err && what == PYU_TASK_SELECT) {
+		struct pyu_strbuf sb;
+		pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+		task_label(&sb, t);
+		pyu_strbuf_printf(&sb, " %s, frame #%u of %u:\n", pyu_task_state_name(t->state),
+				  frame, t->frame_count);
+		pyu_strbuf_puts(&sb, text);
+		pyu_free(text);
+		text = NULL;
+		err = pyu_strbuf_finish(&sb, &text);
+	}
+	*ret_count = t->frame_count;
+	pyu_tasks_destroy(ts);
+	if (err) {
+		pyu_free(text);
+		return err;
+	}
+	*ret = text;
+	return NULL;
 }

@@ -391,10 +391,21 @@ struct pyu_error *pyu_frame_shown_locals(const struct pyu_stacks *s, uint32_t th
 					 uint32_t frame, struct pyu_shown_locals *ret)
 {
 	const struct pyu_frame_info *f;
-	struct pyu_values *v;
 	struct pyu_error *err = frame_of(s, thread, frame, &f);
-	if (!err)
-		err = pyu_stacks_values(s, &v);
+	if (err)
+		return err;
+	return pyu_frame_info_shown_locals(s, f, ret);
+}
+
+struct pyu_error *pyu_frame_info_shown_locals(const struct pyu_stacks *s,
+					      const struct pyu_frame_info *f,
+					      struct pyu_shown_locals *ret)
+{
+	if (f->kind != PYU_FRAME_PYTHON || f->code < 0 || (uint32_t)f->code >= s->code_count)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "the frame could not be read: %s",
+					f->reason ? f->reason : "no code object");
+	struct pyu_values *v;
+	struct pyu_error *err = pyu_stacks_values(s, &v);
 	if (err)
 		return err;
 	struct pyu_locals ls;

@@ -50,6 +50,11 @@ struct pyu_shown_locals {
 // error frame, unreadable frame or code, no value reader), *ret is unchanged.
 struct pyu_error *pyu_frame_shown_locals(const struct pyu_stacks *s, uint32_t thread,
 					 uint32_t frame, struct pyu_shown_locals *ret);
+// The same for a frame of the snapshot that is not on a thread's stack (a suspended
+// coroutine's, from tasks.c) whose code is in the snapshot's codes.
+struct pyu_error *pyu_frame_info_shown_locals(const struct pyu_stacks *s,
+					      const struct pyu_frame_info *f,
+					      struct pyu_shown_locals *ret);
 void pyu_shown_locals_clear(struct pyu_shown_locals *sl);
 
 // Resolves @path ("name" or "name.attr.attr") in frame @frame of @thread as Python would:

@@ -41,6 +41,9 @@ struct pyu_task_layout {
 
 	struct {
 		int32_t size, loop, state;         // FutureObj (fut_*; a Task starts with the same)
+		// 3.14+: who awaits it, as asyncio records it: one future or task, or (the char
+		// awaited_by_is_set true) a set of them.
+		int32_t awaited_by, awaited_by_is_set;
 	} fut;
 	struct {
 		int32_t size, fut_waiter, coro, name, node; // TaskObj; node: llist_node (3.14+)
@@ -59,9 +62,18 @@ struct pyu_task_layout {
 		int32_t stacktop;     // int, slots from localsplus (3.11 - 3.13)
 		int32_t stackpointer; // _PyStackRef * (3.14+)
 	} iframe;
+	// Async generators: the generator an asend / athrow awaitable drives, and what the
+	// awaitable of anext(agen, default) wraps (3.10+).
+	struct {
+		int32_t asend_gen, athrow_gen, anext_wrapped;
+	} agen;
+	// The running loop of a thread: 3.13+ keep it in _PyThreadStateImpl; before, the C
+	// accelerator keeps it in the thread state's dict (PyThreadState.dict) under
+	// "__asyncio_running_event_loop__", in a holder (3.7 - 3.11; its rl_loop) or as is.
+	int32_t running_holder_loop;
 	// 3.14+: _PyThreadStateImpl and PyInterpreterState (struct llist_node heads).
 	struct {
-		int32_t running_loop, running_task, tasks_head;
+		int32_t dict, running_loop, running_task, tasks_head;
 	} tstate;
 	int32_t interp_tasks_head;
 };

@@ -523,19 +523,65 @@ static struct pyu_error *scan_interpreter(struct ctx *c, uint64_t interp)
 	return NULL;
 }
 
-// 3.14+: each thread's task list, running loop and running task; each interpreter's list.
+// The running loop of the thread whose state is at @ts, whatever the loop's class (asyncio's,
+// uvloop's ...): 3.13+ keep it in the thread state; before, the C accelerator keeps it in the
+// thread state's dict, in a holder (3.7 - 3.11) or as is (3.12). 0 when none. On error, *ret
+// is unchanged.
+static struct pyu_error *running_loop(struct ctx *c, uint64_t ts, uint64_t *ret)
+{
+	uint64_t loop = 0, dict = 0;
+	struct pyu_error *err;
+	if (c->tl.tstate.running_loop != PYU_NO_FIELD) {
+		if ((err = read_u64(c, ts, c->tl.tstate.running_loop, &loop)) != NULL)
+			return err;
+		*ret = loop && !pyu_object_is_none(c->v, loop) ? loop : 0;
+		return NULL;
+	}
+	if ((err = read_u64(c, ts, c->tl.tstate.dict, &dict)) != NULL)
+		return err;
+	if (dict)
+		err = pyu_dict_get_str(c->v, dict, "__asyncio_running_event_loop__", &loop);
+	if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+		pyu_error_destroy(err);
+		err = NULL;
+		loop = 0;
+	}
+	if (!err && loop && type_named(c, loop, "_RunningLoopHolder"))
+		err = read_u64(c, loop, c->tl.running_holder_loop, &loop);
+	if (err)
+		return err;
+	*ret = loop && !pyu_object_is_none(c->v, loop) ? loop : 0;
+	return NULL;
+}
+
+// Every thread's running loop, so that a task's loop gives its thread.
+static struct pyu_error *scan_running_loops(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->s->thread_count; i++) {
+		const struct pyu_thread_info *th = &c->s->threads[i];
+		uint64_t loop = 0;
+		struct pyu_error *err = running_loop(c, th->tstate_address, &loop);
+		if (!err && loop)
+			err = push_loop(c, loop, i);
+		if (err == &pyu_error_nomem)
+			return err;
+		if (err)
+			add_error(c, "the running loop of thread 0x%" PRIx64 ": %s", th->thread_id,
+				  pyu_error_message(err));
+		pyu_error_destroy(err);
+	}
+	return NULL;
+}
+
+// 3.14+: each thread's task list and running task; each interpreter's list.
 static struct pyu_error *scan_lists(struct ctx *c)
 {
 	struct pyu_stacks *s = c->s;
 	char where[96];
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		const struct pyu_thread_info *th = &s->threads[i];
-		uint64_t ts = th->tstate_address, loop = 0, task = 0;
-		struct pyu_error *err = read_u64(c, ts, c->tl.tstate.running_loop, &loop);
-		if (!err && loop)
-			err = push_loop(c, loop, i);
-		if (!err)
-			err = read_u64(c, ts, c->tl.tstate.running_task, &task);
+		uint64_t ts = th->tstate_address, task = 0;
+		struct pyu_error *err = read_u64(c, ts, c->tl.tstate.running_task, &task);
 		if (!err && task)
 			err = push_running(c, task);
 		if (err == &pyu_error_nomem)
@@ -804,33 +850,103 @@ static struct pyu_error *running_frames(struct ctx *c, uint32_t thread, uint64_t
 	return NULL;
 }
 
-// The suspended task's coroutine chain, outermost first into @acc, and what the chain ends
-// in (a future, a task, or 0).
+// Appends an error frame saying why the chain at @addr was not followed further.
+static struct pyu_error *push_chain_error(struct pyu_thread_info *acc, uint64_t addr,
+					  const char *msg)
+{
+	struct pyu_frame_info *frames = realloc(acc->frames,
+						(acc->frame_count + 1) * sizeof(*frames));
+	if (!frames)
+		return &pyu_error_nomem;
+	acc->frames = frames;
+	struct pyu_frame_info *f = &frames[acc->frame_count];
+	memset(f, 0, sizeof(*f));
+	f->kind = PYU_FRAME_ERROR;
+	f->code = -1;
+	f->loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	f->instruction_offset = -1;
+	f->frame_address = addr;
+	if (!(f->reason = strdup(msg)))
+		return &pyu_error_nomem;
+	acc->frame_count++;
+	return NULL;
+}
+
+// Keeps the last (innermost) @keep frames of @acc, which holds a chain outermost first, and
+// counts the others in *omitted. Cannot fail.
+static void drop_outer_frames(struct pyu_thread_info *acc, uint32_t keep, uint32_t *omitted)
+{
+	if (acc->frame_count <= keep)
+		return;
+	uint32_t drop = acc->frame_count - keep;
+	for (uint32_t k = 0; k < drop; k++)
+		free(acc->frames[k].reason);
+	memmove(acc->frames, acc->frames + drop, keep * sizeof(*acc->frames));
+	acc->frame_count = keep;
+	*omitted += drop;
+}
+
+// The awaitable objects of async generators hold no frame: what they drive is the generator.
+// Its address into *ret, or 0 (@obj is not one of them, or drives nothing).
+static struct pyu_error *awaitable_target(struct ctx *c, uint64_t obj, const char *type,
+					  uint64_t *ret)
+{
+	int32_t off = !strcmp(type, "async_generator_asend") ? c->tl.agen.asend_gen
+		    : !strcmp(type, "async_generator_athrow") ? c->tl.agen.athrow_gen
+		    : !strcmp(type, "anext_awaitable") ? c->tl.agen.anext_wrapped : PYU_NO_FIELD;
+	*ret = 0;
+	if (off == PYU_NO_FIELD)
+		return NULL;
+	return read_u64(c, obj, off, ret);
+}
+
+// The suspended task's coroutine chain, outermost first into @acc: each coroutine's,
+// generator's and async generator's frame, through what each awaits (an async generator
+// through the asend / athrow / anext awaitable that drives it). Keeps the innermost
+// PYU_TASK_FRAMES_MAX frames and counts the others in *omitted; a chain that loops or is
+// longer than PYU_AWAIT_CHAIN_MAX links ends in an error frame. Fails only for out of memory.
 static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
-					 struct pyu_thread_info *acc, uint64_t *end)
+					 struct pyu_thread_info *acc, uint32_t *omitted)
 {
 	uint64_t obj = coro, saved = 0, power = 1, steps = 0;
-	*end = 0;
+	char msg[160];
+	*omitted = 0;
 	for (uint32_t n = 0; obj; n++) {
-		if (n >= PYU_AWAIT_CHAIN_MAX || obj == saved)
-			return NULL; // too deep, or a cycle of awaits: stop where it is
+		if (n >= PYU_AWAIT_CHAIN_MAX) {
+			snprintf(msg, sizeof(msg), "await chain longer than %u links: not followed "
+				 "further", PYU_AWAIT_CHAIN_MAX);
+			return push_chain_error(acc, obj, msg);
+		}
+		if (obj == saved) {
+			snprintf(msg, sizeof(msg), "the await chain loops at 0x%" PRIx64, obj);
+			return push_chain_error(acc, obj, msg);
+		}
 		if (++steps == power) {
 			saved = obj;
 			power *= 2;
 			steps = 0;
 		}
-		if (type_named(c, obj, "FutureIter")) {
-			struct pyu_error *err = read_u64(c, obj, c->tl.futureiter_future, end);
+		char *type = NULL;
+		struct pyu_error *err = pyu_value_type_name(c->v, obj, &type);
+		if (err) {
 			pyu_error_destroy(err);
 			return NULL;
 		}
-		if (!type_named(c, obj, "coroutine") && !type_named(c, obj, "generator")) {
-			*end = obj;
-			return NULL;
+		uint64_t driven = 0;
+		err = awaitable_target(c, obj, type, &driven);
+		bool gen = !strcmp(type, "coroutine") || !strcmp(type, "generator") ||
+			   !strcmp(type, "async_generator");
+		free(type);
+		if (err || driven) {
+			pyu_error_destroy(err);
+			obj = driven;
+			continue;
 		}
+		if (!gen)
+			return NULL; // a FutureIter or another awaitable: the task's waiter says more
 		uint64_t frame = 0, next = 0;
 		bool live = false;
-		struct pyu_error *err = gen_frame(c, obj, &frame);
+		err = gen_frame(c, obj, &frame);
 		if (!err)
 			err = awaited_object(c, obj, frame, &live, &next);
 		if (err) {
@@ -852,6 +968,8 @@ static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
 			free(acc->frames[k].reason);
 		if (acc->frame_count > before + 1)
 			acc->frame_count = before + 1;
+		if (acc->frame_count >= 2 * PYU_TASK_FRAMES_MAX)
+			drop_outer_frames(acc, PYU_TASK_FRAMES_MAX, omitted);
 		obj = next;
 	}
 	return NULL;
@@ -943,8 +1061,10 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 		return NULL;
 	}
 	struct pyu_thread_info acc = {0};
-	uint64_t end = 0;
-	err = coroutine_chain(c, f.coro, &acc, &end);
+	uint32_t omitted = 0;
+	err = coroutine_chain(c, f.coro, &acc, &omitted);
+	drop_outer_frames(&acc, PYU_TASK_FRAMES_MAX, &omitted);
+	task->frames_omitted = omitted;
 	// Innermost first.
 	for (uint32_t i = 0; i < acc.frame_count / 2; i++) {
 		struct pyu_frame_info x = acc.frames[i];
@@ -955,7 +1075,6 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 	task->frame_count = acc.frame_count;
 	if (err)
 		return err;
-	(void)end;
 	bool group = false;
 	if ((err = taskgroup_tasks(c, task, &group)) != NULL || group)
 		return err;
@@ -977,6 +1096,75 @@ static struct pyu_error *read_task(struct ctx *c, uint32_t index)
 	struct seq_visit sv = {c, task, PYU_VIA_DIRECT, NULL};
 	visit_awaited(&sv, f.waiter);
 	return sv.err;
+}
+
+struct registered_visit {
+	struct ctx *c;
+	uint64_t awaited;   // the task the set is of
+	struct pyu_error *err;
+};
+
+// @waiter awaits the task registered_visit.awaited: an edge of the waiter's, unless it has it.
+static bool visit_registered(void *arg, uint64_t waiter)
+{
+	struct registered_visit *rv = arg;
+	int32_t i = map_get(&rv->c->index, waiter);
+	if (i < 0)
+		return true; // a future or an object that is no task we know: no edge between tasks
+	struct pyu_task *w = &rv->c->ts->items[i];
+	if (w->error || w->state != PYU_TASK_PENDING)
+		return true;
+	for (uint32_t k = 0; k < w->awaiting_count; k++)
+		if (w->awaiting[k].address == rv->awaited)
+			return true;
+	rv->err = push_await(w, rv->awaited, PYU_VIA_DIRECT, NULL);
+	return !rv->err;
+}
+
+// 3.14+: the edges asyncio records in each task's awaited-by field (one waiter, or a set of
+// them), beyond those read from the waiters themselves: what staggered_race, asyncio.wait and
+// future_add_to_awaited_by() register. Entries removed from the set are skipped.
+static struct pyu_error *registered_edges(struct ctx *c)
+{
+	const struct pyu_task_layout *tl = &c->tl;
+	for (uint32_t i = 0; i < c->ts->count; i++) {
+		struct pyu_task *task = &c->ts->items[i];
+		uint64_t by = 0;
+		uint8_t is_set = 0;
+		struct pyu_error *err;
+		if (task->error)
+			continue;
+		if (is_c_task(c, task->address)) {
+			if (tl->fut.awaited_by == PYU_NO_FIELD)
+				return NULL; // before 3.14: not recorded
+			err = read_u64(c, task->address, tl->fut.awaited_by, &by);
+			if (!err && by)
+				err = pyu_target_read_u8(c->t, task->address +
+							 (uint64_t)tl->fut.awaited_by_is_set, &is_set);
+		} else {
+			err = attr(c, task->address, "_Future__asyncio_awaited_by", &by);
+			if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+				pyu_error_destroy(err); // a version that does not record them
+				continue;
+			}
+			is_set = 1;
+		}
+		struct registered_visit rv = {c, task->address, NULL};
+		if (!err && by && is_set)
+			err = pyu_set_foreach(c->v, by, visit_registered, &rv);
+		else if (!err && by)
+			visit_registered(&rv, by);
+		if (rv.err) {
+			pyu_error_destroy(err);
+			return rv.err;
+		}
+		if (err) {
+			add_error(c, "who awaits task 0x%" PRIx64 ": %s", task->address,
+				  pyu_error_message(err));
+			pyu_error_destroy(err);
+		}
+	}
+	return NULL;
 }
 
 // awaiting -> task indexes, and the reverse edges.
@@ -1029,6 +1217,8 @@ static void apply_asyncio_offsets(struct ctx *c)
 		{&c->tl.task.name, o.task_name, "task_name"},
 		{&c->tl.task.coro, o.task_coro, "task_coro"},
 		{&c->tl.task.node, o.task_node, "task_node"},
+		{&c->tl.fut.awaited_by, o.task_awaited_by, "task_awaited_by"},
+		{&c->tl.fut.awaited_by_is_set, o.task_awaited_by_is_set, "task_awaited_by_is_set"},
 		{&c->tl.interp_tasks_head, o.interp_tasks_head, "interpreter asyncio_tasks_head"},
 		{&c->tl.tstate.running_loop, o.tstate_running_loop, "asyncio_running_loop"},
 		{&c->tl.tstate.running_task, o.tstate_running_task, "asyncio_running_task"},
@@ -1049,10 +1239,12 @@ static void apply_asyncio_offsets(struct ctx *c)
 
 static void shift_object_fields(struct pyu_task_layout *tl, int32_t shift)
 {
-	int32_t *f[] = {&tl->fut.loop, &tl->fut.state, &tl->task.fut_waiter, &tl->task.coro,
+	int32_t *f[] = {&tl->fut.loop, &tl->fut.state, &tl->fut.awaited_by,
+			&tl->fut.awaited_by_is_set, &tl->task.fut_waiter, &tl->task.coro,
 			&tl->task.name, &tl->task.node, &tl->futureiter_future, &tl->weakref_object,
 			&tl->gen.frame, &tl->gen.iframe, &tl->gen.frame_state, &tl->frame.stacktop,
-			&tl->frame.valuestack, &tl->frame.stackdepth};
+			&tl->frame.valuestack, &tl->frame.stackdepth, &tl->agen.asend_gen,
+			&tl->agen.athrow_gen, &tl->agen.anext_wrapped, &tl->running_holder_loop};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (*f[i] != PYU_NO_FIELD)
 			*f[i] += shift;
@@ -1128,11 +1320,15 @@ struct pyu_error *pyu_tasks_collect(struct pyu_stacks *s, struct pyu_tasks **ret
 	}
 	if (!err && c.have_lists)
 		err = scan_lists(&c);
+	if (!err)
+		err = scan_running_loops(&c);
 	if (c.ts->count > PYU_TASKS_MAX)
 		c.ts->count = PYU_TASKS_MAX;
 	for (uint32_t i = 0; !err && i < c.ts->count; i++)
 		if (!c.ts->items[i].error)
 			err = read_task(&c, i);
+	if (!err)
+		err = registered_edges(&c);
 	if (!err)
 		err = link_tasks(&c);
 	map_free(&c.index);

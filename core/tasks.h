@@ -1,7 +1,7 @@
 // tasks.h - asyncio tasks as read from a snapshot's target: every task of every event loop,
 // its name, state and loop's thread, the coroutine stack of a suspended task (its chain of
-// awaited coroutines and generators, innermost first) or the thread's frames for the running
-// one, and who awaits whom (a task, a future, the tasks of a gather or a TaskGroup). Model
+// awaited coroutines, generators and async generators, innermost first) or the thread's
+// frames for the running one, and who awaits whom (a task, a future, the tasks of a gather or a TaskGroup). Model
 // layer: reads the target through values.c, locals.c and the frame walker; the formatters
 // (format_tasks.c) print what pyu_tasks_collect() returns.
 #ifndef PYU_TASKS_H
@@ -16,7 +16,13 @@
 
 // Bounds on what one collection reads.
 #define PYU_TASKS_MAX 100000        // tasks per snapshot (a longer list is cut, with an error)
-#define PYU_AWAIT_CHAIN_MAX 1024    // coroutines followed through cr_await / gi_yieldfrom
+// Links of one await chain followed (coroutines, generators, async generators and their
+// awaitables): far beyond what a real program reaches (each link is a Python frame, whose
+// number the recursion limit bounds when the chain is made).
+#define PYU_AWAIT_CHAIN_MAX 1000000
+// Frames of one task's coroutine stack kept: the innermost; the outer ones are counted in
+// pyu_task.frames_omitted.
+#define PYU_TASK_FRAMES_MAX 100000
 #define PYU_TASK_AWAITS_MAX 10000   // tasks of one gather or TaskGroup
 
 enum pyu_task_state {
@@ -54,6 +60,7 @@ struct pyu_task {
 	int32_t thread;          // index in the snapshot's threads of the loop's thread; -1 none
 	struct pyu_frame_info *frames; // innermost first; code indexes into the snapshot's codes
 	uint32_t frame_count;
+	uint32_t frames_omitted; // outermost frames of a longer chain left out
 	struct pyu_await *awaiting;
 	uint32_t awaiting_count;
 	uint32_t *awaited_by;    // indexes of the tasks that wait on this one

@@ -32,7 +32,7 @@ static const char usage[] =
 	"       pyunwind list [options] [--frame N] [--range FIRST,LAST] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
-	"       pyunwind tasks [options] [--tree] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind tasks [options] [--tree] [--locals] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
@@ -44,7 +44,8 @@ static const char usage[] =
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
 	"  --json             bt, locals, print, tasks: JSON instead of text\n"
 	"  --tree             tasks: the await graph as a tree (cycles marked)\n"
-	"  --locals           bt: each frame's locals, each thread's name and exception\n"
+	"  --locals           bt: each frame's locals, each thread's name and exception;\n"
+	"                     tasks: each coroutine frame's locals\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
 	"  --max-items N      values: elements shown per container\n"
 	"  --max-chars N      values: characters shown of a str or bytes\n"
@@ -118,6 +119,46 @@ static bool parse_u64(const char *s, uint64_t *ret)
 	return true;
 }
 
+// The options only some commands take (the others go with every command); one a command
+// does not take is a usage error, never silently ignored.
+static const struct {
+	const char *option, *commands; // commands: space-separated
+} option_commands[] = {
+	{"--all", "bt tasks"},
+	{"--json", "bt locals print tasks"},
+	{"--tree", "tasks"},
+	{"--locals", "bt tasks"},
+	{"--native", "bt"},
+	{"--native-all", "bt"},
+	{"--no-source", "bt tasks"},
+	{"--table", "line"},
+	{"--limit", "bt"},
+	{"--frame", "line list locals print"},
+	{"--range", "list"},
+	{"--max-", "bt locals print tasks"}, // every --max-* value limit
+};
+
+static bool command_takes(const char *command, const char *option)
+{
+	if (!strcmp(option, "--max-unpacked"))
+		return true; // a core's, not a value's, limit
+	for (size_t i = 0; i < sizeof(option_commands) / sizeof(option_commands[0]); i++) {
+		const char *opt = option_commands[i].option;
+		size_t n = strlen(opt);
+		if (opt[n - 1] == '-' ? strncmp(option, opt, n) : strcmp(option, opt))
+			continue;
+		size_t len = strlen(command);
+		for (const char *p = option_commands[i].commands; *p;) {
+			size_t w = strcspn(p, " ");
+			if (w == len && !strncmp(p, command, len))
+				return true;
+			p += w + (p[w] == ' ');
+		}
+		return false;
+	}
+	return true;
+}
+
 // Returns 0 to go on, 2 after a usage error, -1 after printing the help.
 static int parse_args(int argc, char **argv, struct options *o)
 {
@@ -136,6 +177,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 		uint64_t v;
+		if (a[0] == '-' && a[1] == '-' && !command_takes(o->command, a)) {
+			fprintf(stderr, "pyunwind: %s does not take %s\n", o->command, a);
+			return 2;
+		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			fputs(usage, stdout);
 			return -1;
@@ -227,14 +272,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return 0;
 }
 
-// A live pid: all digits and /proc/PID exists.
-static bool is_pid(const char *s, int32_t *ret)
+static bool all_digits(const char *s)
 {
-	if (!*s || strlen(s) > 9)
+	if (!*s)
 		return false;
 	for (const char *p = s; *p; p++)
 		if (!isdigit((unsigned char)*p))
 			return false;
+	return true;
+}
+
+// A live pid: all digits and /proc/PID exists.
+static bool is_pid(const char *s, int32_t *ret)
+{
+	if (strlen(s) > 9 || !all_digits(s))
+		return false;
 	char path[32];
 	snprintf(path, sizeof(path), "/proc/%s", s);
 	struct stat st;
@@ -409,7 +461,8 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		err = pyu_format_bt(s, thread, flags, o->limit, &out);
 	} else if (!strcmp(o->command, "tasks")) {
 		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->source ? PYU_FMT_SOURCE : 0) |
-				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0);
+				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0) |
+				 (o->locals ? PYU_FMT_LOCALS : 0);
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
@@ -473,6 +526,13 @@ int main(int argc, char **argv)
 	if (err) {
 		if (holding)
 			release_process(&held);
+		// All digits and no such file: a process that is gone (or never was), not a core.
+		struct stat st;
+		if (!live && all_digits(o.target) && stat(o.target, &st) < 0 && errno == ENOENT) {
+			pyu_error_destroy(err);
+			fprintf(stderr, "pyunwind: no process %s\n", o.target);
+			return 1;
+		}
 		return fail(err, o.target);
 	}
 	for (int i = 0; i < o.map_count; i++) {

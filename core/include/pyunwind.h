@@ -273,12 +273,29 @@ PYU_PUBLIC struct pyu_error *pyu_format_list(const struct pyu_stacks *s, uint32_
 // task) - name, state, loop's thread, what each awaits and who awaits it, and the stack of
 // each (a suspended task: its awaited coroutines, innermost first; the running task: its
 // thread's frames down to its coroutine). PYU_FMT_JSON: the JSON document (see README);
-// PYU_FMT_TREE: the await graph drawn as a tree, cycles marked; PYU_FMT_SOURCE: source lines.
+// PYU_FMT_TREE: the await graph drawn as a tree, cycles marked; PYU_FMT_SOURCE: source lines;
+// PYU_FMT_LOCALS: each frame's locals (text and JSON, as py-bt --locals shows them).
 // Reads the target on every call (code objects it meets are added to @s). Fails with
 // PYU_ERR_UNSUPPORTED before CPython 3.7; unreadable tasks and lists are reported inside the
 // output. *ret is for pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_tasks(struct pyu_stacks *s, int32_t thread,
 					      uint32_t flags, char **ret);
+
+// What py-task asks of one frame of a task's coroutine stack.
+#define PYU_TASK_SELECT 0u  // "Task 0x... "name" pending, frame #N of M:" then as LINE
+#define PYU_TASK_LINE 1u    // as pyu_format_line (@flags: PYU_FMT_SOURCE, PYU_FMT_TABLE)
+#define PYU_TASK_LIST 2u    // as pyu_format_list (@first, @last)
+#define PYU_TASK_LOCALS 3u  // as pyu_format_locals (@flags: PYU_FMT_JSON)
+#define PYU_TASK_PRINT 4u   // as pyu_format_print (@path, @flags: PYU_FMT_JSON)
+// py-task: frame @frame (0 innermost) of the coroutine stack of the asyncio task @task ("0x..."
+// its address, else its name), as the py-line, py-list, py-locals and py-print functions show
+// a thread's frame (@what). *ret_count: the task's number of frames. Reads the tasks on every
+// call. Fails with PYU_ERR_NOT_FOUND for no such task or frame (or a task without frames),
+// PYU_ERR_ARGUMENT for a name several tasks have. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const char *task,
+						   uint32_t frame, uint32_t what,
+						   const char *path, int64_t first, int64_t last,
+						   uint32_t flags, uint32_t *ret_count, char **ret);
 
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one

@@ -17,12 +17,19 @@ const struct pyu_task_layout pyu_task_layout_py311 = {
 	.fut_pending = 0,
 	.fut_cancelled = 1,
 	.fut_finished = 2,
+	.agen = {
+		.anext_wrapped = 16,
+		.asend_gen = 16,
+		.athrow_gen = 16,
+	},
 	.frame = {
 		.stackdepth = -1,
 		.stacktop = -1,
 		.valuestack = -1,
 	},
 	.fut = {
+		.awaited_by = -1,
+		.awaited_by_is_set = -1,
 		.loop = 16,
 		.size = 128,
 		.state = 88,
@@ -44,11 +51,13 @@ const struct pyu_task_layout pyu_task_layout_py311 = {
 		.size = 176,
 	},
 	.tstate = {
+		.dict = 128,
 		.running_loop = -1,
 		.running_task = -1,
 		.tasks_head = -1,
 	},
 	.futureiter_future = 16,
 	.interp_tasks_head = -1,
+	.running_holder_loop = 16,
 	.weakref_object = 16,
 };

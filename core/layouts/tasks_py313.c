@@ -17,12 +17,19 @@ const struct pyu_task_layout pyu_task_layout_py313 = {
 	.fut_pending = 0,
 	.fut_cancelled = 1,
 	.fut_finished = 2,
+	.agen = {
+		.anext_wrapped = 16,
+		.asend_gen = 16,
+		.athrow_gen = 16,
+	},
 	.frame = {
 		.stackdepth = -1,
 		.stacktop = -1,
 		.valuestack = -1,
 	},
 	.fut = {
+		.awaited_by = -1,
+		.awaited_by_is_set = -1,
 		.loop = 16,
 		.size = 104,
 		.state = 96,
@@ -44,11 +51,13 @@ const struct pyu_task_layout pyu_task_layout_py313 = {
 		.size = 144,
 	},
 	.tstate = {
+		.dict = 128,
 		.running_loop = 304,
 		.running_task = -1,
 		.tasks_head = -1,
 	},
 	.futureiter_future = 16,
 	.interp_tasks_head = -1,
+	.running_holder_loop = -1,
 	.weakref_object = 16,
 };

@@ -17,12 +17,19 @@ const struct pyu_task_layout pyu_task_layout_py314 = {
 	.fut_pending = 0,
 	.fut_cancelled = 1,
 	.fut_finished = 2,
+	.agen = {
+		.anext_wrapped = 16,
+		.asend_gen = 16,
+		.athrow_gen = 16,
+	},
 	.frame = {
 		.stackdepth = -1,
 		.stacktop = -1,
 		.valuestack = -1,
 	},
 	.fut = {
+		.awaited_by = 96,
+		.awaited_by_is_set = 109,
 		.loop = 16,
 		.size = 112,
 		.state = 104,
@@ -44,11 +51,13 @@ const struct pyu_task_layout pyu_task_layout_py314 = {
 		.size = 168,
 	},
 	.tstate = {
+		.dict = 128,
 		.running_loop = 864,
 		.running_task = 872,
 		.tasks_head = 880,
 	},
 	.futureiter_future = 16,
 	.interp_tasks_head = 10888,
+	.running_holder_loop = -1,
 	.weakref_object = 16,
 };

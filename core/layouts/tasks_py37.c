@@ -17,12 +17,19 @@ const struct pyu_task_layout pyu_task_layout_py37 = {
 	.fut_pending = 0,
 	.fut_cancelled = 1,
 	.fut_finished = 2,
+	.agen = {
+		.anext_wrapped = -1,
+		.asend_gen = 16,
+		.athrow_gen = 16,
+	},
 	.frame = {
 		.stackdepth = -1,
 		.stacktop = 72,
 		.valuestack = 64,
 	},
 	.fut = {
+		.awaited_by = -1,
+		.awaited_by_is_set = -1,
 		.loop = 16,
 		.size = 104,
 		.state = 72,
@@ -44,11 +51,13 @@ const struct pyu_task_layout pyu_task_layout_py37 = {
 		.size = 136,
 	},
 	.tstate = {
+		.dict = 152,
 		.running_loop = -1,
 		.running_task = -1,
 		.tasks_head = -1,
 	},
 	.futureiter_future = 16,
 	.interp_tasks_head = -1,
+	.running_holder_loop = 16,
 	.weakref_object = 16,
 };

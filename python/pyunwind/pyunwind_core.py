@@ -20,6 +20,8 @@ LIMIT_OPTIONS = {"--max-depth": 1, "--max-items": 2, "--max-chars": 3, "--max-di
 PYU_FMT_NATIVE = 0x20
 PYU_FMT_NATIVE_ALL = 0x40
 PYU_FMT_TREE = 0x80
+# pyu_format_task_frame: what to show of a task's frame.
+PYU_TASK_SELECT, PYU_TASK_LINE, PYU_TASK_LIST, PYU_TASK_LOCALS, PYU_TASK_PRINT = range(5)
 
 
 class PyunwindError(Exception):
@@ -135,6 +137,10 @@ class Library(object):
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
             "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
+            "pyu_format_task_frame": (P, [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                          ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
+                                          ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
+                                          PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -326,6 +332,16 @@ class Stacks(_Handle):
     def tasks(self, thread, flags):
         return self._text(self.lib.lib.pyu_format_tasks, thread, flags)
 
+    def task_frame(self, task, frame, what, path=None, first=0, last=0, flags=0):
+        """(text, frame count) of frame @frame of the asyncio task @task (address or name)."""
+        count = ctypes.c_uint32()
+        out = ctypes.c_void_p()
+        self.lib.check(self.lib.lib.pyu_format_task_frame(
+            self.handle, task.encode("utf-8", "surrogateescape"), frame, what,
+            path.encode("utf-8", "surrogateescape") if path is not None else None, first,
+            last, flags, ctypes.byref(count), ctypes.byref(out)))
+        return self.lib.take_string(out), count.value
+
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
                           path.encode("utf-8", "surrogateescape"), flags)
@@ -405,6 +421,7 @@ class Session(object):
         self._target = None
         self._stacks = None
         self._selected = {}  # thread index -> selected Python frame number
+        self._task = None  # py-task: [task, selected frame, frame count] until the next stop
         self._native = set()  # thread indexes whose native frames the snapshot has
         self._failed = None  # (stop key, message) of the last stop no snapshot was had for
 
@@ -418,6 +435,7 @@ class Session(object):
             self._target.close()
         self._key = self._target = self._stacks = None
         self._selected = {}
+        self._task = None
         self._native = set()
 
     def stacks(self, view):
@@ -578,6 +596,10 @@ class Session(object):
         if len(rest) > 1:
             raise PyunwindError("py-locals: usage: " + usage)
         stacks = self.stacks(view)
+        if self._task_selected(stacks):
+            stacks.set_limits(limits)
+            frame = _parse_int(rest[0], "frame") if rest else self._task[1]
+            return self._task_call(stacks, frame, PYU_TASK_LOCALS, flags=flags)
         thread = self._thread(view, stacks)
         frame = self._frame(stacks, thread, rest[0] if rest else None)
         stacks.set_limits(limits)
@@ -589,6 +611,10 @@ class Session(object):
         if len(rest) != 1:
             raise PyunwindError("py-print: usage: " + usage)
         stacks = self.stacks(view)
+        if self._task_selected(stacks):
+            stacks.set_limits(limits)
+            return self._task_call(stacks, self._task[1], PYU_TASK_PRINT, path=rest[0],
+                                   flags=flags)
         thread = self._thread(view, stacks)
         frame = self._frame(stacks, thread, None)
         stacks.set_limits(limits)
@@ -605,9 +631,11 @@ class Session(object):
                 flags |= PYU_FMT_TREE
             elif w == "--no-source":
                 flags &= ~PYU_FMT_SOURCE
+            elif w == "--locals":
+                flags |= PYU_FMT_LOCALS
             else:
                 raise PyunwindError("py-tasks: unknown argument %r; usage: py-tasks [--all] "
-                                    "[--json] [--tree] [--no-source]" % w)
+                                    "[--json] [--tree] [--no-source] [--locals]" % w)
         stacks = self.stacks(view)
         thread = -1 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         return stacks.tasks(thread, flags)
@@ -623,6 +651,9 @@ class Session(object):
                 raise PyunwindError("py-line: unknown argument %r; usage: py-line [N] [--table]"
                                     % w)
         stacks = self.stacks(view)
+        if self._task_selected(stacks):
+            frame = _parse_int(frame_arg, "frame") if frame_arg else self._task[1]
+            return self._task_call(stacks, frame, PYU_TASK_LINE, flags=flags)
         thread = self._thread(view, stacks)
         return stacks.line(thread, self._frame(stacks, thread, frame_arg), flags)
 
@@ -631,8 +662,10 @@ class Session(object):
         if len(words) > 1:
             raise PyunwindError("py-list: usage: py-list [N | START,END]")
         stacks = self.stacks(view)
-        thread = self._thread(view, stacks)
-        frame = self._frame(stacks, thread, None)
+        task = self._task_selected(stacks)
+        if not task:
+            thread = self._thread(view, stacks)
+            frame = self._frame(stacks, thread, None)
         first = last = 0
         if words:
             if "," in words[0]:
@@ -645,6 +678,9 @@ class Session(object):
                 if n < 1:
                     raise PyunwindError("py-list: line numbers start at 1")
                 first, last = max(1, n - 5), n + 5
+        if task:
+            return self._task_call(stacks, self._task[1], PYU_TASK_LIST, first=first,
+                                   last=last)
         return stacks.listing(thread, frame, first, last)
 
     def py_move(self, view, arg, direction):
@@ -653,11 +689,15 @@ class Session(object):
             raise PyunwindError("usage: py-%s [N]" % ("up" if direction > 0 else "down"))
         count = _parse_int(words[0], "count") if words else 1
         stacks = self.stacks(view)
-        thread = self._thread(view, stacks)
-        n = stacks.frame_count(thread)
+        task = self._task_selected(stacks)
+        if task:
+            n, cur = self._task[2], self._task[1]
+        else:
+            thread = self._thread(view, stacks)
+            n = stacks.frame_count(thread)
+            cur = self._selected.get(thread, 0)
         if n == 0:
             raise PyunwindError("the selected thread has no Python frames")
-        cur = self._selected.get(thread, 0)
         new = cur + direction * count
         if new >= n:
             if cur == n - 1:
@@ -668,8 +708,40 @@ class Session(object):
                 raise PyunwindError("Bottom (innermost) Python frame selected; "
                                     "you cannot go down.")
             new = 0
+        if task:
+            text = self._task_call(stacks, new, PYU_TASK_SELECT, flags=PYU_FMT_SOURCE)
+            self._task[1] = new
+            return text
         self._selected[thread] = new
         return stacks.line(thread, new, PYU_FMT_SOURCE)
+
+    # py-task: a task's coroutine frames stand for the thread's until the next stop.
+
+    def _task_selected(self, stacks):
+        return self._task is not None
+
+    def _task_call(self, stacks, frame, what, path=None, first=0, last=0, flags=0):
+        text, count = stacks.task_frame(self._task[0], frame, what, path, first, last, flags)
+        self._task[2] = count
+        return text
+
+    def py_task(self, view, arg):
+        words = _split(arg)
+        if len(words) > 1 or (words and words[0].startswith("-") and words[0] != "--off"):
+            raise PyunwindError("py-task: usage: py-task [ADDRESS | NAME | --off]")
+        stacks = self.stacks(view)
+        if not words:
+            if self._task is None:
+                raise PyunwindError("no task selected; py-task ADDRESS | NAME selects one")
+            return self._task_call(stacks, self._task[1], PYU_TASK_SELECT,
+                                   flags=PYU_FMT_SOURCE)
+        if words[0] == "--off":
+            self._task = None
+            return "py-locals, py-print, py-line, py-list, py-up and py-down are on the " \
+                   "selected thread's frames again\n"
+        text, count = stacks.task_frame(words[0], 0, PYU_TASK_SELECT, flags=PYU_FMT_SOURCE)
+        self._task = [words[0], 0, count]
+        return text
 
 
 HELP = {
@@ -705,7 +777,7 @@ Usage: py-list [N | START,END]
   N          lines around line N of that file
   START,END  lines START to END""",
     "py-tasks": """Print the asyncio tasks of the selected thread's event loop.
-Usage: py-tasks [--all] [--json] [--tree] [--no-source]
+Usage: py-tasks [--all] [--json] [--tree] [--no-source] [--locals]
 Each task with its name, state (pending, running, done, cancelled), the thread its loop runs
 on, what it waits on (a task, a gather's children, a TaskGroup's tasks, a future), who waits
 on it, and its stack: the coroutines it awaits, innermost first (the running task: its
@@ -713,7 +785,14 @@ thread's frames). Nothing in the target runs.
   --all        the tasks of every event loop of every thread
   --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
   --json       the machine-readable JSON document (schema in pyunwind's README)
-  --no-source  leave out the source lines""",
+  --no-source  leave out the source lines
+  --locals     each coroutine frame's locals (name = repr)""",
+    "py-task": """Select an asyncio task's coroutine stack for the frame commands.
+Usage: py-task [ADDRESS | NAME | --off]
+ADDRESS (0x...) or NAME: a task as py-tasks lists it. Until the program runs again (or
+--off), py-locals, py-print, py-line, py-list, py-up and py-down work on the task's coroutine
+frames, innermost (#0) first, as they work on a thread's frames. Without an argument: the
+selected task frame.""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).
@@ -745,6 +824,8 @@ def run(session, view, name, arg):
         return session.py_print(view, arg)
     if name == "py-tasks":
         return session.py_tasks(view, arg)
+    if name == "py-task":
+        return session.py_task(view, arg)
     if name == "py-up":
         return session.py_move(view, arg, +1)
     if name == "py-down":

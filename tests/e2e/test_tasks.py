@@ -126,6 +126,42 @@ def problems(truth, doc, limit=25):
     return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
 
 
+def locals_problems(truth, doc, limit=25):
+    """Each task frame's locals (`tasks --locals --json`) against the target's f_locals: the
+    same names, and the same repr where the truth gives one."""
+    out = []
+    got = dict((t["address"], t) for t in doc["tasks"])
+    for tt in truth["extra"]["tasks"]:
+        gt = got.get(tt["address"])
+        if gt is None or gt.get("error"):
+            continue  # the task comparison says why
+        gframes = [f for f in gt.get("frames", []) if f.get("kind") == "python"]
+        for i, (tf, gf) in enumerate(zip(tt["frames"], gframes)):
+            who = "task %s frame #%d (%s)" % (tt["name"], i, tf["function"])
+            if "locals" not in gf:
+                out.append("%s: no locals (%s)" % (who, gf.get("locals_error")))
+                continue
+            have = dict((x["name"], x["repr"]) for x in gf["locals"])
+            if set(have) != set(tf["locals"]):
+                out.append("%s: locals %s, truth %s" % (who, sorted(have),
+                                                        sorted(tf["locals"])))
+                continue
+            for name, r in tf["locals"].items():
+                if r is not None and have[name] != r:
+                    out.append("%s: %s = %s, truth %s" % (who, name, have[name], r))
+    return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def check_locals(truth, doc, what):
+    p = locals_problems(truth, doc)
+    n = sum(len(f["locals"]) for t in truth["extra"]["tasks"] for f in t["frames"])
+    if p:
+        raise AssertionError("%s: locals: %d mismatch(es):\n  %s" % (what, len(p),
+                                                                    "\n  ".join(p)))
+    if not n:
+        raise AssertionError("%s: the truth has no locals to compare" % what)
+
+
 def check(truth, doc, what):
     p = problems(truth, doc)
     if p:
@@ -145,6 +181,13 @@ def check_text(truth, target, what):
     if len(cycle) != 2 or "(cycle: awaits a task above)" not in tree or \
             any("Task %s" % a not in tree for a in cycle):
         raise AssertionError("%s: tree shows no cycle of %s:\n%s" % (what, cycle, tree[:3000]))
+    # A task some task awaits (3.14+: as asyncio records it too) is drawn under it, not as a
+    # root of its own (the cycle's tasks aside).
+    roots = set(l.split()[1] for l in tree.splitlines() if l.startswith("Task 0x"))
+    awaited = set(awaited_by(tasks)) - set(cycle)
+    if roots & awaited:
+        raise AssertionError("%s: the tree draws awaited tasks as roots: %s"
+                             % (what, sorted(roots & awaited)[:5]))
     chain = [t["address"] for t in tasks if t["frames"] and t["frames"][-1]["function"] == "chain"]
     lines = [l for l in tree.splitlines() if any("Task %s " % a in l for a in chain)]
     depth = [len(l) - len(l.lstrip("│ ├└─")) for l in lines]
@@ -171,11 +214,62 @@ def check_one_thread(truth, target, what):
                              % (what, len(got), len(want)))
 
 
+# Tasks waiting inside async generators: the generators each passes through, innermost first
+# (after the frames of what the innermost awaits, if a coroutine).
+AGEN_CHAINS = {
+    "agen-for": ["ticker", "outer_agen", "agen_for"],
+    "agen-anext": ["ticker", "agen_anext"],
+    "agen-anext-default": ["ticker", "agen_anext_default"],
+    "agen-asend": ["ticker", "agen_asend"],
+    "agen-athrow": ["catcher", "agen_athrow"],
+    "agen-aclose": ["closer", "agen_aclose"],
+    "agen-task": ["awaits_task", "agen_task"],
+}
+DEEP_MIN = 1025
+
+
+def check_target_made(truth):
+    """The target did make what the checks are about: a task behind each form of async
+    generator, and a chain deeper than 1,024 (else the comparison would prove nothing)."""
+    by_name = dict((t["name"], t) for t in truth["extra"]["tasks"])
+    # 3.7 tasks have no names: by their outermost coroutine.
+    by_outer = dict((t["frames"][-1]["function"], t) for t in truth["extra"]["tasks"]
+                    if t["frames"])
+    for name, want in AGEN_CHAINS.items():
+        if name == "agen-anext-default" and truth["python"]["hexversion"] < 0x030a0000:
+            continue
+        got = [f["function"] for f in by_outer[want[-1]]["frames"]]
+        if got != want:
+            raise AssertionError("the target's task %s waits in %s, expected %s"
+                                 % (name, got, want))
+    if truth["python"]["hexversion"] >= 0x030e0000:
+        # Registered awaiters: 0 and 5 still on the awaited task's set, 1 - 3 removed.
+        addr = dict((n, int(t["address"], 16)) for n, t in by_name.items())
+        want = {"registrant-0": {addr["registered-target"], addr["registered-single"]},
+                "registrant-1": set(), "registrant-2": set(), "registrant-3": set(),
+                "registrant-4": {addr["registered-target"]},
+                "registrant-5": {addr["registered-target"]}}
+        for name, edges in want.items():
+            got = set(a for k, a, v in by_name[name]["awaiting"] if k == "task")
+            if got != edges:
+                raise AssertionError("the target's %s awaits %s, expected %s"
+                                     % (name, sorted(got), sorted(edges)))
+        racing = [a for k, a, v in by_name["racer"]["awaiting"] if k == "task"]
+        if len(racing) != 3:
+            raise AssertionError("the target's racer awaits %d racing tasks" % len(racing))
+    deepest = max(len(t["frames"]) for t in truth["extra"]["tasks"])
+    if deepest < DEEP_MIN:
+        raise AssertionError("the target's deepest task has %d frames" % deepest)
+
+
 def live_case(py):
     def run():
         with Target(py, "tasks") as t:
+            check_target_made(t.truth)
             with t.stopped():
                 check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", t.pid)),
+                             "live")
                 check_text(t.truth, t.pid, "live")
                 check_one_thread(t.truth, t.pid, "live")
             core = t.gcore()
@@ -193,6 +287,8 @@ def crash_case(py):
             core = t.crash_core()
             check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
                   "kernel core")
+            check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", core,
+                                                 t.executable)), "kernel core")
             debugger_check(t, [("gdb", "core", core), ("lldb", "core", core)], "kernel core")
     return run
 
@@ -208,6 +304,45 @@ def debugger_check(t, runs, source=None):
         check(t.truth, parse_json(outs[0], what), what)
 
 
+TASK_COMMANDS = ["py-task {addr}", "py-locals", "py-up", "py-locals --json",
+                 "py-print request.path", "py-line", "py-list", "py-down", "py-down",
+                 "py-task", "py-task --off", "py-task no-such-task"]
+
+
+def check_task_commands(truth, outs, err, what):
+    """py-task selects a task's coroutine stack; py-locals, py-up, py-print, py-line, py-list
+    and py-down then work on its frames (compared with the target's own record of them)."""
+    task = [t for t in truth["extra"]["tasks"] if t["frames"] and
+            t["frames"][-1]["function"] == "with_locals"][0]
+    inner, outer = task["frames"]
+    label = "Task %s" % task["address"]
+    want = [
+        (0, [label, "frame #0 of 2", "inner_locals", "line %d" % inner["line"]]),
+        (1, ["depth = 2", "label = 'req-7'", "fut = "]),
+        (2, [label, "frame #1 of 2", "with_locals", "line %d" % outer["line"]]),
+        (4, ["'/slow/7'"]),
+        (5, ["line %d" % outer["line"]]),
+        (6, ["await inner_locals(fut, label)"]),
+        (7, ["frame #0 of 2", "inner_locals"]),
+        (9, [label, "frame #0 of 2"]),
+    ]
+    for i, needles in want:
+        for n in needles:
+            if n not in outs[i]:
+                raise AssertionError("%s: %r printed no %r:\n%s" % (what, TASK_COMMANDS[i],
+                                                                     n, outs[i][:1500]))
+    start = outs[3].find("[")
+    got = dict((x["name"], x["repr"]) for x in json.loads(outs[3][start:]))
+    if set(got) != set(outer["locals"]) or any(r is not None and got[k] != r
+                                               for k, r in outer["locals"].items()):
+        raise AssertionError("%s: py-locals --json of the task's frame #1: %s, truth %s"
+                             % (what, got, outer["locals"]))
+    if "Bottom (innermost)" not in outs[8] + err:
+        raise AssertionError("%s: a second py-down went below frame #0" % what)
+    if "no asyncio task named 'no-such-task'" not in outs[11] + err:
+        raise AssertionError("%s: py-task of an unknown task: %r" % (what, outs[11]))
+
+
 def adapter_case(py):
     """gdb and lldb, live and from a gdb core: py-tasks --all --json against the truth; the
     selected (main) thread runs no loop; the tree reads the same in both debuggers."""
@@ -221,9 +356,10 @@ def adapter_case(py):
                     rc, outs, err = run_debugger(
                         debugger, target_args(debugger, kind, t, core if kind == "core" else None),
                         ["py-tasks --all --json", "py-tasks --json", "py-tasks --all --tree",
-                         "py-tasks --no-such-option"])
+                         "py-tasks --no-such-option", "py-tasks --all --json --locals"])
                     no_traceback(what, err, *outs)
                     check(t.truth, parse_json(outs[0], what), what)
+                    check_locals(t.truth, parse_json(outs[4], what), what)
                     mine = parse_json(outs[1], what)["tasks"]
                     if mine:
                         raise AssertionError("%s: the main thread runs no loop, py-tasks "
@@ -233,10 +369,23 @@ def adapter_case(py):
                                                                                 outs[2][:2000]))
                     if "unknown argument '--no-such-option'" not in outs[3] + err:
                         raise AssertionError("%s: a bad option gave no error" % what)
+                    addr = [x for x in t.truth["extra"]["tasks"] if x["frames"] and
+                            x["frames"][-1]["function"] == "with_locals"][0]["address"]
+                    rc, touts, terr = run_debugger(
+                        debugger, target_args(debugger, kind, t,
+                                              core if kind == "core" else None),
+                        [c.format(addr=addr) for c in TASK_COMMANDS])
+                    no_traceback(what, terr, *touts)
+                    check_task_commands(t.truth, touts, terr, what)
+                    # (lldb drops the blank end of a line py-list prints for an empty one)
+                    trees[what + " py-task"] = "\n".join(l.rstrip() for o in touts
+                                                          for l in o.splitlines())
                     trees[what] = outs[2]
-        if trees["gdb live"] != trees["lldb live"] or trees["gdb core"] != trees["lldb core"]:
-            raise AssertionError("gdb and lldb print different trees:\n%s\n%s"
-                                 % (trees["gdb live"][:1500], trees["lldb live"][:1500]))
+        for kind in ("live", "core", "live py-task", "core py-task"):
+            if trees["gdb " + kind] != trees["lldb " + kind]:
+                raise AssertionError("gdb and lldb print different %s:\n%s\n%s"
+                                     % (kind, trees["gdb " + kind][:1500],
+                                        trees["lldb " + kind][:1500]))
     return run
 
 
@@ -288,8 +437,137 @@ def damage_case(py):
     return run
 
 
+# loop.create_connection(happy_eyeballs_delay=...) parked in staggered_race (3.14+ record the
+# racing task as awaited by the caller). The attempt ends when the kernel gives up on it (about
+# two minutes): the case reads the target within that, live, from a gdb core and a kernel core.
+EYEBALLS_PYTHONS = ("sid-3.14", "sid-3.15")
+
+
+def eyeballs_case(py):
+    def run():
+        env = {"PYU_HAPPY_EYEBALLS": "1"}
+        with Target(py, "tasks", env=env) as t:
+            caller = [x for x in t.truth["extra"]["tasks"] if x["name"] == "happy-eyeballs"][0]
+            if not [a for a in caller["awaiting"] if a[0] == "task"]:
+                raise AssertionError("the target's create_connection awaits no racing task: %s"
+                                     % caller["awaiting"])
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_text(t.truth, t.pid, "live")
+            core = t.gcore()
+            check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+        with Target(py, "tasks", mode="crash", env=env) as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
+                  "kernel core")
+    return run
+
+
+# A chain longer than the frames kept (core/tasks.h PYU_TASK_FRAMES_MAX): 3.12+ nest coroutines
+# without C recursion, so a real program reaches it with a raised recursion limit.
+DEEP_PYTHONS = ("pyenv-3.12",)
+FRAMES_KEPT = 100000
+
+
+def deep_case(py):
+    """The innermost frames are kept (the one that waits first), the outer ones counted, in
+    JSON and text."""
+    def run():
+        with Target(py, "tasks_deep") as t:
+            want = t.truth["extra"]
+            if want["depth"] <= FRAMES_KEPT:
+                raise AssertionError("the target's chain has %d frames" % want["depth"])
+            with t.stopped():
+                doc = json.loads(cli("tasks", "--json", t.pid))
+                text = cli("tasks", "--no-source", t.pid)
+            task = [x for x in doc["tasks"] if x["address"] == want["address"]][0]
+            frames = task["frames"]
+            if len(frames) != FRAMES_KEPT or task["frames_omitted"] != want["depth"] - FRAMES_KEPT:
+                raise AssertionError("%d frames kept, %d omitted; truth %d in all"
+                                     % (len(frames), task["frames_omitted"], want["depth"]))
+            p = frame_problems("deep task (innermost)", want["innermost"], frames[:3])
+            if p:
+                raise AssertionError("\n".join(p))
+            line = "(%d more outer coroutine frames not shown: limit %d)" % (
+                want["depth"] - FRAMES_KEPT, FRAMES_KEPT)
+            if line not in text:
+                raise AssertionError("the text does not say %r" % line)
+    return run
+
+
+# uvloop and aiohttp: the interpreter Debian ships them for (python3-uvloop, python3-aiohttp).
+UVLOOP_PYTHONS = ("debian-3.11",)
+UVLOOP_REQUESTS = 300
+
+
+def uvloop_case(py):
+    """An aiohttp server on uvloop with a few hundred requests parked in its slow handler:
+    every task with its loop's thread (found whatever the loop's class), stack and edges, live,
+    from a gdb core and a kernel core, in the CLI, gdb and lldb; py-tasks / --thread on the
+    loop's thread lists them all."""
+    def run():
+        with Target(py, "tasks_uvloop") as t:
+            parked = [x for x in t.truth["extra"]["tasks"]
+                      if x["frames"] and x["frames"][0]["function"] == "slow"]
+            if len(parked) != UVLOOP_REQUESTS:
+                raise AssertionError("the target parked %d requests" % len(parked))
+            server = [th for th in t.truth["threads"] if th.get("scenario") == "server"][0]
+            with t.stopped():
+                check(t.truth, json.loads(cli("tasks", "--json", t.pid)), "live")
+                check_locals(t.truth, json.loads(cli("tasks", "--json", "--locals", t.pid)),
+                             "live")
+                doc = json.loads(cli("tasks", "--json", "--thread", server["native_thread_id"],
+                                     t.pid))
+                if len(doc["tasks"]) != len(t.truth["extra"]["tasks"]):
+                    raise AssertionError("--thread of the loop's thread: %d tasks, truth %d"
+                                         % (len(doc["tasks"]), len(t.truth["extra"]["tasks"])))
+            core = t.gcore()
+            check(t.truth, json.loads(cli("tasks", "--json", core)), "gdb core")
+            debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
+        with Target(py, "tasks_uvloop", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("tasks", "--json", core, t.executable)),
+                  "kernel core")
+            debugger_check(t, [("gdb", "core", core)], "kernel core")
+    return run
+
+
+# Every option that only some subcommands take, and one subcommand that does not take it.
+NOT_TAKEN = [("line", "--all"), ("list", "--json"), ("bt", "--tree"), ("locals", "--locals"),
+             ("print", "--native"), ("tasks", "--native-all"), ("line", "--no-source"),
+             ("bt", "--table"), ("tasks", "--limit", "3"), ("tasks", "--frame", "1"),
+             ("bt", "--range", "1,2"), ("list", "--max-items", "3")]
+
+
+def gone_pid():
+    """The PID of a process that has exited and been reaped."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def cli_errors_case():
+    """A PID no process has is "no process N" (status 1, as for any unreadable target); an
+    option a subcommand does not take is a usage error (status 2), for every subcommand."""
+    def run():
+        pid = gone_pid()
+        for cmd in ("bt", "tasks", "locals", "line", "list"):
+            p = subprocess.run([CLI, cmd, str(pid)], capture_output=True, timeout=60)
+            if p.returncode != 1 or p.stderr.decode().strip() != "pyunwind: no process %d" % pid:
+                raise AssertionError("%s on a gone pid: status %d, %r" % (cmd, p.returncode,
+                                                                          p.stderr.decode()))
+        for cmd, opt, *arg in NOT_TAKEN:
+            p = subprocess.run([CLI, cmd, opt] + arg + [str(pid)], capture_output=True,
+                               timeout=60)
+            want = "pyunwind: %s does not take %s" % (cmd, opt)
+            if p.returncode != 2 or want not in p.stderr.decode():
+                raise AssertionError("%s %s: status %d, %r" % (cmd, opt, p.returncode,
+                                                              p.stderr.decode()))
+    return run
+
+
 def cases():
-    out = []
+    out = [("tasks-cli-errors", cli_errors_case())]
     for py in selected():
         if tuple(map(int, py.minor.split("."))) < (3, 7):
             continue
@@ -299,6 +577,12 @@ def cases():
             out.append(("tasks-adapters %s" % py.label, adapter_case(py)))
         if py.label in PURE_PYTHONS:
             out.append(("tasks-pure %s" % py.label, pure_case(py)))
+        if py.label in EYEBALLS_PYTHONS:
+            out.append(("tasks-eyeballs %s" % py.label, eyeballs_case(py)))
+        if py.label in DEEP_PYTHONS:
+            out.append(("tasks-deep %s" % py.label, deep_case(py)))
+        if py.label in UVLOOP_PYTHONS:
+            out.append(("tasks-uvloop %s" % py.label, uvloop_case(py)))
         if py.label in DAMAGE_PYTHONS:
             out.append(("tasks-damaged %s" % py.label, damage_case(py)))
     return out
