@@ -51,8 +51,11 @@ static bool is_space(char c)
 
 // Whether the file still looks like the source @c was compiled from: the line at
 // co_firstlineno of a named function or class defines that name (or is a decorator, or holds
-// the lambda). Files edited after the program started otherwise show the wrong lines. True
-// when it cannot tell (module code, comprehensions, non-ASCII names, unreadable files).
+// the lambda). Files edited after the program started otherwise show the wrong lines. Code the
+// compiler made without a name of its own on that line passes on what that line must hold:
+// 3.14+'s __annotate__ of a function or class starts on its def or class line, a module's on
+// line 1. True when it cannot tell (module code, comprehensions, <genexpr>, non-ASCII names,
+// unreadable files).
 static bool is_ident_char(char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -89,6 +92,9 @@ static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code
 		return true;
 	if (lambda)
 		return has_word(text, n, "lambda");
+	if (!strcmp(name, "__annotate__"))
+		return c->firstlineno == 1 || has_word(text, n, "def") ||
+		       has_word(text, n, "class");
 	return has_word(text, n, name) && (has_word(text, n, "def") || has_word(text, n, "class"));
 }
 
