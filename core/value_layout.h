@@ -90,6 +90,19 @@ struct pyu_value_layout {
 	int32_t exc_traceback;        // PyBaseExceptionObject.traceback (3.x)
 	int32_t tstate_exc_traceback; // PyThreadState.exc_traceback, sys.exc_info()[2] (2.7, 3.6)
 	struct {
+		int32_t context, cause;   // __context__, __cause__ (3.x)
+		int32_t suppress_context; // char __suppress_context__ (3.x)
+		int32_t notes;            // __notes__ (3.11+)
+		int32_t group_msg, group_excs; // BaseExceptionGroup's message and tuple (3.11+)
+	} exc;
+	struct {
+		int32_t func, self, klass; // PyMethodObject: im_func, im_self, im_class (2.7)
+	} method;
+	struct {
+		int32_t code;     // gi_code (<= 3.10; 3.11+ keep it in the frame)
+		int32_t qualname; // gi_qualname (3.5+), shared by coroutines and async generators
+	} gen;
+	struct {
 		int32_t next, frame, lasti, lineno; // PyTracebackObject; tb_lasti in bytes
 	} tb;
 	int32_t frame_iframe;         // PyFrameObject.f_frame: its _PyInterpreterFrame (3.11+)

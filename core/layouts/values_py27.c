@@ -38,9 +38,21 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.valid = -1,
 		.values = -1,
 	},
+	.exc = {
+		.cause = -1,
+		.context = -1,
+		.group_excs = -1,
+		.group_msg = -1,
+		.notes = -1,
+		.suppress_context = -1,
+	},
 	.func = {
 		.code = 16,
 		.name = 56,
+		.qualname = -1,
+	},
+	.gen = {
+		.code = 32,
 		.qualname = -1,
 	},
 	.instance = {
@@ -60,6 +72,11 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.log2_size = -1,
 		.nentries = -1,
 		.size = -1,
+	},
+	.method = {
+		.func = 16,
+		.klass = 32,
+		.self = 24,
 	},
 	.set = {
 		.entry_hash = 0,

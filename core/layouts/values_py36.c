@@ -38,10 +38,22 @@ const struct pyu_value_layout pyu_value_layout_py36 = {
 		.valid = -1,
 		.values = -1,
 	},
+	.exc = {
+		.cause = 48,
+		.context = 40,
+		.group_excs = -1,
+		.group_msg = -1,
+		.notes = -1,
+		.suppress_context = 56,
+	},
 	.func = {
 		.code = 16,
 		.name = 64,
 		.qualname = 104,
+	},
+	.gen = {
+		.code = 32,
+		.qualname = 56,
 	},
 	.instance = {
 		.cl_dict = -1,
@@ -60,6 +72,11 @@ const struct pyu_value_layout pyu_value_layout_py36 = {
 		.log2_size = -1,
 		.nentries = 32,
 		.size = 8,
+	},
+	.method = {
+		.func = 16,
+		.klass = -1,
+		.self = 24,
 	},
 	.set = {
 		.entry_hash = 8,
