@@ -185,7 +185,9 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->module_dict,
 		&vl->func.name, &vl->func.qualname, &vl->func.code, &vl->cfunc.ml, &vl->cfunc.self,
 		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
-		&vl->instance.cl_dict,
+		&vl->instance.cl_dict, &vl->exc.context, &vl->exc.cause, &vl->exc.suppress_context,
+		&vl->exc.notes, &vl->exc.group_msg, &vl->exc.group_excs, &vl->method.func,
+		&vl->method.self, &vl->method.klass, &vl->gen.code, &vl->gen.qualname,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (*f[i] != PYU_NO_FIELD)
@@ -2446,4 +2448,175 @@ struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 			break;
 	}
 	return err;
+}
+
+// ---- exceptions as the traceback module names them --------------------------------------
+
+// Whether a static type whose tp_name is @name is on @type's tp_base chain. Cannot fail (an
+// unreadable link: false).
+static bool derives_from_static(struct pyu_values *v, uint64_t type, const char *name)
+{
+	for (uint32_t i = 0; type && i < BASES_MAX; i++) {
+		uint64_t flags;
+		if (!ok(field_u64(v, type, v->l->type_tp_flags, &flags)))
+			return false;
+		if (!(flags & TPFLAGS_HEAPTYPE)) {
+			char *tp_name = NULL;
+			if (!ok(read_tp_name(v, type, &tp_name)))
+				return false;
+			const char *dot = strrchr(tp_name, '.');
+			bool same = !strcmp(dot ? dot + 1 : tp_name, name);
+			free(tp_name);
+			if (same)
+				return true;
+		}
+		if (!ok(field_u64(v, type, v->vl.type.base, &type)))
+			return false;
+	}
+	return false;
+}
+
+// Whether a class written in Python on @type's tp_base chain defines __str__ (then str()
+// runs code this reader cannot). Cannot fail (unreadable: false).
+static bool python_str(struct pyu_values *v, uint64_t type)
+{
+	for (uint32_t i = 0; type && i < BASES_MAX; i++) {
+		uint64_t flags, dict = 0, found;
+		if (!ok(field_u64(v, type, v->l->type_tp_flags, &flags)) ||
+		    !(flags & TPFLAGS_HEAPTYPE))
+			return false;
+		pyu_error_destroy(field_u64(v, type, v->vl.type.dict, &dict));
+		if (get_dict_str(v, dict, "__str__", &found))
+			return true;
+		if (!ok(field_u64(v, type, v->vl.type.base, &type)))
+			return false;
+	}
+	return false;
+}
+
+// str(@obj) as the exception's str() takes it of an argument: a str's own text (UTF-8,
+// unescaped, at most lim.chars characters), anything else its repr.
+static void str_of(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err) {
+		unreadable(v, sb, "object", obj, err);
+		return;
+	}
+	bool text = te.kind == K_STR || te.kind == K_PY2STR ||
+		    (te.flags & PYU_TPFLAGS_UNICODE_SUBCLASS);
+	if (!text) {
+		repr_obj(v, obj, sb);
+		return;
+	}
+	enum kind k = (te.flags & PYU_TPFLAGS_UNICODE_SUBCLASS) || te.kind == K_STR ? K_STR
+										 : K_PY2STR;
+	struct text tx;
+	if ((err = read_text(v, obj, k, v->lim.chars, &tx)) != NULL) {
+		unreadable(v, sb, "str", obj, err);
+		return;
+	}
+	// 2.7: str() of a unicode object with non-ASCII text fails, and the traceback module
+	// then writes it as ASCII with backslash escapes.
+	bool escape = false;
+	for (size_t i = 0; v->vl.py2 && k == K_STR && i < tx.n && !escape; i++)
+		escape = (tx.kind == 1 ? tx.data[i] : tx.kind == 2 ? pyu_le16(tx.data + 2 * i)
+							       : pyu_le32(tx.data + 4 * i)) >= 0x80;
+	char utf8[4];
+	for (size_t i = 0; i < tx.n; i++) {
+		uint32_t cp = tx.kind == 1 ? tx.data[i]
+			: tx.kind == 2 ? pyu_le16(tx.data + 2 * i) : pyu_le32(tx.data + 4 * i);
+		if (escape && cp >= 0x80)
+			pyu_strbuf_printf(sb, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x"
+					  : "\\U%08x", (unsigned)cp);
+		else
+			pyu_strbuf_append(sb, utf8, pyu_utf8_put(cp, utf8));
+	}
+	if (tx.total > tx.n) {
+		pyu_strbuf_puts(sb, "...");
+		v->cut = true;
+	}
+	free(tx.data);
+}
+
+struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type_ret,
+				      char **text_ret, uint64_t *group_ret)
+{
+	uint64_t type, args, n = 0, a0 = 0;
+	char *module = NULL, *qual = NULL;
+	struct pyu_error *err = type_of(v, exc, &type);
+	if (!err)
+		err = v->vl.py2 ? type_short_name(v, type, &qual)
+				: type_names(v, type, &module, &qual);
+	if (err)
+		return pyu_error_wrap(err, "reading the type of the exception at 0x%" PRIx64, exc);
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	if (module && !is_builtins(v, module) && strcmp(module, "__main__") != 0) {
+		pyu_strbuf_puts(&sb, module);
+		pyu_strbuf_putc(&sb, '.');
+	}
+	pyu_strbuf_puts(&sb, qual);
+	free(module);
+	free(qual);
+	char *type_words = NULL, *text = NULL;
+	if ((err = pyu_strbuf_finish(&sb, &type_words)) != NULL)
+		return err;
+	bool group = v->vl.exc.group_msg != PYU_NO_FIELD &&
+		     derives_from_static(v, type, "BaseExceptionGroup");
+	uint64_t excs = 0;
+	if (group && (err = field_u64(v, exc, v->vl.exc.group_excs, &excs)) != NULL) {
+		free(type_words);
+		return pyu_error_wrap(err, "reading the exception group at 0x%" PRIx64, exc);
+	}
+	if (python_str(v, type)) {
+		*type_ret = type_words;
+		*text_ret = NULL;
+		*group_ret = excs;
+		return NULL;
+	}
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	v->depth = 0;
+	v->cut = false;
+	uint64_t msg = 0;
+	if (group) {
+		// "msg (N sub-exceptions)"
+		err = field_u64(v, exc, v->vl.exc.group_msg, &msg);
+		if (!err)
+			err = field_u64(v, excs, v->l->ob_size, &n);
+		if (!err) {
+			str_of(v, msg, &sb);
+			pyu_strbuf_printf(&sb, " (%" PRIu64 " sub-exception%s)", n,
+					  n == 1 ? "" : "s");
+		}
+	} else {
+		// BaseException's str(): nothing, its one argument's str(), or the args' repr;
+		// KeyError shows its one argument's repr.
+		err = field_u64(v, exc, v->vl.exc_args, &args);
+		if (!err)
+			err = field_u64(v, args, v->l->ob_size, &n);
+		if (!err && n == 1)
+			err = rd_u64(v, args + (uint64_t)v->l->tuple_item, &a0);
+		if (!err && n == 1 && derives_from_static(v, type, "KeyError"))
+			repr_obj(v, a0, &sb);
+		else if (!err && n == 1)
+			str_of(v, a0, &sb);
+		else if (!err && n > 1)
+			repr_obj(v, args, &sb);
+	}
+	if (err) {
+		pyu_strbuf_release(&sb);
+		free(type_words);
+		return pyu_error_wrap(err, "reading the exception at 0x%" PRIx64, exc);
+	}
+	if ((err = pyu_strbuf_finish(&sb, &text)) != NULL) {
+		free(type_words);
+		return err;
+	}
+	*type_ret = type_words;
+	*text_ret = text;
+	*group_ret = excs;
+	return NULL;
 }
