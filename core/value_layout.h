@@ -58,6 +58,7 @@ struct pyu_value_layout {
 	uint8_t module_spec;       // module repr from __spec__ (3.4+), else __name__/__file__
 	uint8_t loader_module_repr; // the builtin/frozen importers' module_repr() wins (<= 3.10)
 	uint8_t bytearray_escapes_quote; // bytearray(b"'") prints as bytearray(b"\'") (<= 3.14)
+	uint8_t frame_repr;        // frames have a repr of their own (3.7+), else the default form
 	uint8_t unicode_db;        // index into the printable table's versions (printable.h)
 
 	struct {

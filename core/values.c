@@ -47,6 +47,7 @@ enum kind {
 	K_NONE, K_BOOL, K_INT, K_PY2INT, K_FLOAT, K_COMPLEX, K_STR, K_PY2STR, K_BYTES,
 	K_BYTEARRAY, K_TUPLE, K_LIST, K_DICT, K_SET, K_FROZENSET, K_EXC, K_TYPE, K_MODULE,
 	K_FUNCTION, K_CFUNCTION, K_ELLIPSIS, K_NOTIMPL, K_PY2_INSTANCE, K_PY2_CLASS,
+	K_FRAME, K_CODE, K_GEN, K_CORO, K_AGEN, K_CELL, K_METHOD,
 };
 
 struct type_entry {
@@ -127,7 +128,16 @@ struct pyu_values {
 	struct where_str *wheres;
 	struct key_memo keys_seen[KEY_MEMO]; // find_str_visit's comparisons, newest overwriting
 	uint32_t keys_next;
+	int64_t (*frame_line)(void *arg, uint64_t frame); // pyu_values_set_frame_lines
+	void *frame_line_arg;
 };
+
+void pyu_values_set_frame_lines(struct pyu_values *v,
+				int64_t (*line)(void *arg, uint64_t frame), void *arg)
+{
+	v->frame_line = line;
+	v->frame_line_arg = arg;
+}
 
 void pyu_value_limits_default(struct pyu_value_limits *ret)
 {
@@ -329,6 +339,14 @@ static enum kind kind_by_name(const struct pyu_values *v, const char *n)
 		{"type", K_TYPE, K_TYPE},
 		{"instance", K_PY2_INSTANCE, K_OTHER},
 		{"classobj", K_PY2_CLASS, K_OTHER},
+		{"frame", K_FRAME, K_FRAME},
+		{"code", K_CODE, K_CODE},
+		{"generator", K_GEN, K_GEN},
+		{"coroutine", K_OTHER, K_CORO},
+		{"async_generator", K_OTHER, K_AGEN},
+		{"cell", K_CELL, K_CELL},
+		{"instancemethod", K_METHOD, K_OTHER},
+		{"method", K_OTHER, K_METHOD},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(names[i].name, n) == 0)
@@ -2095,6 +2113,214 @@ static void repr_function(struct pyu_values *v, uint64_t obj, struct pyu_strbuf 
 	free(name);
 }
 
+// The name, file name and first line of the code object at @code (3.14+: a tagged reference
+// is untagged). On error, the outputs are unchanged.
+static struct pyu_error *code_names(struct pyu_values *v, uint64_t code, char **name,
+				    char **file, int32_t *firstlineno)
+{
+	const struct pyu_layout *l = v->l;
+	uint64_t n, f;
+	uint32_t first;
+	code &= ~l->stackref_mask;
+	struct pyu_error *err = field_u64(v, code, l->code.name, &n);
+	if (!err)
+		err = field_u64(v, code, l->code.filename, &f);
+	if (!err)
+		err = rd(v, code + (uint64_t)l->code.firstlineno, &first, 4);
+	char *nm = NULL, *fl = NULL;
+	if (!err)
+		err = read_name_obj(v, n, &nm);
+	if (!err && (err = read_name_obj(v, f, &fl)) != NULL)
+		free(nm);
+	if (err)
+		return err;
+	*name = nm;
+	*file = fl;
+	*firstlineno = (int32_t)first;
+	return NULL;
+}
+
+// <code object f at 0x..., file "...", line N>
+static void repr_code(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	char *name, *file;
+	int32_t first;
+	struct pyu_error *err = code_names(v, obj, &name, &file, &first);
+	if (err) {
+		unreadable(v, sb, "code object", obj, err);
+		return;
+	}
+	pyu_strbuf_puts(sb, "<code object ");
+	put_name(v, sb, name);
+	pyu_strbuf_printf(sb, " at 0x%" PRIx64 ", file \"", obj);
+	put_name(v, sb, file);
+	// 3.x writes a first line of 0 as -1
+	pyu_strbuf_printf(sb, "\", line %d>", first == 0 && !v->vl.py2 ? -1 : (int)first);
+	free(name);
+	free(file);
+}
+
+// <frame at 0x..., file '...', line N, code f> (3.7+): the line its thread's stack gives it.
+static void repr_frame(struct pyu_values *v, uint64_t obj, uint64_t type,
+		       struct pyu_strbuf *sb)
+{
+	if (!v->vl.frame_repr) {
+		default_form(v, obj, type, sb);
+		return;
+	}
+	const struct pyu_layout *l = v->l;
+	uint64_t code = 0, key = obj;
+	struct pyu_error *err = NULL;
+	if (v->vl.frame_iframe != PYU_NO_FIELD && l->iframe.code != PYU_NO_FIELD) {
+		// 3.11+: the frame object wraps an interpreter frame, which the stacks list
+		err = field_u64(v, obj, v->vl.frame_iframe, &key);
+		if (!err)
+			err = field_u64(v, key, l->iframe.code, &code);
+	} else {
+		err = field_u64(v, obj, l->frame.f_code, &code);
+	}
+	char *name = NULL, *file = NULL;
+	int32_t first;
+	if (!err)
+		err = code_names(v, code, &name, &file, &first);
+	if (err) {
+		unreadable(v, sb, "frame", obj, err);
+		return;
+	}
+	uint64_t fobj = 0;
+	if (!err)
+		err = field_u64(v, code & ~l->stackref_mask, l->code.filename, &fobj);
+	if (err) {
+		free(name);
+		free(file);
+		unreadable(v, sb, "frame", obj, err);
+		return;
+	}
+	int64_t line = v->frame_line ? v->frame_line(v->frame_line_arg, key) : -1;
+	pyu_strbuf_printf(sb, "<frame at 0x%" PRIx64 ", file ", obj);
+	repr_obj(v, fobj, sb); // %R of co_filename
+	if (line >= 0)
+		pyu_strbuf_printf(sb, ", line %" PRId64 ", code ", line);
+	else
+		pyu_strbuf_puts(sb, ", line ?, code ");
+	put_name(v, sb, name);
+	pyu_strbuf_putc(sb, '>');
+	free(name);
+	free(file);
+}
+
+// <generator object f at 0x...> (3.x: its qualified name; 2.7: its code's name), and the
+// same for coroutines and async generators.
+static void repr_generator(struct pyu_values *v, uint64_t obj, enum kind k,
+			   struct pyu_strbuf *sb)
+{
+	uint64_t p;
+	char *name = NULL, *file = NULL;
+	int32_t first;
+	struct pyu_error *err;
+	if (v->vl.gen.qualname != PYU_NO_FIELD) {
+		err = field_u64(v, obj, v->vl.gen.qualname, &p);
+		if (!err)
+			err = read_name_obj(v, p, &name);
+	} else {
+		err = field_u64(v, obj, v->vl.gen.code, &p);
+		if (!err && (err = code_names(v, p, &name, &file, &first)) == NULL)
+			free(file);
+	}
+	const char *what = k == K_CORO ? "coroutine" : k == K_AGEN ? "async_generator"
+			 : "generator";
+	if (err) {
+		unreadable(v, sb, what, obj, err);
+		return;
+	}
+	pyu_strbuf_printf(sb, "<%s object ", what);
+	put_name(v, sb, name);
+	pyu_strbuf_printf(sb, " at 0x%" PRIx64 ">", obj);
+	free(name);
+}
+
+// <cell at 0x...: int object at 0x...>, or <cell at 0x...: empty>
+static void repr_cell(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t ref, type;
+	char *tp_name = NULL;
+	struct pyu_error *err = field_u64(v, obj, v->vl.cell_ref, &ref);
+	if (!err && ref && !(err = type_of(v, ref, &type)))
+		err = read_tp_name(v, type, &tp_name);
+	if (err) {
+		unreadable(v, sb, "cell", obj, err);
+		return;
+	}
+	pyu_strbuf_printf(sb, "<cell at 0x%" PRIx64 ": ", obj);
+	if (!ref) {
+		pyu_strbuf_puts(sb, "empty>");
+		return;
+	}
+	// "%.80s": the type's name cut at 80 bytes
+	size_t n = strlen(tp_name);
+	pyu_text_name(sb, tp_name, n > 80 ? 80 : n, v->vl.unicode_db);
+	pyu_strbuf_printf(sb, " object at 0x%" PRIx64 ">", ref);
+	free(tp_name);
+}
+
+// <bound method C.f of <C object at 0x...>> (3.x: the function's qualified name; 2.7: the
+// class's name and the function's, <unbound method C.f> without a self).
+static void repr_method(struct pyu_values *v, uint64_t obj, uint64_t type,
+			struct pyu_strbuf *sb)
+{
+	uint64_t func, self, ftype, p, klass = 0;
+	struct type_entry fte;
+	char *name = NULL, *kname = NULL;
+	struct pyu_error *err = field_u64(v, obj, v->vl.method.func, &func);
+	if (!err)
+		err = field_u64(v, obj, v->vl.method.self, &self);
+	if (!err)
+		err = classify_obj(v, func, &ftype, &fte);
+	if (!err && fte.kind != K_FUNCTION) {
+		// a method made of something else names it by __qualname__/__name__ lookups this
+		// reader does not make
+		default_form(v, obj, type, sb);
+		return;
+	}
+	int32_t off = v->vl.func.qualname != PYU_NO_FIELD ? v->vl.func.qualname : v->vl.func.name;
+	if (!err)
+		err = field_u64(v, func, off, &p);
+	if (!err)
+		err = read_name_obj(v, p, &name);
+	if (!err && v->vl.py2) {
+		err = field_u64(v, obj, v->vl.method.klass, &klass);
+		if (!err && klass)
+			err = type_short_name(v, klass, &kname);
+	}
+	if (err) {
+		free(name);
+		unreadable(v, sb, "method", obj, err);
+		return;
+	}
+	if (v->vl.py2 && !self) {
+		pyu_strbuf_puts(sb, "<unbound method ");
+		put_name(v, sb, kname ? kname : "?");
+		pyu_strbuf_putc(sb, '.');
+		put_name(v, sb, name);
+		pyu_strbuf_putc(sb, '>');
+	} else {
+		pyu_strbuf_puts(sb, "<bound method ");
+		if (v->vl.py2) {
+			put_name(v, sb, kname ? kname : "?");
+			pyu_strbuf_putc(sb, '.');
+		}
+		put_name(v, sb, name);
+		pyu_strbuf_puts(sb, " of ");
+		if (enter(v, obj, "method", "...", sb)) {
+			repr_obj(v, self, sb);
+			leave(v);
+		}
+		pyu_strbuf_putc(sb, '>');
+	}
+	free(name);
+	free(kname);
+}
+
 static void repr_cfunction(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
 {
 	uint64_t ml, self, p, stype = 0;
@@ -2284,6 +2510,23 @@ static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb)
 	case K_PY2_INSTANCE:
 	case K_PY2_CLASS:
 		repr_py2_classic(v, addr, te.kind == K_PY2_INSTANCE, sb);
+		return;
+	case K_FRAME:
+		repr_frame(v, addr, type, sb);
+		return;
+	case K_CODE:
+		repr_code(v, addr, sb);
+		return;
+	case K_GEN:
+	case K_CORO:
+	case K_AGEN:
+		repr_generator(v, addr, (enum kind)te.kind, sb);
+		return;
+	case K_CELL:
+		repr_cell(v, addr, sb);
+		return;
+	case K_METHOD:
+		repr_method(v, addr, type, sb);
 		return;
 	case K_UNKNOWN:
 	case K_OTHER:

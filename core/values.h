@@ -133,4 +133,11 @@ struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type,
 				      char **text, uint64_t *group);
 
+// Where frame reprs (3.7+: "<frame at 0x..., file '...', line N, code f>") take their line:
+// @line(@arg, @frame) gives the current line of the frame at @frame (the frame object, 3.11+
+// the interpreter frame it wraps), or -1 when it does not know; then the repr says "line ?".
+// Cannot fail.
+void pyu_values_set_frame_lines(struct pyu_values *v,
+				int64_t (*line)(void *arg, uint64_t frame), void *arg);
+
 #endif

@@ -14,6 +14,7 @@ const struct pyu_value_layout pyu_value_layout_py315 = {
 	.module_spec = 1,
 	.loader_module_repr = 0,
 	.bytearray_escapes_quote = 0,
+	.frame_repr = 1,
 	.unicode_db = 8,
 	.cfunc = {
 		.ml = 16,

@@ -14,6 +14,7 @@ const struct pyu_value_layout pyu_value_layout_py36 = {
 	.module_spec = 1,
 	.loader_module_repr = 1,
 	.bytearray_escapes_quote = 1,
+	.frame_repr = 0,
 	.unicode_db = 0,
 	.cfunc = {
 		.ml = 16,
