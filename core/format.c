@@ -335,6 +335,8 @@ static void exc_only(struct exc_print *p, const struct pyu_exc_node *n)
 	}
 	exc_emit(p, '|', text);
 	free(text);
+	if (n->notes)
+		exc_emit(p, '|', n->notes);
 }
 
 static void exc_format(struct exc_print *p, int32_t node);

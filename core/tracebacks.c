@@ -233,6 +233,7 @@ void pyu_exc_chain_clear(struct pyu_exc_chain *c)
 	for (uint32_t i = 0; i < c->count; i++) {
 		free(c->nodes[i].type);
 		free(c->nodes[i].text);
+		free(c->nodes[i].notes);
 		pyu_traceback_clear(&c->nodes[i].tb);
 	}
 	free(c->nodes);
@@ -268,7 +269,8 @@ static int32_t chain_node(struct pyu_target *t, const struct pyu_layout *l,
 	n->address = exc;
 	n->cause = n->context = -1;
 	uint64_t group = 0;
-	struct pyu_error *err = pyu_exception_words(v, exc, &n->type, &n->text, &group);
+	struct pyu_error *err = pyu_exception_words(v, exc, &n->type, &n->text, &group,
+						    &n->notes);
 	if (err && pyu_error_code(err) == PYU_ERR_NOMEM)
 		return -2;
 	if (err && !chain_cut(c, err))

@@ -95,6 +95,8 @@ struct pyu_value_layout {
 		int32_t suppress_context; // char __suppress_context__ (3.x)
 		int32_t notes;            // __notes__ (3.11+)
 		int32_t group_msg, group_excs; // BaseExceptionGroup's message and tuple (3.11+)
+		int32_t os_errno, os_strerror, os_filename; // OSError (2.7: EnvironmentError)
+		int32_t os_filename2;                        // (3.x)
 	} exc;
 	struct {
 		int32_t func, self, klass; // PyMethodObject: im_func, im_self, im_class (2.7)

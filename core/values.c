@@ -196,7 +196,8 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->func.name, &vl->func.qualname, &vl->func.code, &vl->cfunc.ml, &vl->cfunc.self,
 		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
 		&vl->instance.cl_dict, &vl->exc.context, &vl->exc.cause, &vl->exc.suppress_context,
-		&vl->exc.notes, &vl->exc.group_msg, &vl->exc.group_excs, &vl->method.func,
+		&vl->exc.notes, &vl->exc.group_msg, &vl->exc.group_excs, &vl->exc.os_errno,
+		&vl->exc.os_strerror, &vl->exc.os_filename, &vl->exc.os_filename2, &vl->method.func,
 		&vl->method.self, &vl->method.klass, &vl->gen.code, &vl->gen.qualname,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -2784,8 +2785,99 @@ static void str_of(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
 	free(tx.data);
 }
 
+// OSError's str() (2.7: EnvironmentError's) into @sb, when it has an errno and a message:
+// "[Errno N] MESSAGE", then ": 'FILENAME'" and (3.x) " -> 'FILENAME2'". False, @sb
+// untouched, when it is another exception or lacks them (then BaseException's str() holds).
+static bool os_error_str(struct pyu_values *v, uint64_t exc, uint64_t type,
+			 struct pyu_strbuf *sb)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t no = 0, msg = 0, file = 0, file2 = 0;
+	if (vl->exc.os_errno == PYU_NO_FIELD || vl->exc.os_strerror == PYU_NO_FIELD ||
+	    vl->exc.os_filename == PYU_NO_FIELD ||
+	    !derives_from_static(v, type, vl->py2 ? "EnvironmentError" : "OSError"))
+		return false;
+	if (!ok(field_u64(v, exc, vl->exc.os_errno, &no)) ||
+	    !ok(field_u64(v, exc, vl->exc.os_strerror, &msg)) ||
+	    !ok(field_u64(v, exc, vl->exc.os_filename, &file)) ||
+	    (vl->exc.os_filename2 != PYU_NO_FIELD &&
+	     !ok(field_u64(v, exc, vl->exc.os_filename2, &file2))))
+		return false;
+	if (file && pyu_object_is_none(v, file))
+		file = 0;
+	if (file2 && pyu_object_is_none(v, file2))
+		file2 = 0;
+	if (!file && !(no && msg))
+		return false;
+	pyu_strbuf_puts(sb, "[Errno ");
+	if (no)
+		str_of(v, no, sb);
+	else
+		pyu_strbuf_puts(sb, "None");
+	pyu_strbuf_puts(sb, "] ");
+	if (msg)
+		str_of(v, msg, sb);
+	else
+		pyu_strbuf_puts(sb, "None");
+	if (file) {
+		pyu_strbuf_puts(sb, ": ");
+		repr_obj(v, file, sb);
+	}
+	if (file && file2) {
+		pyu_strbuf_puts(sb, " -> ");
+		repr_obj(v, file2, sb);
+	}
+	return true;
+}
+
+struct notes_walk {
+	struct pyu_values *v;
+	struct pyu_strbuf *sb;
+	uint32_t count;
+};
+
+static bool notes_visit(void *arg, uint64_t item)
+{
+	struct notes_walk *w = arg;
+	if (w->count++ >= w->v->lim.items || over_output(w->v, w->sb))
+		return false;
+	str_of(w->v, item, w->sb);
+	pyu_strbuf_putc(w->sb, '\n');
+	return true;
+}
+
+// The lines format_exception_only prints after the exception's line for its __notes__
+// (3.11+): each note's str() (a sequence of them), else the repr of what __notes__ holds;
+// each line ended by '\n'. NULL when it has none. Cannot fail (out of memory: NULL).
+static char *exception_notes(struct pyu_values *v, uint64_t exc)
+{
+	uint64_t notes, type;
+	struct type_entry te;
+	if (v->vl.exc.notes == PYU_NO_FIELD) // no notes before 3.11
+		return NULL;
+	struct pyu_error *err = pyu_object_getattr(v, exc, "__notes__", &notes, NULL);
+	if (!err)
+		err = classify_obj(v, notes, &type, &te);
+	if (err || te.kind == K_NONE) {
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	if (te.kind == K_LIST || te.kind == K_TUPLE) {
+		struct notes_walk w = {v, &sb, 0};
+		pyu_error_destroy(pyu_sequence_foreach(v, notes, notes_visit, &w));
+	} else {
+		repr_obj(v, notes, &sb);
+		pyu_strbuf_putc(&sb, '\n');
+	}
+	char *out = NULL;
+	pyu_error_destroy(pyu_strbuf_finish(&sb, &out));
+	return out;
+}
+
 struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type_ret,
-				      char **text_ret, uint64_t *group_ret)
+				      char **text_ret, uint64_t *group_ret, char **notes_ret)
 {
 	uint64_t type, args, n = 0, a0 = 0;
 	char *module = NULL, *qual = NULL;
@@ -2818,6 +2910,7 @@ struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char *
 		*type_ret = type_words;
 		*text_ret = NULL;
 		*group_ret = excs;
+		*notes_ret = exception_notes(v, exc);
 		return NULL;
 	}
 	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
@@ -2834,6 +2927,8 @@ struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char *
 			pyu_strbuf_printf(&sb, " (%" PRIu64 " sub-exception%s)", n,
 					  n == 1 ? "" : "s");
 		}
+	} else if (os_error_str(v, exc, type, &sb)) {
+		// "[Errno 2] No such file or directory: 'x'"
 	} else {
 		// BaseException's str(): nothing, its one argument's str(), or the args' repr;
 		// KeyError shows its one argument's repr.
@@ -2861,5 +2956,6 @@ struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char *
 	*type_ret = type_words;
 	*text_ret = text;
 	*group_ret = excs;
+	*notes_ret = exception_notes(v, exc);
 	return NULL;
 }

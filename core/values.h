@@ -128,10 +128,11 @@ struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 // argument: empty; one: its str(), a str's text unescaped, KeyError's repr; more: the args'
 // repr; an exception group: "msg (N sub-exceptions)"), or NULL when a class written in Python
 // defines __str__. Both malloc'd, UTF-8. *group is the tuple of an exception group's members
-// (BaseExceptionGroup.exceptions), 0 for any other exception. On error, the outputs are
+// (BaseExceptionGroup.exceptions), 0 for any other exception. *notes: the lines its
+// __notes__ add (3.11+), each ended by '\n', malloc'd, or NULL. On error, the outputs are
 // unchanged.
 struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type,
-				      char **text, uint64_t *group);
+				      char **text, uint64_t *group, char **notes);
 
 // Where frame reprs (3.7+: "<frame at 0x..., file '...', line N, code f>") take their line:
 // @line(@arg, @frame) gives the current line of the frame at @frame (the frame object, 3.11+

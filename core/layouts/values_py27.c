@@ -45,6 +45,10 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.group_excs = -1,
 		.group_msg = -1,
 		.notes = -1,
+		.os_errno = 40,
+		.os_filename = 56,
+		.os_filename2 = -1,
+		.os_strerror = 48,
 		.suppress_context = -1,
 	},
 	.func = {

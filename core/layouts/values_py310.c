@@ -45,6 +45,10 @@ const struct pyu_value_layout pyu_value_layout_py310 = {
 		.group_excs = -1,
 		.group_msg = -1,
 		.notes = -1,
+		.os_errno = 64,
+		.os_filename = 80,
+		.os_filename2 = 88,
+		.os_strerror = 72,
 		.suppress_context = 56,
 	},
 	.func = {

@@ -45,6 +45,10 @@ const struct pyu_value_layout pyu_value_layout_py311 = {
 		.group_excs = 80,
 		.group_msg = 72,
 		.notes = 32,
+		.os_errno = 72,
+		.os_filename = 88,
+		.os_filename2 = 96,
+		.os_strerror = 80,
 		.suppress_context = 64,
 	},
 	.func = {

@@ -2,7 +2,7 @@
 # threads that block inside `except:` blocks, each having printed what the interpreter's own
 # traceback.format_exception() gives for the exception it handles - nested calls, carets of
 # every kind, a recursion, KeyError and argument forms, a class defined here and one from a
-# module, non-ASCII and multi-line messages; on 3.x chained causes and contexts (scenario
+# module, non-ASCII and multi-line messages, OSError's errno form; on 3.x chained causes and contexts (scenario
 # module tracebacks_py3.py); on 3.11+ exception groups. One thread runs code compiled with a
 # RELATIVE file name (rel/relative.py, written into the work directory, which is the target's
 # working directory): its source must be found against that directory.
@@ -133,6 +133,13 @@ def text_message():
         park()
 
 
+def os_error():
+    try:
+        open(os.path.join("no-such-directory", "file.txt"))
+    except (IOError, OSError):
+        park()
+
+
 RELATIVE_SOURCE = '''
 def relative_inner(x):
     return [x][1]
@@ -158,6 +165,7 @@ def relative_file():
 SCENARIOS = [("nested", nested_calls, ()), ("keyerror", key_error, ()),
              ("recursion", recursion, ()), ("args", many_args, ()), ("noargs", no_args, ()),
              ("module", module_error, ()), ("text", text_message, ()),
+             ("oserror", os_error, ()),
              ("relative", relative_file, ())]
 
 

@@ -1,6 +1,6 @@
 # tracebacks_py3 - the 3.x scenarios of tracebacks.py: explicit causes, implicit contexts,
 # a suppressed context, and on 3.11+ exception groups (nested, wider than the fifteen members
-# the traceback module shows). `park` is set by tracebacks.py.
+# the traceback module shows) and notes. `park` is set by tracebacks.py.
 import sys
 
 park = None
@@ -88,5 +88,15 @@ if sys.version_info >= (3, 11):
         except ExceptionGroup:
             park()
 
+    def notes():
+        try:
+            e = ValueError("noted")
+            e.add_note("first note\nits second line")
+            e.add_note("")
+            e.add_note("last")
+            raise e
+        except ValueError:
+            park()
+
     SCENARIOS += [("group", group, ()), ("widegroup", wide_group, ()),
-                  ("groupcause", group_cause, ())]
+                  ("groupcause", group_cause, ()), ("notes", notes, ())]
