@@ -51,8 +51,11 @@ static bool is_space(char c)
 
 // Whether the file still looks like the source @c was compiled from: the line at
 // co_firstlineno of a named function or class defines that name (or is a decorator, or holds
-// the lambda). Files edited after the program started otherwise show the wrong lines. True
-// when it cannot tell (module code, comprehensions, non-ASCII names, unreadable files).
+// the lambda). Files edited after the program started otherwise show the wrong lines. Code the
+// compiler made without a name of its own on that line passes on what that line must hold:
+// 3.14+'s __annotate__ of a function or class starts on its def or class line, a module's on
+// line 1. True when it cannot tell (module code, comprehensions, <genexpr>, non-ASCII names,
+// unreadable files).
 static bool is_ident_char(char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -89,6 +92,9 @@ static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code
 		return true;
 	if (lambda)
 		return has_word(text, n, "lambda");
+	if (!strcmp(name, "__annotate__"))
+		return c->firstlineno == 1 || has_word(text, n, "def") ||
+		       has_word(text, n, "class");
 	return has_word(text, n, name) && (has_word(text, n, "def") || has_word(text, n, "class"));
 }
 
@@ -96,7 +102,7 @@ static bool source_matches(struct pyu_source_cache *cache, const struct pyu_code
 // at @loc (carets.c), or nothing when the file is not readable here.
 static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
 			  const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
-			  const struct pyu_location *loc);
+			  const struct pyu_location *loc, const char *indent, bool check);
 
 // The source lines of @loc in @c's file with their carets, as render_source makes them; a
 // code position shown before (another thread, another frame of a recursion) is copied from
@@ -116,24 +122,35 @@ static void source_with_carets(struct pyu_strbuf *sb, struct pyu_source_cache *c
 	}
 	size_t start = sb->len;
 	bool was_ok = !sb->nomem && !sb->too_long;
-	render_source(sb, cache, rules, c, loc);
+	render_source(sb, cache, rules, c, loc, SOURCE_INDENT, true);
 	if (was_ok && !sb->nomem && !sb->too_long && sb->len >= start)
 		pyu_source_memo_store(cache, key, sb->buf ? sb->buf + start : "", sb->len - start);
 }
 
+// @indent goes before each line; @check: whether to look for signs of an edited file first.
 static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
 			  const struct pyu_caret_rules *rules, const struct pyu_code_info *c,
-			  const struct pyu_location *loc)
+			  const struct pyu_location *loc, const char *indent, bool check)
 {
 	const char *file = c->filename;
-	if (!file || loc->line == PYU_NO_LINE || pyu_source_line_count(cache, file) < 0)
+	if (!file || loc->line == PYU_NO_LINE)
 		return;
+	if (pyu_source_line_count(cache, file) < 0) {
+		if (pyu_source_needs_cwd(cache, file)) {
+			pyu_strbuf_puts(sb, indent);
+			pyu_strbuf_puts(sb, "(source not shown: the file name is relative to the "
+				       "target's working directory, not known here: give it with --cwd "
+				       "DIR)\n");
+		}
+		return;
+	}
 	const char *first;
 	size_t first_len;
-	if (!source_matches(cache, c) ||
+	if ((check && !source_matches(cache, c)) ||
 	    (loc->line >= 1 && !pyu_source_line(cache, file, loc->line, &first, &first_len))) {
-		pyu_strbuf_puts(sb, SOURCE_INDENT "(source not shown: the file has changed since this "
-					"code was compiled)\n");
+		pyu_strbuf_puts(sb, indent);
+		pyu_strbuf_puts(sb, "(source not shown: the file has changed since this code was "
+				"compiled)\n");
 		return;
 	}
 	static const char *const none = "";
@@ -148,7 +165,292 @@ static void render_source(struct pyu_strbuf *sb, struct pyu_source_cache *cache,
 		if (n >= 1 && !pyu_source_line(cache, file, n, &lines[count], &lens[count]))
 			break; // past the end: the renderer reads the rest as empty
 	}
-	pyu_carets_render(rules, lines, lens, count, loc, SOURCE_INDENT, sb);
+	pyu_carets_render(rules, lines, lens, count, loc, indent, sb);
+}
+
+// ---- a handled exception, as traceback.format_exception prints it ------------------------
+// Its lines, each after EXC_INDENT, are what the target's own traceback.format_exception()
+// returns for the exception: the chain of causes and contexts, each with "Traceback (most
+// recent call last):", the entries with their source and carets, and the exception's line;
+// exception groups in their boxes (3.11+). Each piece follows the traceback module's code.
+
+#define EXC_INDENT "      "  // under "    handling ..."
+#define EXC_GROUP_DEPTH 10u  // the traceback module's max_group_depth
+#define EXC_REPEAT_CUTOFF 3  // its _RECURSIVE_CUTOFF: identical entries shown before a count
+
+struct exc_print {
+	struct pyu_strbuf *sb;
+	const struct pyu_stacks *s;
+	const struct pyu_thread_info *th;
+	struct pyu_source_cache *cache;
+	const struct pyu_caret_rules *rules;
+	uint32_t depth;  // _ExceptionPrintContext.exception_group_depth
+	bool need_close; // and its need_close
+};
+
+// What _ctx.emit puts before each line: the group indent and margin ('|', or '+' for the
+// top group's header), after EXC_INDENT. @buf holds at least 64 bytes.
+static const char *exc_prefix(const struct exc_print *p, char margin, char *buf)
+{
+	size_t n = strlen(EXC_INDENT);
+	memcpy(buf, EXC_INDENT, n);
+	for (uint32_t i = 0; i < p->depth && i <= EXC_GROUP_DEPTH + 2; i++) {
+		buf[n++] = ' ';
+		buf[n++] = ' ';
+	}
+	if (p->depth) {
+		buf[n++] = margin;
+		buf[n++] = ' ';
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+// Emits @text (lines split at '\n', a last '\n' ending the last line) as _ctx.emit does:
+// every line after the prefix; an empty line outside any group without it.
+static void exc_emit(struct exc_print *p, char margin, const char *text)
+{
+	char buf[64];
+	const char *prefix = exc_prefix(p, margin, buf);
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		size_t len = nl ? (size_t)(nl - text) : strlen(text);
+		if (len || p->depth)
+			pyu_strbuf_puts(p->sb, prefix);
+		pyu_strbuf_text(p->sb, text, len);
+		pyu_strbuf_putc(p->sb, '\n');
+		text += len + (nl ? 1 : 0);
+	}
+}
+
+// The line of traceback entry @e as the traceback prints it: 3.11+ co_positions()' line at
+// tb_lasti, else tb_lineno (or the line table where 3.12+ left it to be computed).
+static int64_t entry_line(const struct exc_print *p, const struct pyu_tb_entry *e)
+{
+	if (p->rules->layout != PYU_CARETS_LINE_ONLY && e->loc.line != PYU_NO_LINE &&
+	    e->loc.line > 0 && !e->cython)
+		return e->loc.line;
+	return e->line;
+}
+
+// One entry: "  File ..., line N, in F" and its source lines and carets.
+static void exc_entry(struct exc_print *p, const struct pyu_tb_entry *e)
+{
+	char buf[64];
+	const char *prefix = exc_prefix(p, '|', buf);
+	struct pyu_strbuf *sb = p->sb;
+	int64_t line = entry_line(p, e);
+	pyu_strbuf_puts(sb, prefix);
+	pyu_strbuf_puts(sb, "  File \"");
+	put_text(sb, e->file ? e->file : "?");
+	pyu_strbuf_putc(sb, '"');
+	if (line >= 0) {
+		pyu_strbuf_puts(sb, ", line ");
+		pyu_strbuf_i64(sb, line);
+	} else if (e->line_from == PYU_TB_LINE_NO_LINE && p->s->hexversion >= 0x030C0000) {
+		// 3.12+ compute tb_lineno when asked, None for an instruction without a line,
+		// and the traceback module prints that (older versions stored a number; a line
+		// not read here is left out)
+		pyu_strbuf_puts(sb, ", line None");
+	}
+	pyu_strbuf_puts(sb, ", in ");
+	put_text(sb, e->function ? e->function : "?");
+	pyu_strbuf_putc(sb, '\n');
+	if (line < 1 || !e->file)
+		return;
+	struct pyu_location loc = {(int32_t)line, (int32_t)line, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	if (p->rules->layout != PYU_CARETS_LINE_ONLY && e->loc.line == line &&
+	    e->loc.column != PYU_NO_COLUMN && e->loc.end_column != PYU_NO_COLUMN)
+		loc = e->loc;
+	const struct pyu_code_info c = {.address = e->code, .name = e->function,
+					.filename = e->file, .firstlineno = e->firstlineno};
+	char indent[72];
+	snprintf(indent, sizeof(indent), "%s    ", prefix);
+	render_source(sb, p->cache, p->rules, &c, &loc, indent, !e->cython);
+}
+
+// StackSummary.format(): the entries, a run of more than three identical ones (file, line,
+// function) cut short with "[Previous line repeated N more times]" (3.x).
+static void exc_stack(struct exc_print *p, const struct pyu_traceback *tb)
+{
+	bool collapse = !p->s->hexversion || p->s->hexversion >= 0x03060000;
+	const struct pyu_tb_entry *last = NULL;
+	uint32_t count = 0;
+	char line[96];
+	for (uint32_t i = 0; i <= tb->count; i++) {
+		const struct pyu_tb_entry *e = i < tb->count ? &tb->entries[i] : NULL;
+		bool same = e && last && e->file && last->file && e->function && last->function &&
+			    !strcmp(e->file, last->file) && !strcmp(e->function, last->function) &&
+			    entry_line(p, e) == entry_line(p, last);
+		if (!same) {
+			if (collapse && count > EXC_REPEAT_CUTOFF) {
+				uint32_t more = count - EXC_REPEAT_CUTOFF;
+				snprintf(line, sizeof(line), "  [Previous line repeated %u more "
+					 "time%s]\n", more, more > 1 ? "s" : "");
+				exc_emit(p, '|', line);
+			}
+			last = e;
+			count = 0;
+		}
+		if (!e)
+			break;
+		count++;
+		if (collapse && count > EXC_REPEAT_CUTOFF)
+			continue;
+		exc_entry(p, e);
+	}
+	if (tb->error) {
+		char buf[64];
+		pyu_strbuf_puts(p->sb, exc_prefix(p, '|', buf));
+		pyu_strbuf_puts(p->sb, "  (traceback cut: ");
+		put_text(p->sb, tb->error);
+		pyu_strbuf_puts(p->sb, ")\n");
+	}
+}
+
+static const struct pyu_traceback *node_tb(const struct exc_print *p, uint32_t i)
+{
+	return i == 0 ? &p->th->exc_tb : &p->th->exc_chain.nodes[i].tb;
+}
+
+// format_exception_only(): "Type: text", or "Type" alone for an empty text.
+static void exc_only(struct exc_print *p, const struct pyu_exc_node *n)
+{
+	struct pyu_strbuf line;
+	pyu_strbuf_init(&line, PYU_STRBUF_MAX);
+	pyu_strbuf_puts(&line, n->type ? n->type : "<unreadable exception type>");
+	if (!n->text) {
+		pyu_strbuf_puts(&line, ": <str() not shown: a class written in Python defines "
+			       "__str__>");
+	} else if (n->text[0]) {
+		pyu_strbuf_puts(&line, ": ");
+		pyu_strbuf_puts(&line, n->text);
+	}
+	char *text = NULL;
+	struct pyu_error *err = pyu_strbuf_finish(&line, &text);
+	if (err) {
+		pyu_error_destroy(err);
+		exc_emit(p, '|', "<exception line not shown: out of memory>");
+		return;
+	}
+	exc_emit(p, '|', text);
+	free(text);
+	if (n->notes)
+		exc_emit(p, '|', n->notes);
+}
+
+static void exc_format(struct exc_print *p, int32_t node);
+
+// The part of TracebackException.format() that draws an exception group @n (node @i).
+static void exc_group(struct exc_print *p, uint32_t i, const struct pyu_exc_node *n)
+{
+	bool top = p->depth == 0;
+	if (top)
+		p->depth++;
+	const struct pyu_traceback *tb = node_tb(p, i);
+	if (tb->count) {
+		exc_emit(p, top ? '+' : '|', "Exception Group Traceback (most recent call last):");
+		exc_stack(p, tb);
+	}
+	exc_only(p, n);
+	uint32_t total = n->member_total;
+	uint32_t shown = total <= PYU_EXC_GROUP_WIDTH ? total : PYU_EXC_GROUP_WIDTH + 1;
+	p->need_close = false;
+	for (uint32_t k = 0; k < shown; k++) {
+		bool last = k == shown - 1, truncated = k >= PYU_EXC_GROUP_WIDTH;
+		if (last)
+			p->need_close = true;
+		pyu_strbuf_puts(p->sb, EXC_INDENT);
+		for (uint32_t d = 0; d < p->depth; d++)
+			pyu_strbuf_puts(p->sb, "  ");
+		pyu_strbuf_puts(p->sb, k == 0 ? "+-" : "  ");
+		if (truncated)
+			pyu_strbuf_puts(p->sb, "+---------------- ... ----------------\n");
+		else
+			pyu_strbuf_printf(p->sb, "+---------------- %u ----------------\n", k + 1);
+		p->depth++;
+		if (!truncated) {
+			int32_t m = k < n->member_count ? n->members[k] : -1;
+			if (m >= 0)
+				exc_format(p, m);
+			else
+				exc_emit(p, '|', "<exception not read>");
+		} else {
+			char buf[96];
+			uint32_t rest = total - PYU_EXC_GROUP_WIDTH;
+			snprintf(buf, sizeof(buf), "and %u more exception%s", rest,
+				 rest > 1 ? "s" : "");
+			exc_emit(p, '|', buf);
+		}
+		if (last && p->need_close) {
+			pyu_strbuf_puts(p->sb, EXC_INDENT);
+			for (uint32_t d = 0; d < p->depth; d++)
+				pyu_strbuf_puts(p->sb, "  ");
+			pyu_strbuf_puts(p->sb, "+------------------------------------\n");
+			p->need_close = false;
+		}
+		p->depth--;
+	}
+	if (top)
+		p->depth = 0;
+}
+
+// TracebackException.format(): the chain that ends in node @node, oldest first.
+static void exc_format(struct exc_print *p, int32_t node)
+{
+	const struct pyu_exc_chain *c = &p->th->exc_chain;
+	int32_t order[PYU_EXC_NODES_MAX];
+	bool caused[PYU_EXC_NODES_MAX];
+	uint32_t n = 0;
+	// Each node is some other's cause or context at most once: the walk ends within the
+	// node count.
+	for (int32_t i = node; i >= 0 && (uint32_t)i < c->count && n < PYU_EXC_NODES_MAX;) {
+		const struct pyu_exc_node *e = &c->nodes[i];
+		order[n] = i;
+		caused[n] = e->cause >= 0;
+		n++;
+		i = e->cause >= 0 ? e->cause : !e->suppress_context ? e->context : -1;
+	}
+	for (uint32_t k = n; k-- > 0;) {
+		const struct pyu_exc_node *e = &c->nodes[order[k]];
+		if (k + 1 < n)
+			exc_emit(p, '|', caused[k]
+				 ? "\nThe above exception was the direct cause of the following "
+				   "exception:\n\n"
+				 : "\nDuring handling of the above exception, another exception "
+				   "occurred:\n\n");
+		if (!e->group) {
+			const struct pyu_traceback *tb = node_tb(p, (uint32_t)order[k]);
+			if (tb->count) {
+				exc_emit(p, '|', "Traceback (most recent call last):");
+				exc_stack(p, tb);
+			}
+			exc_only(p, e);
+		} else if (p->depth > EXC_GROUP_DEPTH) {
+			exc_emit(p, '|', "... (max_group_depth is 10)");
+		} else {
+			exc_group(p, (uint32_t)order[k], e);
+		}
+	}
+}
+
+// The handled exception of @th with what format_exception shows with it, each line after
+// EXC_INDENT; its traceback alone (entries, source) when the chain could not be read.
+static void text_exception(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+			   const struct pyu_thread_info *th, struct pyu_source_cache *cache)
+{
+	struct exc_print p = {sb, s, th, cache, pyu_caret_rules_for(s->hexversion), 0, false};
+	if (th->exc_chain.count) {
+		exc_format(&p, 0);
+	} else if (th->exc_tb.count) {
+		exc_emit(&p, '|', "Traceback (most recent call last):");
+		exc_stack(&p, &th->exc_tb);
+	}
+	if (th->exc_chain.error) {
+		pyu_strbuf_puts(sb, EXC_INDENT "(exceptions not shown: ");
+		put_text(sb, th->exc_chain.error);
+		pyu_strbuf_puts(sb, ")\n");
+	}
 }
 
 // ---- frames repeat ----------------------------------------------------------------------
@@ -316,7 +618,8 @@ static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 }
 
 static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-			       const struct pyu_thread_info *th, uint32_t flags)
+			       const struct pyu_thread_info *th, uint32_t flags,
+			       struct pyu_source_cache *cache)
 {
 	pyu_strbuf_puts(sb, "Thread ");
 	pyu_strbuf_hex(sb, th->thread_id);
@@ -339,31 +642,7 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 		pyu_strbuf_puts(sb, "    handling ");
 		put_text(sb, th->exc_repr);
 		pyu_strbuf_putc(sb, '\n');
-		// its traceback, as the target's traceback module would print it (no source)
-		for (uint32_t i = 0; i < th->exc_tb.count; i++) {
-			const struct pyu_tb_entry *e = &th->exc_tb.entries[i];
-			pyu_strbuf_puts(sb, "      File \"");
-			put_text(sb, e->file ? e->file : "?");
-			pyu_strbuf_putc(sb, '"');
-			if (e->line >= 0) {
-				pyu_strbuf_puts(sb, ", line ");
-				pyu_strbuf_i64(sb, e->line);
-			} else if (e->line_from == PYU_TB_LINE_NO_LINE &&
-				   s->hexversion >= 0x030C0000) {
-				// 3.12+ compute tb_lineno when asked, None for an instruction without
-				// a line, and the traceback module prints that (older versions
-				// stored a number; a line not read here is left out)
-				pyu_strbuf_puts(sb, ", line None");
-			}
-			pyu_strbuf_puts(sb, ", in ");
-			put_text(sb, e->function ? e->function : "?");
-			pyu_strbuf_putc(sb, '\n');
-		}
-		if (th->exc_tb.error) {
-			pyu_strbuf_puts(sb, "      (traceback cut: ");
-			put_text(sb, th->exc_tb.error);
-			pyu_strbuf_puts(sb, ")\n");
-		}
+		text_exception(sb, s, th, cache);
 	}
 }
 
@@ -483,7 +762,7 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	for (uint32_t k = 0; outermost->outer && outermost->outer <= s->thread_count &&
 			     k < s->thread_count; k++)
 		outermost = &s->threads[outermost->outer - 1];
-	text_thread_header(sb, s, outermost, flags);
+	text_thread_header(sb, s, outermost, flags, cache);
 	if (!th->frame_count && !th->outer)
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
 	uint32_t number = 0, hidden = 0, cur = thread;
@@ -599,7 +878,7 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 	struct pyu_error *err = pyu_merge_thread(s, th, flags & PYU_FMT_NATIVE_ALL, &m);
 	if (err)
 		return err;
-	text_thread_header(sb, s, th, flags);
+	text_thread_header(sb, s, th, flags, cache);
 	if (!m.merged) {
 		pyu_strbuf_puts(sb, "(native and Python frames not merged: ");
 		put_text(sb, m.reason);
@@ -842,6 +1121,15 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 		pyu_strbuf_json_cstr(sb, e->file);
 		pyu_strbuf_puts(sb, ", \"line\": ");
 		json_int_or_null(sb, e->line, e->line < 0);
+		// co_positions() at tb_lasti, as the traceback module takes them (3.11+)
+		const struct pyu_location *l = &e->loc;
+		bool pos = l->line != PYU_NO_LINE && !e->cython;
+		pyu_strbuf_puts(sb, ", \"end_line\": ");
+		json_int_or_null(sb, l->end_line, !pos || l->end_line == PYU_NO_LINE);
+		pyu_strbuf_puts(sb, ", \"column\": ");
+		json_int_or_null(sb, l->column, !pos || l->column == PYU_NO_COLUMN);
+		pyu_strbuf_puts(sb, ", \"end_column\": ");
+		json_int_or_null(sb, l->end_column, !pos || l->end_column == PYU_NO_COLUMN);
 		pyu_strbuf_puts(sb, ", \"line_from\": ");
 		pyu_strbuf_json_cstr(sb, line_from[e->line_from]);
 		pyu_strbuf_puts(sb, ", \"function\": ");

@@ -79,6 +79,20 @@ struct pyu_error *pyu_inspect_set_limit(struct pyu_inspect *in, uint32_t which, 
 	return NULL;
 }
 
+// The current line of the frame at @frame among the snapshot's threads (@arg), -1 when none
+// runs it.
+static int64_t snapshot_frame_line(void *arg, uint64_t frame)
+{
+	const struct pyu_stacks *s = arg;
+	for (uint32_t i = 0; i < s->thread_count; i++)
+		for (uint32_t j = 0; j < s->threads[i].frame_count; j++) {
+			const struct pyu_frame_info *f = &s->threads[i].frames[j];
+			if (f->kind == PYU_FRAME_PYTHON && f->frame_address == frame)
+				return f->loc.line == PYU_NO_LINE ? -1 : f->loc.line;
+		}
+	return -1;
+}
+
 struct pyu_error *pyu_stacks_values(const struct pyu_stacks *s, struct pyu_values **ret)
 {
 	struct pyu_inspect *in = s->inspect;
@@ -87,6 +101,8 @@ struct pyu_error *pyu_stacks_values(const struct pyu_stacks *s, struct pyu_value
 	if (!in->values && !in->values_error) {
 		in->values_error = pyu_values_create(s->target, s->runtime, &in->limits,
 						     &in->values);
+		if (!in->values_error)
+			pyu_values_set_frame_lines(in->values, snapshot_frame_line, (void *)s);
 	}
 	if (in->values_error) {
 		const struct pyu_error *e = in->values_error;
@@ -293,6 +309,8 @@ void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 		th->exc_type = type;
 		th->exc_truncated = truncated;
 		read_exc_traceback(s, v, th);
+		err = pyu_exc_chain_read(s->target, &s->runtime->layout, v, exc, &th->exc_chain);
+		pyu_error_destroy(err); // out of memory: no chain, the exception alone
 	}
 	free(idents);
 	free(objs);

@@ -179,6 +179,12 @@ bool pyu_source_line(struct pyu_source_cache *c, const char *path, int64_t line,
 	return true;
 }
 
+bool pyu_source_needs_cwd(const struct pyu_source_cache *c, const char *path)
+{
+	return c && c->target && path && path[0] != '/' && !is_pseudo_name(path) &&
+	       !pyu_target_cwd_known(c->target);
+}
+
 int64_t pyu_source_line_count(struct pyu_source_cache *c, const char *path)
 {
 	struct source_file *f = lookup(c, path);

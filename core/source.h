@@ -28,6 +28,9 @@ void pyu_source_cache_destroy(struct pyu_source_cache *c);
 // here (missing, not a regular file, a pseudo-name like "<string>") or has no such line.
 bool pyu_source_line(struct pyu_source_cache *c, const char *path, int64_t line,
 		     const char **ret, size_t *ret_len);
+// Whether @path names a file relative to the target's working directory, which the target
+// does not know (a core without pyu_target_set_cwd): its source cannot be found. Cannot fail.
+bool pyu_source_needs_cwd(const struct pyu_source_cache *c, const char *path);
 // Number of lines of the file, or -1 when it is not readable. Cannot fail otherwise.
 int64_t pyu_source_line_count(struct pyu_source_cache *c, const char *path);
 

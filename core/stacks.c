@@ -143,6 +143,7 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 		free(th->exc_type);
 		free(th->exc_repr);
 		pyu_traceback_clear(&th->exc_tb);
+		pyu_exc_chain_clear(&th->exc_chain);
 		for (uint32_t k = 0; k < th->native_count; k++) {
 			free(th->native[k].function);
 			free(th->native[k].library);

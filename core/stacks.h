@@ -74,6 +74,8 @@ struct pyu_thread_info {
 	char *exc_repr;             // owned
 	bool exc_truncated;
 	struct pyu_traceback exc_tb; // its traceback, outermost entry first (as extract_tb)
+	struct pyu_exc_chain exc_chain; // it (node 0, whose traceback is exc_tb) and the
+				    // exceptions format_exception shows with it
 	struct pyu_native_frame *native; // innermost first (pyu_stacks_add_native_frame)
 	uint32_t native_count, native_cap;
 	bool native_known;          // native frames were given (possibly none)

@@ -77,6 +77,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	}
 	free(t->path_maps);
 	free(t->sysroot);
+	free(t->cwd);
 	for (size_t i = 0; i < t->search_dir_count; i++)
 		free(t->search_dirs[i]);
 	free(t->search_dirs);
@@ -947,8 +948,44 @@ static const struct pyu_path_map *find_path_map(const struct pyu_target *t, cons
 	return best;
 }
 
+bool pyu_target_cwd_known(const struct pyu_target *t)
+{
+	return t->cwd || t->live_pid > 0;
+}
+
+// @dir + "/" + @path, malloc'd; NULL when out of memory.
+static char *join_path(const char *dir, const char *path)
+{
+	size_t n = strlen(dir), len = strlen(path);
+	bool slash = n && dir[n - 1] == '/';
+	char *r = malloc(n + len + 2);
+	if (r) {
+		memcpy(r, dir, n);
+		if (!slash)
+			r[n++] = '/';
+		memcpy(r + n, path, len + 1);
+	}
+	return r;
+}
+
 char *pyu_target_local_path(const struct pyu_target *t, const char *path)
 {
+	if (path[0] != '/' && path[0] != '\0' && t->cwd) {
+		// a name relative to the working directory the user gave: a target path
+		char *full = join_path(t->cwd, path);
+		if (!full || full[0] != '/')
+			return full; // a relative working directory: taken as it is, here
+		char *local = pyu_target_local_path(t, full);
+		free(full);
+		return local;
+	}
+	if (path[0] != '/' && path[0] != '\0' && t->live_pid > 0) {
+		// the live process's own working directory, through its link (which also leads
+		// into another mount namespace)
+		char dir[48];
+		snprintf(dir, sizeof(dir), "/proc/%d/cwd", (int)t->live_pid);
+		return join_path(dir, path);
+	}
 	if (t->exe_target_path && strcmp(path, t->exe_target_path) == 0)
 		return dup_str(t->exe_local_path);
 	const struct pyu_path_map *m = find_path_map(t, path);
@@ -1063,6 +1100,18 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const 
 	if (!t->sysroot)
 		free(copy);
 	return relocate_mappings(t);
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_set_cwd(struct pyu_target *t, const char *dir)
+{
+	if (!t || !dir || dir[0] == '\0')
+		return pyu_error_create(PYU_ERR_ARGUMENT, "a working directory needs a name");
+	char *copy = dup_str(dir);
+	if (!copy)
+		return &pyu_error_nomem;
+	free(t->cwd);
+	t->cwd = copy;
+	return NULL;
 }
 
 PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, const char *dir)

@@ -107,8 +107,12 @@ void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_
 const struct pyu_arch *pyu_target_arch(const struct pyu_target *t);
 
 // Applies the path maps (and an executable given to pyu_target_open_core) to a path the target
-// names; malloc'd result, NULL when out of memory.
+// names; malloc'd result, NULL when out of memory. A relative path is first joined to the
+// target's working directory: the one pyu_target_set_cwd() gave, else a live process's own
+// (/proc/PID/cwd, read through that link); left as it is when neither is known.
 char *pyu_target_local_path(const struct pyu_target *t, const char *path);
+// Whether pyu_target_local_path() knows what a relative path is relative to. Cannot fail.
+bool pyu_target_cwd_known(const struct pyu_target *t);
 
 // The lowest mapping whose path (as the target names it) or local path equals @path and whose
 // file offset is 0, or NULL. Used to find where an ELF file is loaded.

@@ -83,6 +83,9 @@ struct pyu_target {
 	// SYSROOT/PATH instead of PATH, then DIR/BASENAME of each search directory, always checked
 	// by build ID. NULL / none when not set.
 	char *sysroot;
+	// The target's working directory as the target names it (pyu_target_set_cwd), against
+	// which relative file names are read; NULL: a live process's own, or unknown.
+	char *cwd;
 	char **search_dirs;
 	size_t search_dir_count;
 	// The main executable as the target names it, and the file to read for it here (set by an

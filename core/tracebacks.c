@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "runtime.h"
 #include "tracebacks.h"
+#include "values.h"
 
 void pyu_traceback_clear(struct pyu_traceback *tb)
 {
@@ -69,16 +70,19 @@ static struct pyu_error *frame_code(struct pyu_target *t, const struct pyu_layou
 	return NULL;
 }
 
-// The line of instruction byte offset @lasti in the code object whose fields are in @buf; 0 when
-// the line table gives that instruction no line, -1 when the table cannot be read. Cannot fail.
-static int64_t bytecode_line(struct pyu_target *t, const struct pyu_layout *l, const uint8_t *buf,
-			     int32_t firstlineno, int64_t lasti)
+// The position of instruction byte offset @lasti in the code object whose fields are in @buf
+// (line, end line and columns, as co_positions() gives them 3.11+; the line alone before), into
+// *ret. False when the line table cannot be read or has nothing for @lasti (*ret untouched).
+// Cannot fail otherwise.
+static bool bytecode_position(struct pyu_target *t, const struct pyu_layout *l,
+			      const uint8_t *buf, int32_t firstlineno, int64_t lasti,
+			      struct pyu_location *ret)
 {
 	uint64_t code_len = 0;
 	struct pyu_error *err = pyu_code_bytecode_len(t, l, buf, PYU_CODE_UNITS_MAX, &code_len);
 	if (err) {
 		pyu_error_destroy(err);
-		return -1;
+		return false;
 	}
 	uint8_t *table = NULL;
 	size_t table_len = 0;
@@ -86,15 +90,16 @@ static int64_t bytecode_line(struct pyu_target *t, const struct pyu_layout *l, c
 			     &table_len);
 	if (err) {
 		pyu_error_destroy(err);
-		return -1;
+		return false;
 	}
 	struct pyu_linetable lt = {table, table_len, firstlineno, l->linetable, code_len};
 	struct pyu_location loc;
 	enum pyu_lt_status st = pyu_linetable_lookup(&lt, lasti, &loc);
 	free(table);
 	if (st != PYU_LT_OK)
-		return -1;
-	return loc.line != PYU_NO_LINE && loc.line > 0 ? loc.line : 0;
+		return false;
+	*ret = loc;
+	return true;
 }
 
 // Fills @e from the traceback entry at @tb; *next is the entry after it. On error, @e holds
@@ -132,7 +137,12 @@ static struct pyu_error *read_entry(struct pyu_target *t, const struct pyu_layou
 	if (err)
 		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, code);
 	int32_t firstlineno = pyu_get_i32(buf, l->code.firstlineno);
+	e->code = code;
+	e->firstlineno = firstlineno;
 	e->cython = pyu_cython_is_pyx_file(e->file);
+	// Cython's offsets mean nothing; Python code's give the position (and 3.12+ the line).
+	bool have_pos = !e->cython && lasti >= 0 &&
+			bytecode_position(t, l, buf, firstlineno, lasti, &e->loc);
 	if (tb_lineno > 0) {
 		e->line = tb_lineno;
 		e->line_from = PYU_TB_LINE_TB_LINENO;
@@ -143,7 +153,8 @@ static struct pyu_error *read_entry(struct pyu_target *t, const struct pyu_layou
 		e->line = firstlineno;
 		e->line_from = PYU_TB_LINE_FIRSTLINENO;
 	} else if (!e->cython) {
-		int64_t line = bytecode_line(t, l, buf, firstlineno, lasti);
+		int64_t line = !have_pos ? -1 : e->loc.line != PYU_NO_LINE && e->loc.line > 0
+			     ? e->loc.line : 0;
 		e->line = line > 0 ? line : -1;
 		e->line_from = line > 0 ? PYU_TB_LINE_BYTECODE
 			     : line == 0 ? PYU_TB_LINE_NO_LINE : PYU_TB_LINE_NONE;
@@ -187,6 +198,8 @@ struct pyu_error *pyu_traceback_read(struct pyu_target *t, const struct pyu_layo
 		struct pyu_tb_entry *e = &out.entries[out.count];
 		memset(e, 0, sizeof(*e));
 		e->line = -1;
+		e->loc = (struct pyu_location){PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN,
+					       PYU_NO_COLUMN};
 		uint64_t next = 0;
 		why = read_entry(t, l, vl, tb, e, &next);
 		if (why) {
@@ -211,4 +224,171 @@ struct pyu_error *pyu_traceback_read(struct pyu_target *t, const struct pyu_layo
 	}
 	*ret = out;
 	return NULL;
+}
+
+// ---- the chain ----------------------------------------------------------------------------
+
+void pyu_exc_chain_clear(struct pyu_exc_chain *c)
+{
+	for (uint32_t i = 0; i < c->count; i++) {
+		free(c->nodes[i].type);
+		free(c->nodes[i].text);
+		free(c->nodes[i].notes);
+		pyu_traceback_clear(&c->nodes[i].tb);
+	}
+	free(c->nodes);
+	free(c->error);
+	memset(c, 0, sizeof(*c));
+}
+
+// Records the first reason the chain was cut. False when out of memory.
+static bool chain_cut(struct pyu_exc_chain *c, struct pyu_error *why)
+{
+	if (!c->error)
+		c->error = strdup(pyu_error_message(why));
+	pyu_error_destroy(why);
+	return c->error != NULL;
+}
+
+// The node index of the exception at @exc, made now; -1 when it was seen before or is None,
+// -2 when out of memory. An exception that cannot be read becomes a node without words.
+static int32_t chain_node(struct pyu_target *t, const struct pyu_layout *l,
+			  struct pyu_values *v, uint64_t exc, bool read_tb,
+			  struct pyu_exc_chain *c)
+{
+	if (!exc || pyu_object_is_none(v, exc))
+		return -1;
+	for (uint32_t i = 0; i < c->count; i++)
+		if (c->nodes[i].address == exc)
+			return -1;
+	if (c->count == PYU_EXC_NODES_MAX)
+		return chain_cut(c, pyu_error_create(PYU_ERR_CORRUPT, "more than %u exceptions",
+						     PYU_EXC_NODES_MAX)) ? -1 : -2;
+	struct pyu_exc_node *n = &c->nodes[c->count];
+	memset(n, 0, sizeof(*n));
+	n->address = exc;
+	n->cause = n->context = -1;
+	uint64_t group = 0;
+	struct pyu_error *err = pyu_exception_words(v, exc, &n->type, &n->text, &group,
+						    &n->notes);
+	if (err && pyu_error_code(err) == PYU_ERR_NOMEM)
+		return -2;
+	if (err && !chain_cut(c, err))
+		return -2;
+	const struct pyu_value_layout *vl = pyu_values_layout(v);
+	if (group && vl->exc.group_excs != PYU_NO_FIELD) {
+		uint64_t size = 0;
+		err = pyu_target_read_u64(t, group + (uint64_t)l->ob_size, &size);
+		if (err && !chain_cut(c, err))
+			return -2;
+		n->group = true;
+		n->member_total = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+		for (uint32_t i = 0; i < PYU_EXC_GROUP_WIDTH; i++)
+			n->members[i] = -1;
+	}
+	uint64_t tb = 0;
+	if (read_tb && vl->exc_traceback != PYU_NO_FIELD) {
+		err = pyu_target_read_u64(t, exc + (uint64_t)vl->exc_traceback, &tb);
+		if (err && !chain_cut(c, err))
+			return -2;
+		if (!err && tb && !pyu_object_is_none(v, tb)) {
+			err = pyu_traceback_read(t, l, vl, tb, &n->tb);
+			if (err)
+				return -2; // only for out of memory
+		}
+	}
+	return (int32_t)c->count++;
+}
+
+// The object in the pointer field @off of the exception at @exc, 0 when none. Cannot fail
+// (unreadable: 0, the cut recorded; false only for out of memory).
+static bool exc_field(struct pyu_target *t, uint64_t exc, int32_t off, uint64_t *ret,
+		      struct pyu_exc_chain *c)
+{
+	*ret = 0;
+	if (off == PYU_NO_FIELD)
+		return true;
+	struct pyu_error *err = pyu_target_read_u64(t, exc + (uint64_t)off, ret);
+	if (err) {
+		*ret = 0;
+		return chain_cut(c, err);
+	}
+	return true;
+}
+
+struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layout *l,
+				     struct pyu_values *v, uint64_t exc,
+				     struct pyu_exc_chain *ret)
+{
+	struct pyu_exc_chain c = {0};
+	memset(ret, 0, sizeof(*ret));
+	c.nodes = calloc(PYU_EXC_NODES_MAX, sizeof(*c.nodes));
+	if (!c.nodes)
+		return &pyu_error_nomem;
+	const struct pyu_value_layout *vl = pyu_values_layout(v);
+	int32_t pending[PYU_EXC_NODES_MAX]; // nodes whose links are still to follow (a stack,
+	uint32_t top = 0;                  // as the traceback module's queue)
+	int32_t root = chain_node(t, l, v, exc, false, &c);
+	if (root == -2)
+		goto nomem;
+	if (root >= 0)
+		pending[top++] = root;
+	while (top) {
+		int32_t i = pending[--top];
+		uint64_t addr = c.nodes[i].address, cause = 0, context = 0, group = 0;
+		uint8_t suppress = 0;
+		if (!exc_field(t, addr, vl->exc.cause, &cause, &c) ||
+		    !exc_field(t, addr, vl->exc.context, &context, &c))
+			goto nomem;
+		if (vl->exc.suppress_context != PYU_NO_FIELD) {
+			struct pyu_error *err = pyu_target_read(
+				t, addr + (uint64_t)vl->exc.suppress_context, &suppress, 1);
+			if (err && !chain_cut(&c, err))
+				goto nomem;
+		}
+		c.nodes[i].suppress_context = suppress != 0;
+		int32_t ci = chain_node(t, l, v, cause, true, &c);
+		if (ci == -2)
+			goto nomem;
+		int32_t xi = -1;
+		if (ci < 0 && !suppress && (xi = chain_node(t, l, v, context, true, &c)) == -2)
+			goto nomem;
+		c.nodes[i].cause = ci;
+		c.nodes[i].context = xi;
+		int32_t made[PYU_EXC_GROUP_WIDTH];
+		uint32_t nmade = 0;
+		if (c.nodes[i].group && !exc_field(t, addr, vl->exc.group_excs, &group, &c))
+			goto nomem;
+		for (uint32_t k = 0; group && k < c.nodes[i].member_total &&
+				     k < PYU_EXC_GROUP_WIDTH; k++) {
+			uint64_t member = 0;
+			struct pyu_error *err = pyu_target_read_u64(
+				t, group + (uint64_t)l->tuple_item + 8 * k, &member);
+			if (err) {
+				if (!chain_cut(&c, err))
+					goto nomem;
+				break;
+			}
+			int32_t mi = chain_node(t, l, v, member, true, &c);
+			if (mi == -2)
+				goto nomem;
+			c.nodes[i].members[k] = mi;
+			c.nodes[i].member_count = k + 1;
+			if (mi >= 0)
+				made[nmade++] = mi;
+		}
+		// Every node is made once and pushed once: the stack never holds more than
+		// PYU_EXC_NODES_MAX entries.
+		if (ci >= 0)
+			pending[top++] = ci;
+		if (xi >= 0)
+			pending[top++] = xi;
+		for (uint32_t k = 0; k < nmade; k++)
+			pending[top++] = made[k];
+	}
+	*ret = c;
+	return NULL;
+nomem:
+	pyu_exc_chain_clear(&c);
+	return &pyu_error_nomem;
 }

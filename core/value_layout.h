@@ -58,6 +58,7 @@ struct pyu_value_layout {
 	uint8_t module_spec;       // module repr from __spec__ (3.4+), else __name__/__file__
 	uint8_t loader_module_repr; // the builtin/frozen importers' module_repr() wins (<= 3.10)
 	uint8_t bytearray_escapes_quote; // bytearray(b"'") prints as bytearray(b"\'") (<= 3.14)
+	uint8_t frame_repr;        // frames have a repr of their own (3.7+), else the default form
 	uint8_t unicode_db;        // index into the printable table's versions (printable.h)
 
 	struct {
@@ -89,6 +90,21 @@ struct pyu_value_layout {
 	int32_t exc_args;
 	int32_t exc_traceback;        // PyBaseExceptionObject.traceback (3.x)
 	int32_t tstate_exc_traceback; // PyThreadState.exc_traceback, sys.exc_info()[2] (2.7, 3.6)
+	struct {
+		int32_t context, cause;   // __context__, __cause__ (3.x)
+		int32_t suppress_context; // char __suppress_context__ (3.x)
+		int32_t notes;            // __notes__ (3.11+)
+		int32_t group_msg, group_excs; // BaseExceptionGroup's message and tuple (3.11+)
+		int32_t os_errno, os_strerror, os_filename; // OSError (2.7: EnvironmentError)
+		int32_t os_filename2;                        // (3.x)
+	} exc;
+	struct {
+		int32_t func, self, klass; // PyMethodObject: im_func, im_self, im_class (2.7)
+	} method;
+	struct {
+		int32_t code;     // gi_code (<= 3.10; 3.11+ keep it in the frame)
+		int32_t qualname; // gi_qualname (3.5+), shared by coroutines and async generators
+	} gen;
 	struct {
 		int32_t next, frame, lasti, lineno; // PyTracebackObject; tb_lasti in bytes
 	} tb;

@@ -47,6 +47,7 @@ enum kind {
 	K_NONE, K_BOOL, K_INT, K_PY2INT, K_FLOAT, K_COMPLEX, K_STR, K_PY2STR, K_BYTES,
 	K_BYTEARRAY, K_TUPLE, K_LIST, K_DICT, K_SET, K_FROZENSET, K_EXC, K_TYPE, K_MODULE,
 	K_FUNCTION, K_CFUNCTION, K_ELLIPSIS, K_NOTIMPL, K_PY2_INSTANCE, K_PY2_CLASS,
+	K_FRAME, K_CODE, K_GEN, K_CORO, K_AGEN, K_CELL, K_METHOD,
 };
 
 struct type_entry {
@@ -127,7 +128,16 @@ struct pyu_values {
 	struct where_str *wheres;
 	struct key_memo keys_seen[KEY_MEMO]; // find_str_visit's comparisons, newest overwriting
 	uint32_t keys_next;
+	int64_t (*frame_line)(void *arg, uint64_t frame); // pyu_values_set_frame_lines
+	void *frame_line_arg;
 };
+
+void pyu_values_set_frame_lines(struct pyu_values *v,
+				int64_t (*line)(void *arg, uint64_t frame), void *arg)
+{
+	v->frame_line = line;
+	v->frame_line_arg = arg;
+}
 
 void pyu_value_limits_default(struct pyu_value_limits *ret)
 {
@@ -185,7 +195,10 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->module_dict,
 		&vl->func.name, &vl->func.qualname, &vl->func.code, &vl->cfunc.ml, &vl->cfunc.self,
 		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
-		&vl->instance.cl_dict,
+		&vl->instance.cl_dict, &vl->exc.context, &vl->exc.cause, &vl->exc.suppress_context,
+		&vl->exc.notes, &vl->exc.group_msg, &vl->exc.group_excs, &vl->exc.os_errno,
+		&vl->exc.os_strerror, &vl->exc.os_filename, &vl->exc.os_filename2, &vl->method.func,
+		&vl->method.self, &vl->method.klass, &vl->gen.code, &vl->gen.qualname,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
 		if (*f[i] != PYU_NO_FIELD)
@@ -327,6 +340,14 @@ static enum kind kind_by_name(const struct pyu_values *v, const char *n)
 		{"type", K_TYPE, K_TYPE},
 		{"instance", K_PY2_INSTANCE, K_OTHER},
 		{"classobj", K_PY2_CLASS, K_OTHER},
+		{"frame", K_FRAME, K_FRAME},
+		{"code", K_CODE, K_CODE},
+		{"generator", K_GEN, K_GEN},
+		{"coroutine", K_OTHER, K_CORO},
+		{"async_generator", K_OTHER, K_AGEN},
+		{"cell", K_CELL, K_CELL},
+		{"instancemethod", K_METHOD, K_OTHER},
+		{"method", K_OTHER, K_METHOD},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strcmp(names[i].name, n) == 0)
@@ -2093,6 +2114,214 @@ static void repr_function(struct pyu_values *v, uint64_t obj, struct pyu_strbuf 
 	free(name);
 }
 
+// The name, file name and first line of the code object at @code (3.14+: a tagged reference
+// is untagged). On error, the outputs are unchanged.
+static struct pyu_error *code_names(struct pyu_values *v, uint64_t code, char **name,
+				    char **file, int32_t *firstlineno)
+{
+	const struct pyu_layout *l = v->l;
+	uint64_t n, f;
+	uint32_t first;
+	code &= ~l->stackref_mask;
+	struct pyu_error *err = field_u64(v, code, l->code.name, &n);
+	if (!err)
+		err = field_u64(v, code, l->code.filename, &f);
+	if (!err)
+		err = rd(v, code + (uint64_t)l->code.firstlineno, &first, 4);
+	char *nm = NULL, *fl = NULL;
+	if (!err)
+		err = read_name_obj(v, n, &nm);
+	if (!err && (err = read_name_obj(v, f, &fl)) != NULL)
+		free(nm);
+	if (err)
+		return err;
+	*name = nm;
+	*file = fl;
+	*firstlineno = (int32_t)first;
+	return NULL;
+}
+
+// <code object f at 0x..., file "...", line N>
+static void repr_code(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	char *name, *file;
+	int32_t first;
+	struct pyu_error *err = code_names(v, obj, &name, &file, &first);
+	if (err) {
+		unreadable(v, sb, "code object", obj, err);
+		return;
+	}
+	pyu_strbuf_puts(sb, "<code object ");
+	put_name(v, sb, name);
+	pyu_strbuf_printf(sb, " at 0x%" PRIx64 ", file \"", obj);
+	put_name(v, sb, file);
+	// 3.x writes a first line of 0 as -1
+	pyu_strbuf_printf(sb, "\", line %d>", first == 0 && !v->vl.py2 ? -1 : (int)first);
+	free(name);
+	free(file);
+}
+
+// <frame at 0x..., file '...', line N, code f> (3.7+): the line its thread's stack gives it.
+static void repr_frame(struct pyu_values *v, uint64_t obj, uint64_t type,
+		       struct pyu_strbuf *sb)
+{
+	if (!v->vl.frame_repr) {
+		default_form(v, obj, type, sb);
+		return;
+	}
+	const struct pyu_layout *l = v->l;
+	uint64_t code = 0, key = obj;
+	struct pyu_error *err = NULL;
+	if (v->vl.frame_iframe != PYU_NO_FIELD && l->iframe.code != PYU_NO_FIELD) {
+		// 3.11+: the frame object wraps an interpreter frame, which the stacks list
+		err = field_u64(v, obj, v->vl.frame_iframe, &key);
+		if (!err)
+			err = field_u64(v, key, l->iframe.code, &code);
+	} else {
+		err = field_u64(v, obj, l->frame.f_code, &code);
+	}
+	char *name = NULL, *file = NULL;
+	int32_t first;
+	if (!err)
+		err = code_names(v, code, &name, &file, &first);
+	if (err) {
+		unreadable(v, sb, "frame", obj, err);
+		return;
+	}
+	uint64_t fobj = 0;
+	if (!err)
+		err = field_u64(v, code & ~l->stackref_mask, l->code.filename, &fobj);
+	if (err) {
+		free(name);
+		free(file);
+		unreadable(v, sb, "frame", obj, err);
+		return;
+	}
+	int64_t line = v->frame_line ? v->frame_line(v->frame_line_arg, key) : -1;
+	pyu_strbuf_printf(sb, "<frame at 0x%" PRIx64 ", file ", obj);
+	repr_obj(v, fobj, sb); // %R of co_filename
+	if (line >= 0)
+		pyu_strbuf_printf(sb, ", line %" PRId64 ", code ", line);
+	else
+		pyu_strbuf_puts(sb, ", line ?, code ");
+	put_name(v, sb, name);
+	pyu_strbuf_putc(sb, '>');
+	free(name);
+	free(file);
+}
+
+// <generator object f at 0x...> (3.x: its qualified name; 2.7: its code's name), and the
+// same for coroutines and async generators.
+static void repr_generator(struct pyu_values *v, uint64_t obj, enum kind k,
+			   struct pyu_strbuf *sb)
+{
+	uint64_t p;
+	char *name = NULL, *file = NULL;
+	int32_t first;
+	struct pyu_error *err;
+	if (v->vl.gen.qualname != PYU_NO_FIELD) {
+		err = field_u64(v, obj, v->vl.gen.qualname, &p);
+		if (!err)
+			err = read_name_obj(v, p, &name);
+	} else {
+		err = field_u64(v, obj, v->vl.gen.code, &p);
+		if (!err && (err = code_names(v, p, &name, &file, &first)) == NULL)
+			free(file);
+	}
+	const char *what = k == K_CORO ? "coroutine" : k == K_AGEN ? "async_generator"
+			 : "generator";
+	if (err) {
+		unreadable(v, sb, what, obj, err);
+		return;
+	}
+	pyu_strbuf_printf(sb, "<%s object ", what);
+	put_name(v, sb, name);
+	pyu_strbuf_printf(sb, " at 0x%" PRIx64 ">", obj);
+	free(name);
+}
+
+// <cell at 0x...: int object at 0x...>, or <cell at 0x...: empty>
+static void repr_cell(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t ref, type;
+	char *tp_name = NULL;
+	struct pyu_error *err = field_u64(v, obj, v->vl.cell_ref, &ref);
+	if (!err && ref && !(err = type_of(v, ref, &type)))
+		err = read_tp_name(v, type, &tp_name);
+	if (err) {
+		unreadable(v, sb, "cell", obj, err);
+		return;
+	}
+	pyu_strbuf_printf(sb, "<cell at 0x%" PRIx64 ": ", obj);
+	if (!ref) {
+		pyu_strbuf_puts(sb, "empty>");
+		return;
+	}
+	// "%.80s": the type's name cut at 80 bytes
+	size_t n = strlen(tp_name);
+	pyu_text_name(sb, tp_name, n > 80 ? 80 : n, v->vl.unicode_db);
+	pyu_strbuf_printf(sb, " object at 0x%" PRIx64 ">", ref);
+	free(tp_name);
+}
+
+// <bound method C.f of <C object at 0x...>> (3.x: the function's qualified name; 2.7: the
+// class's name and the function's, <unbound method C.f> without a self).
+static void repr_method(struct pyu_values *v, uint64_t obj, uint64_t type,
+			struct pyu_strbuf *sb)
+{
+	uint64_t func, self, ftype, p, klass = 0;
+	struct type_entry fte;
+	char *name = NULL, *kname = NULL;
+	struct pyu_error *err = field_u64(v, obj, v->vl.method.func, &func);
+	if (!err)
+		err = field_u64(v, obj, v->vl.method.self, &self);
+	if (!err)
+		err = classify_obj(v, func, &ftype, &fte);
+	if (!err && fte.kind != K_FUNCTION) {
+		// a method made of something else names it by __qualname__/__name__ lookups this
+		// reader does not make
+		default_form(v, obj, type, sb);
+		return;
+	}
+	int32_t off = v->vl.func.qualname != PYU_NO_FIELD ? v->vl.func.qualname : v->vl.func.name;
+	if (!err)
+		err = field_u64(v, func, off, &p);
+	if (!err)
+		err = read_name_obj(v, p, &name);
+	if (!err && v->vl.py2) {
+		err = field_u64(v, obj, v->vl.method.klass, &klass);
+		if (!err && klass)
+			err = type_short_name(v, klass, &kname);
+	}
+	if (err) {
+		free(name);
+		unreadable(v, sb, "method", obj, err);
+		return;
+	}
+	if (v->vl.py2 && !self) {
+		pyu_strbuf_puts(sb, "<unbound method ");
+		put_name(v, sb, kname ? kname : "?");
+		pyu_strbuf_putc(sb, '.');
+		put_name(v, sb, name);
+		pyu_strbuf_putc(sb, '>');
+	} else {
+		pyu_strbuf_puts(sb, "<bound method ");
+		if (v->vl.py2) {
+			put_name(v, sb, kname ? kname : "?");
+			pyu_strbuf_putc(sb, '.');
+		}
+		put_name(v, sb, name);
+		pyu_strbuf_puts(sb, " of ");
+		if (enter(v, obj, "method", "...", sb)) {
+			repr_obj(v, self, sb);
+			leave(v);
+		}
+		pyu_strbuf_putc(sb, '>');
+	}
+	free(name);
+	free(kname);
+}
+
 static void repr_cfunction(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
 {
 	uint64_t ml, self, p, stype = 0;
@@ -2283,6 +2512,23 @@ static void repr_obj(struct pyu_values *v, uint64_t addr, struct pyu_strbuf *sb)
 	case K_PY2_CLASS:
 		repr_py2_classic(v, addr, te.kind == K_PY2_INSTANCE, sb);
 		return;
+	case K_FRAME:
+		repr_frame(v, addr, type, sb);
+		return;
+	case K_CODE:
+		repr_code(v, addr, sb);
+		return;
+	case K_GEN:
+	case K_CORO:
+	case K_AGEN:
+		repr_generator(v, addr, (enum kind)te.kind, sb);
+		return;
+	case K_CELL:
+		repr_cell(v, addr, sb);
+		return;
+	case K_METHOD:
+		repr_method(v, addr, type, sb);
+		return;
 	case K_UNKNOWN:
 	case K_OTHER:
 		break;
@@ -2446,4 +2692,270 @@ struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 			break;
 	}
 	return err;
+}
+
+// ---- exceptions as the traceback module names them --------------------------------------
+
+// Whether a static type whose tp_name is @name is on @type's tp_base chain. Cannot fail (an
+// unreadable link: false).
+static bool derives_from_static(struct pyu_values *v, uint64_t type, const char *name)
+{
+	for (uint32_t i = 0; type && i < BASES_MAX; i++) {
+		uint64_t flags;
+		if (!ok(field_u64(v, type, v->l->type_tp_flags, &flags)))
+			return false;
+		if (!(flags & TPFLAGS_HEAPTYPE)) {
+			char *tp_name = NULL;
+			if (!ok(read_tp_name(v, type, &tp_name)))
+				return false;
+			const char *dot = strrchr(tp_name, '.');
+			bool same = !strcmp(dot ? dot + 1 : tp_name, name);
+			free(tp_name);
+			if (same)
+				return true;
+		}
+		if (!ok(field_u64(v, type, v->vl.type.base, &type)))
+			return false;
+	}
+	return false;
+}
+
+// Whether a class written in Python on @type's tp_base chain defines __str__ (then str()
+// runs code this reader cannot). Cannot fail (unreadable: false).
+static bool python_str(struct pyu_values *v, uint64_t type)
+{
+	for (uint32_t i = 0; type && i < BASES_MAX; i++) {
+		uint64_t flags, dict = 0, found;
+		if (!ok(field_u64(v, type, v->l->type_tp_flags, &flags)) ||
+		    !(flags & TPFLAGS_HEAPTYPE))
+			return false;
+		pyu_error_destroy(field_u64(v, type, v->vl.type.dict, &dict));
+		if (get_dict_str(v, dict, "__str__", &found))
+			return true;
+		if (!ok(field_u64(v, type, v->vl.type.base, &type)))
+			return false;
+	}
+	return false;
+}
+
+// str(@obj) as the exception's str() takes it of an argument: a str's own text (UTF-8,
+// unescaped, at most lim.chars characters), anything else its repr.
+static void str_of(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *sb)
+{
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, obj, &type, &te);
+	if (err) {
+		unreadable(v, sb, "object", obj, err);
+		return;
+	}
+	bool text = te.kind == K_STR || te.kind == K_PY2STR ||
+		    (te.flags & PYU_TPFLAGS_UNICODE_SUBCLASS);
+	if (!text) {
+		repr_obj(v, obj, sb);
+		return;
+	}
+	enum kind k = (te.flags & PYU_TPFLAGS_UNICODE_SUBCLASS) || te.kind == K_STR ? K_STR
+										 : K_PY2STR;
+	struct text tx;
+	if ((err = read_text(v, obj, k, v->lim.chars, &tx)) != NULL) {
+		unreadable(v, sb, "str", obj, err);
+		return;
+	}
+	// 2.7: str() of a unicode object with non-ASCII text fails, and the traceback module
+	// then writes it as ASCII with backslash escapes.
+	bool escape = false;
+	for (size_t i = 0; v->vl.py2 && k == K_STR && i < tx.n && !escape; i++)
+		escape = (tx.kind == 1 ? tx.data[i] : tx.kind == 2 ? pyu_le16(tx.data + 2 * i)
+							       : pyu_le32(tx.data + 4 * i)) >= 0x80;
+	char utf8[4];
+	for (size_t i = 0; i < tx.n; i++) {
+		uint32_t cp = tx.kind == 1 ? tx.data[i]
+			: tx.kind == 2 ? pyu_le16(tx.data + 2 * i) : pyu_le32(tx.data + 4 * i);
+		if (escape && cp >= 0x80)
+			pyu_strbuf_printf(sb, cp < 0x100 ? "\\x%02x" : cp < 0x10000 ? "\\u%04x"
+					  : "\\U%08x", (unsigned)cp);
+		else
+			pyu_strbuf_append(sb, utf8, pyu_utf8_put(cp, utf8));
+	}
+	if (tx.total > tx.n) {
+		pyu_strbuf_puts(sb, "...");
+		v->cut = true;
+	}
+	free(tx.data);
+}
+
+// OSError's str() (2.7: EnvironmentError's) into @sb, when it has an errno and a message:
+// "[Errno N] MESSAGE", then ": 'FILENAME'" and (3.x) " -> 'FILENAME2'". False, @sb
+// untouched, when it is another exception or lacks them (then BaseException's str() holds).
+static bool os_error_str(struct pyu_values *v, uint64_t exc, uint64_t type,
+			 struct pyu_strbuf *sb)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	uint64_t no = 0, msg = 0, file = 0, file2 = 0;
+	if (vl->exc.os_errno == PYU_NO_FIELD || vl->exc.os_strerror == PYU_NO_FIELD ||
+	    vl->exc.os_filename == PYU_NO_FIELD ||
+	    !derives_from_static(v, type, vl->py2 ? "EnvironmentError" : "OSError"))
+		return false;
+	if (!ok(field_u64(v, exc, vl->exc.os_errno, &no)) ||
+	    !ok(field_u64(v, exc, vl->exc.os_strerror, &msg)) ||
+	    !ok(field_u64(v, exc, vl->exc.os_filename, &file)) ||
+	    (vl->exc.os_filename2 != PYU_NO_FIELD &&
+	     !ok(field_u64(v, exc, vl->exc.os_filename2, &file2))))
+		return false;
+	if (file && pyu_object_is_none(v, file))
+		file = 0;
+	if (file2 && pyu_object_is_none(v, file2))
+		file2 = 0;
+	if (!file && !(no && msg))
+		return false;
+	pyu_strbuf_puts(sb, "[Errno ");
+	if (no)
+		str_of(v, no, sb);
+	else
+		pyu_strbuf_puts(sb, "None");
+	pyu_strbuf_puts(sb, "] ");
+	if (msg)
+		str_of(v, msg, sb);
+	else
+		pyu_strbuf_puts(sb, "None");
+	if (file) {
+		pyu_strbuf_puts(sb, ": ");
+		repr_obj(v, file, sb);
+	}
+	if (file && file2) {
+		pyu_strbuf_puts(sb, " -> ");
+		repr_obj(v, file2, sb);
+	}
+	return true;
+}
+
+struct notes_walk {
+	struct pyu_values *v;
+	struct pyu_strbuf *sb;
+	uint32_t count;
+};
+
+static bool notes_visit(void *arg, uint64_t item)
+{
+	struct notes_walk *w = arg;
+	if (w->count++ >= w->v->lim.items || over_output(w->v, w->sb))
+		return false;
+	str_of(w->v, item, w->sb);
+	pyu_strbuf_putc(w->sb, '\n');
+	return true;
+}
+
+// The lines format_exception_only prints after the exception's line for its __notes__
+// (3.11+): each note's str() (a sequence of them), else the repr of what __notes__ holds;
+// each line ended by '\n'. NULL when it has none. Cannot fail (out of memory: NULL).
+static char *exception_notes(struct pyu_values *v, uint64_t exc)
+{
+	uint64_t notes, type;
+	struct type_entry te;
+	if (v->vl.exc.notes == PYU_NO_FIELD) // no notes before 3.11
+		return NULL;
+	struct pyu_error *err = pyu_object_getattr(v, exc, "__notes__", &notes, NULL);
+	if (!err)
+		err = classify_obj(v, notes, &type, &te);
+	if (err || te.kind == K_NONE) {
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	if (te.kind == K_LIST || te.kind == K_TUPLE) {
+		struct notes_walk w = {v, &sb, 0};
+		pyu_error_destroy(pyu_sequence_foreach(v, notes, notes_visit, &w));
+	} else {
+		repr_obj(v, notes, &sb);
+		pyu_strbuf_putc(&sb, '\n');
+	}
+	char *out = NULL;
+	pyu_error_destroy(pyu_strbuf_finish(&sb, &out));
+	return out;
+}
+
+struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type_ret,
+				      char **text_ret, uint64_t *group_ret, char **notes_ret)
+{
+	uint64_t type, args, n = 0, a0 = 0;
+	char *module = NULL, *qual = NULL;
+	struct pyu_error *err = type_of(v, exc, &type);
+	if (!err)
+		err = v->vl.py2 ? type_short_name(v, type, &qual)
+				: type_names(v, type, &module, &qual);
+	if (err)
+		return pyu_error_wrap(err, "reading the type of the exception at 0x%" PRIx64, exc);
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	if (module && !is_builtins(v, module) && strcmp(module, "__main__") != 0) {
+		pyu_strbuf_puts(&sb, module);
+		pyu_strbuf_putc(&sb, '.');
+	}
+	pyu_strbuf_puts(&sb, qual);
+	free(module);
+	free(qual);
+	char *type_words = NULL, *text = NULL;
+	if ((err = pyu_strbuf_finish(&sb, &type_words)) != NULL)
+		return err;
+	bool group = v->vl.exc.group_msg != PYU_NO_FIELD &&
+		     derives_from_static(v, type, "BaseExceptionGroup");
+	uint64_t excs = 0;
+	if (group && (err = field_u64(v, exc, v->vl.exc.group_excs, &excs)) != NULL) {
+		free(type_words);
+		return pyu_error_wrap(err, "reading the exception group at 0x%" PRIx64, exc);
+	}
+	if (python_str(v, type)) {
+		*type_ret = type_words;
+		*text_ret = NULL;
+		*group_ret = excs;
+		*notes_ret = exception_notes(v, exc);
+		return NULL;
+	}
+	pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+	v->depth = 0;
+	v->cut = false;
+	uint64_t msg = 0;
+	if (group) {
+		// "msg (N sub-exceptions)"
+		err = field_u64(v, exc, v->vl.exc.group_msg, &msg);
+		if (!err)
+			err = field_u64(v, excs, v->l->ob_size, &n);
+		if (!err) {
+			str_of(v, msg, &sb);
+			pyu_strbuf_printf(&sb, " (%" PRIu64 " sub-exception%s)", n,
+					  n == 1 ? "" : "s");
+		}
+	} else if (os_error_str(v, exc, type, &sb)) {
+		// "[Errno 2] No such file or directory: 'x'"
+	} else {
+		// BaseException's str(): nothing, its one argument's str(), or the args' repr;
+		// KeyError shows its one argument's repr.
+		err = field_u64(v, exc, v->vl.exc_args, &args);
+		if (!err)
+			err = field_u64(v, args, v->l->ob_size, &n);
+		if (!err && n == 1)
+			err = rd_u64(v, args + (uint64_t)v->l->tuple_item, &a0);
+		if (!err && n == 1 && derives_from_static(v, type, "KeyError"))
+			repr_obj(v, a0, &sb);
+		else if (!err && n == 1)
+			str_of(v, a0, &sb);
+		else if (!err && n > 1)
+			repr_obj(v, args, &sb);
+	}
+	if (err) {
+		pyu_strbuf_release(&sb);
+		free(type_words);
+		return pyu_error_wrap(err, "reading the exception at 0x%" PRIx64, exc);
+	}
+	if ((err = pyu_strbuf_finish(&sb, &text)) != NULL) {
+		free(type_words);
+		return err;
+	}
+	*type_ret = type_words;
+	*text_ret = text;
+	*group_ret = excs;
+	*notes_ret = exception_notes(v, exc);
+	return NULL;
 }

@@ -122,4 +122,23 @@ struct pyu_error *pyu_set_foreach(struct pyu_values *v, uint64_t set,
 struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 				       bool (*visit)(void *arg, uint64_t item), void *arg);
 
+// What traceback.format_exception_only says of the exception at @exc: *type is its type as
+// it names it (3.x: the qualified name, after its module unless builtins or __main__; 2.7:
+// __name__), *text is str(exc) as the interpreter makes it without running Python code (no
+// argument: empty; one: its str(), a str's text unescaped, KeyError's repr; more: the args'
+// repr; an exception group: "msg (N sub-exceptions)"), or NULL when a class written in Python
+// defines __str__. Both malloc'd, UTF-8. *group is the tuple of an exception group's members
+// (BaseExceptionGroup.exceptions), 0 for any other exception. *notes: the lines its
+// __notes__ add (3.11+), each ended by '\n', malloc'd, or NULL. On error, the outputs are
+// unchanged.
+struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type,
+				      char **text, uint64_t *group, char **notes);
+
+// Where frame reprs (3.7+: "<frame at 0x..., file '...', line N, code f>") take their line:
+// @line(@arg, @frame) gives the current line of the frame at @frame (the frame object, 3.11+
+// the interpreter frame it wraps), or -1 when it does not know; then the repr says "line ?".
+// Cannot fail.
+void pyu_values_set_frame_lines(struct pyu_values *v,
+				int64_t (*line)(void *arg, uint64_t frame), void *arg);
+
 #endif

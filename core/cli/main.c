@@ -66,6 +66,9 @@ static const char usage[] =
 	"                     colon-separated directories (repeatable); files are always\n"
 	"                     checked by build ID, and fetched through debuginfod when\n"
 	"                     $DEBUGINFOD_URLS names servers\n"
+	"  --cwd DIR          the target's working directory: relative file names (a script\n"
+	"                     started as `python app.py`) are read from DIR/NAME (default for a\n"
+	"                     live process: its own; a core has none)\n"
 	"  --no-stop          do not stop a live process while reading it\n"
 	"  --max-unpacked SIZE  a compressed core: unpack at most SIZE bytes (K, M, G, T;\n"
 	"                     default $PYUNWIND_MAX_UNPACKED or 16G)\n"
@@ -93,6 +96,7 @@ struct options {
 	const char *maps[MAX_PATH_MAPS];
 	int map_count;
 	const char *sysroot;
+	const char *cwd;
 	const char *search[MAX_PATH_MAPS];
 	int search_count;
 	const char *target, *executable;
@@ -232,6 +236,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!next || !*next)
 				return usage_error("%s", "--sysroot needs a directory");
 			o->sysroot = next, i++;
+		} else if (!strcmp(a, "--cwd")) {
+			if (!next || !*next)
+				return usage_error("%s", "--cwd needs a directory");
+			o->cwd = next, i++;
 		} else if (!strcmp(a, "--search-path")) {
 			if (!next || !*next)
 				return usage_error("%s", "--search-path needs directories");
@@ -552,6 +560,8 @@ int main(int argc, char **argv)
 	}
 	if (!rc && o.sysroot && (err = pyu_target_set_sysroot(t, o.sysroot)) != NULL)
 		rc = fail(err, "--sysroot");
+	if (!rc && o.cwd && (err = pyu_target_set_cwd(t, o.cwd)) != NULL)
+		rc = fail(err, "--cwd");
 	for (int i = 0; !rc && i < o.search_count; i++) {
 		char *dirs = strdup(o.search[i]);
 		if (!dirs) {

@@ -116,6 +116,11 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const
 // the file's first page shows one); else the stack is read from the target's memory alone.
 PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const char *dir);
 PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, const char *dir);
+// The target's working directory, as the target names it (a path map or the sysroot then
+// applies): the source of code compiled under a relative file name ("app.py", started as
+// `python app.py`) is read from @dir/NAME. A live process opened by pid uses its own
+// (/proc/PID/cwd) unless this is set; a core or a callback target has none until set.
+PYU_PUBLIC struct pyu_error *pyu_target_set_cwd(struct pyu_target *t, const char *dir);
 PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t);
 
 // Counters for `make bench`: reads that reached the backend (process, core file or callback)

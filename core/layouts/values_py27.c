@@ -14,6 +14,7 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 	.module_spec = 0,
 	.loader_module_repr = 0,
 	.bytearray_escapes_quote = 1,
+	.frame_repr = 0,
 	.unicode_db = 0,
 	.cfunc = {
 		.ml = 16,
@@ -38,9 +39,25 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.valid = -1,
 		.values = -1,
 	},
+	.exc = {
+		.cause = -1,
+		.context = -1,
+		.group_excs = -1,
+		.group_msg = -1,
+		.notes = -1,
+		.os_errno = 40,
+		.os_filename = 56,
+		.os_filename2 = -1,
+		.os_strerror = 48,
+		.suppress_context = -1,
+	},
 	.func = {
 		.code = 16,
 		.name = 56,
+		.qualname = -1,
+	},
+	.gen = {
+		.code = 32,
 		.qualname = -1,
 	},
 	.instance = {
@@ -60,6 +77,11 @@ const struct pyu_value_layout pyu_value_layout_py27 = {
 		.log2_size = -1,
 		.nentries = -1,
 		.size = -1,
+	},
+	.method = {
+		.func = 16,
+		.klass = 32,
+		.self = 24,
 	},
 	.set = {
 		.entry_hash = 0,

@@ -14,6 +14,7 @@ const struct pyu_value_layout pyu_value_layout_py312 = {
 	.module_spec = 1,
 	.loader_module_repr = 0,
 	.bytearray_escapes_quote = 1,
+	.frame_repr = 1,
 	.unicode_db = 5,
 	.cfunc = {
 		.ml = 16,
@@ -38,10 +39,26 @@ const struct pyu_value_layout pyu_value_layout_py312 = {
 		.valid = -1,
 		.values = 0,
 	},
+	.exc = {
+		.cause = 56,
+		.context = 48,
+		.group_excs = 80,
+		.group_msg = 72,
+		.notes = 32,
+		.os_errno = 72,
+		.os_filename = 88,
+		.os_filename2 = 96,
+		.os_strerror = 80,
+		.suppress_context = 64,
+	},
 	.func = {
 		.code = 48,
 		.name = 32,
 		.qualname = 40,
+	},
+	.gen = {
+		.code = -1,
+		.qualname = 32,
 	},
 	.instance = {
 		.cl_dict = -1,
@@ -60,6 +77,11 @@ const struct pyu_value_layout pyu_value_layout_py312 = {
 		.log2_size = 8,
 		.nentries = 24,
 		.size = -1,
+	},
+	.method = {
+		.func = 16,
+		.klass = -1,
+		.self = 24,
 	},
 	.set = {
 		.entry_hash = 8,

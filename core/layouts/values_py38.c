@@ -14,6 +14,7 @@ const struct pyu_value_layout pyu_value_layout_py38 = {
 	.module_spec = 1,
 	.loader_module_repr = 1,
 	.bytearray_escapes_quote = 1,
+	.frame_repr = 1,
 	.unicode_db = 2,
 	.cfunc = {
 		.ml = 16,
@@ -38,10 +39,26 @@ const struct pyu_value_layout pyu_value_layout_py38 = {
 		.valid = -1,
 		.values = -1,
 	},
+	.exc = {
+		.cause = 48,
+		.context = 40,
+		.group_excs = -1,
+		.group_msg = -1,
+		.notes = -1,
+		.os_errno = 64,
+		.os_filename = 80,
+		.os_filename2 = 88,
+		.os_strerror = 72,
+		.suppress_context = 56,
+	},
 	.func = {
 		.code = 16,
 		.name = 64,
 		.qualname = 104,
+	},
+	.gen = {
+		.code = 32,
+		.qualname = 56,
 	},
 	.instance = {
 		.cl_dict = -1,
@@ -60,6 +77,11 @@ const struct pyu_value_layout pyu_value_layout_py38 = {
 		.log2_size = -1,
 		.nentries = 32,
 		.size = 8,
+	},
+	.method = {
+		.func = 16,
+		.klass = -1,
+		.self = 24,
 	},
 	.set = {
 		.entry_hash = 8,

@@ -112,6 +112,7 @@ class Library(object):
             "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
             "pyu_target_set_sysroot": (P, [P, ctypes.c_char_p]),
             "pyu_target_add_search_dir": (P, [P, ctypes.c_char_p]),
+            "pyu_target_set_cwd": (P, [P, ctypes.c_char_p]),
             "pyu_target_destroy": (None, [P]),
             "pyu_target_backend_reads": (ctypes.c_uint64, [P]),
             "pyu_target_cached_reads": (ctypes.c_uint64, [P]),
@@ -258,6 +259,11 @@ class Target(_Handle):
         for d in search_dirs:
             if d:
                 self.lib.check(self.lib.lib.pyu_target_add_search_dir(self.handle, d.encode()))
+        return self
+
+    def set_cwd(self, directory):
+        """The target's working directory, for source files named relative to it."""
+        self.lib.check(self.lib.lib.pyu_target_set_cwd(self.handle, directory.encode()))
         return self
 
     def reads(self):
@@ -424,6 +430,7 @@ class Session(object):
         self._task = None  # py-task: [task, selected frame, frame count] until the next stop
         self._native = set()  # thread indexes whose native frames the snapshot has
         self._failed = None  # (stop key, message) of the last stop no snapshot was had for
+        self._cwd = None  # the target's working directory py-bt --cwd gave, for every snapshot
 
     def lib(self):
         return Library.get(self.adapter_dir)
@@ -468,6 +475,8 @@ class Session(object):
                 errors.append((how, str(e)))
                 break
             self._target, self._stacks, self._key = target, stacks, key
+            if self._cwd:
+                target.set_cwd(self._cwd)
             return stacks
         if not errors:
             raise PyunwindError("no way to read this target")
@@ -530,7 +539,7 @@ class Session(object):
     # Each command returns the text to print.
 
     def py_bt(self, view, arg):
-        flags, limit, limits = PYU_FMT_SOURCE, 0, {}
+        flags, limit, limits, cwd = PYU_FMT_SOURCE, 0, {}, None
         words = _split(arg)
         i = 0
         while i < len(words):
@@ -558,12 +567,18 @@ class Session(object):
                     raise PyunwindError("--limit must not be negative")
             elif w.startswith("--limit="):
                 limit = _parse_int(w.split("=", 1)[1], "--limit")
+            elif w == "--cwd" and i + 1 < len(words):
+                i += 1
+                cwd = words[i]
             else:
                 raise PyunwindError("py-bt: unknown argument %r; usage: py-bt [--all] [--json] "
-                                    "[--limit N] [--no-source] [--locals] "
+                                    "[--limit N] [--no-source] [--locals] [--cwd DIR] "
                                     "[--native | --native-all] %s" % (w, LIMITS_USAGE))
             i += 1
         stacks = self.stacks(view)
+        if cwd is not None:
+            self._cwd = cwd
+            self._target.set_cwd(cwd)
         thread = 0 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         stacks.set_limits(limits)
         if flags & PYU_FMT_NATIVE:
@@ -746,8 +761,8 @@ class Session(object):
 
 HELP = {
     "py-bt": """Print the Python stack of the selected thread, innermost frame first.
-Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [value limits]
-             [--native | --native-all]
+Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [--cwd DIR]
+             [value limits] [--native | --native-all]
   --all        every Python thread of every interpreter, with thread ids and GIL holder
   --native     the native frames too, each Python frame inside the native frame that runs
                it; the interpreter's own frames (eval loop, call helpers) hidden
@@ -756,7 +771,9 @@ Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [value limits
   --limit N    at most N frames per thread
   --no-source  leave out the source lines
   --locals     each frame's locals (name = repr), each thread's name and the exception it
-               is handling""" + "\n" + "VALUE_LIMITS",
+               is handling, with its traceback as the target's traceback module prints it
+  --cwd DIR    the target's working directory, against which file names relative to it are
+               read (a live process: its own); kept for the later commands""" + "\n" + "VALUE_LIMITS",
     "py-locals": """Print the locals of the selected Python frame, or of frame #N.
 Usage: py-locals [N] [--json] [value limits]
 One "name = repr" a line, in the code's own order: arguments (*args, **kwargs included),

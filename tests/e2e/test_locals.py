@@ -34,7 +34,8 @@ WIDE = ["--max-depth", "64", "--max-items", "20000", "--max-chars", "200000",
 # (the tp_name of a static type no builtin name gives): they are exact or say so
 # (`<unreadable ...>`); then only their kind and address are compared. A builtin function of
 # the builtins module (`len`) is not among them: the module's own binding names it.
-NEEDS_FILES = ("lock",)
+NEEDS_FILES = ("lock", "frame", "code", "generator", "coroutine", "async_generator", "cell",
+               "method", "instancemethod")
 HUGE_SECONDS = 5.0      # bt --locals with default bounds, huge values included
 DEFAULT_REPR_MAX = 4096 + 64
 

@@ -84,7 +84,15 @@ def indented_deeper():
                 return [wait_here(ñ), "é"][0]
 
 
-SCENARIOS = (call_mid_line, call_spanning_lines, whole_line, nested_calls, wide_text,
+def annotated():
+    # 3.14+ evaluate the annotations in a code object of their own, __annotate__, whose name is
+    # not on its first line (the def line); older versions evaluate them here, at the def.
+    def foo(a: wait_here("annotation")) -> int:
+        return a
+    return foo.__annotations__
+
+
+SCENARIOS = (annotated, call_mid_line, call_spanning_lines, whole_line, nested_calls, wide_text,
              indented_deeper)
 
 

@@ -87,7 +87,30 @@ def run_cells():
     outer_cells("ex", 2)
 
 
+class Methods(object):
+    def method(self):
+        return self
+
+
+def gen_func():
+    yield 1
+
+
+def make_cell(value):
+    return (lambda: value).__closure__[0]
+
+
 def all_types():
+    # The interpreter's own reprs of frames, code objects, generators, cells and methods.
+    frame = sys._getframe()
+    code = all_types.__code__
+    gen = gen_func()
+    cell = make_cell(7)
+    bound = Methods().method
+    unbound = Methods.method  # 2.7: an unbound method; 3.x: the function
+    if PY3:
+        import values_py3
+        coro, agen = values_py3.async_objects()
     none = None
     true, false = True, False
     ellipsis = Ellipsis
@@ -204,12 +227,29 @@ def type_name(t):
     return t.__name__
 
 
+def own_repr_types():
+    """The types of frames, code objects, generators and cells (3.x: coroutines and async
+    generators too)."""
+    types = (type(sys._getframe()), type(gen_func.__code__), type(gen_func()),
+             type(make_cell(1)))
+    if PY3:
+        import values_py3
+        types += tuple(type(x) for x in values_py3.async_objects())
+    return types
+
+
 def pure(v, depth=0):
-    """Whether repr(v) runs no Python code: built-in types all the way down, and instances
-    whose class keeps object's repr."""
+    """Whether repr(v) runs no Python code: built-in types all the way down, instances
+    whose class keeps object's repr, and the interpreter's frames, code objects, generators,
+    coroutines, cells and methods of Python functions (of objects whose repr is pure)."""
     if depth > 50:
         return False
     t = type(v)
+    if t in own_repr_types():
+        return True
+    if t is type(Methods().method):
+        return type(v.__func__) is type(gen_func) and (v.__self__ is None or
+                                                       pure(v.__self__, depth + 1))
     if t in CONTAINERS:
         items = list(v.items()) if t is dict else list(v)
         if t is dict:

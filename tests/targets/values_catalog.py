@@ -196,7 +196,8 @@ class MyError(Exception):
 
 class Outer(object):
     class Inner(object):
-        pass
+        def method(self):
+            return 2
 
 
 class Meta(type):
@@ -204,6 +205,32 @@ class Meta(type):
 
 
 MetaMade = Meta("MetaMade", (object,), {})
+
+
+def generator_func():
+    yield 1
+
+
+def cell_of(value):
+    return (lambda: value).__closure__[0]
+
+
+def empty_cell():
+    if False:
+        value = 1
+
+    def read():
+        return value
+    return read.__closure__[0]
+
+
+def async_objects():
+    """A coroutine and an async generator (never run), made from source: 2.7 cannot parse
+    them."""
+    ns = {}
+    exec("async def coroutine_func():\n    return 1\n"
+         "async def async_gen_func():\n    yield 1\n", ns)
+    return [("coroutine", ns["coroutine_func"]()), ("async-generator", ns["async_gen_func"]())]
 
 
 def outer():
@@ -327,6 +354,20 @@ def build():
     add("lambda", lambda: 0)
     add("builtin", len)
     add("builtin-method", KEEP.append)
+    # The interpreter's own reprs of code objects, generators, coroutines, cells, methods.
+    add("code", outer.__code__)
+    add("code-lambda", (lambda: 0).__code__)
+    add("generator", (x for x in [1]))
+    add("generator-func", generator_func())
+    add("cell", cell_of(7))
+    add("cell-instance", cell_of(Plain(1, 2)))
+    add("cell-empty", empty_cell())
+    add("bound-method", Plain(1, 2).method)
+    add("bound-method-nested", Outer.Inner().method)
+    add("method-of-class", Base.method)  # 2.7: an unbound method; 3.x: the function
+    if not PY2:
+        for name, obj in async_objects():
+            add(name, obj)
     for name, cls in [("class-int", int), ("class-object", object), ("class-plain", Plain),
                       ("class-nested", Outer.Inner), ("class-exc", ValueError),
                       ("class-type", type), ("class-meta", MetaMade), ("class-dictsub", DictSub)]:

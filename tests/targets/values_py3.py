@@ -26,4 +26,17 @@ def counter():
     return bump(3)
 
 
+async def coroutine_func():
+    return 1
+
+
+async def async_gen_func():
+    yield 1
+
+
+def async_objects():
+    """A coroutine and an async generator, never run (their reprs only)."""
+    return coroutine_func(), async_gen_func()
+
+
 SCENARIOS = [("kwonly", run_kwonly, ()), ("nonlocal", counter, ())]

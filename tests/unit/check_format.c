@@ -703,14 +703,18 @@ START_TEST(test_handled_exception_text)
 	threads[0].exc_repr = "ValueError('x')";
 	threads[0].exc_type = "ValueError";
 	threads[0].exc_tb = (struct pyu_traceback){entries, 3, NULL};
+	// format_exception's last line: the type and str(exc)
+	struct pyu_exc_node node = {.address = 0x1000, .type = "ValueError", .text = "x",
+				    .cause = -1, .context = -1};
+	threads[0].exc_chain = (struct pyu_exc_chain){&node, 1, NULL};
 	static const struct {
 		const char *version;
 		uint64_t hex;
 		const char *second;
 	} cases[] = {
-		{"3.12.1", 0x030c01f0, "      File \"/app/lib.py\", line None, in <genexpr>\n"},
-		{"3.11.7", 0x030b07f0, "      File \"/app/lib.py\", in <genexpr>\n"},
-		{"2.7.18", 0x020712f0, "      File \"/app/lib.py\", in <genexpr>\n"},
+		{"3.12.1", 0x030c01f0, "        File \"/app/lib.py\", line None, in <genexpr>\n"},
+		{"3.11.7", 0x030b07f0, "        File \"/app/lib.py\", in <genexpr>\n"},
+		{"2.7.18", 0x020712f0, "        File \"/app/lib.py\", in <genexpr>\n"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pyu_stacks s = snapshot(cases[i].version, cases[i].hex, NULL, 0, threads, 1);
@@ -719,8 +723,10 @@ START_TEST(test_handled_exception_text)
 		snprintf(want, sizeof(want),
 			 "Thread 0x10 (tid 7):\n"
 			 "    handling ValueError('x')\n"
-			 "      File \"/app/main.py\", line 12, in main\n%s"
-			 "      File \"/app/gone.py\", in g\n"
+			 "      Traceback (most recent call last):\n"
+			 "        File \"/app/main.py\", line 12, in main\n%s"
+			 "        File \"/app/gone.py\", in g\n"
+			 "      ValueError: x\n"
 			 "    (no Python frames)\n", cases[i].second);
 		ck_assert_msg(strstr(out, want), "want\n%s\nin\n%s", want, out);
 		free(out);
