@@ -1417,6 +1417,24 @@ int64_t pyu_target_thread(const struct pyu_target *t, size_t i)
 	return i < t->thread_count ? t->threads[i] : -1;
 }
 
+bool pyu_crash_is_crash(const struct pyu_crash *c)
+{
+	if (c->by_debugger)
+		return false;
+	switch (c->signal) {
+	case 17: // SIGCHLD
+	case 18: // SIGCONT
+	case 19: // SIGSTOP
+	case 20: // SIGTSTP
+	case 21: // SIGTTIN
+	case 22: // SIGTTOU
+	case 23: // SIGURG
+	case 28: // SIGWINCH
+		return false;
+	}
+	return c->signal > 0;
+}
+
 bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret)
 {
 	if (!t->has_crash)
