@@ -680,7 +680,8 @@ Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [value limits
   --native     the native frames too, each Python frame inside the native frame that runs
                it; the interpreter's own frames (eval loop, call helpers) hidden
   --native-all the same with every native frame
-  --json       the machine-readable JSON document (schema in pyunwind's README), nothing else
+  --json       the machine-readable JSON document (schema in pyunwind's doc/json.md), nothing
+               else
   --limit N    at most N frames per thread
   --no-source  leave out the source lines
   --locals     each frame's locals (name = repr), each thread's name and the exception it
@@ -712,7 +713,7 @@ on it, and its stack: the coroutines it awaits, innermost first (the running tas
 thread's frames). Nothing in the target runs.
   --all        the tasks of every event loop of every thread
   --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
-  --json       the machine-readable JSON document (schema in pyunwind's README)
+  --json       the machine-readable JSON document (schema in pyunwind's doc/asyncio.md)
   --no-source  leave out the source lines""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
