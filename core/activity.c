@@ -25,24 +25,6 @@ static enum pyu_state state_of_wait(enum pyu_wait_kind kind)
 	return PYU_STATE_SYSCALL;
 }
 
-// Whether @sig ends a process by default: the stop and ignored signals a core may also record
-// (gdb's gcore of a stopped process says SIGSTOP) are no crash.
-static bool is_fatal(int32_t sig)
-{
-	switch (sig) {
-	case 17: // SIGCHLD
-	case 18: // SIGCONT
-	case 19: // SIGSTOP
-	case 20: // SIGTSTP
-	case 21: // SIGTTIN
-	case 22: // SIGTTOU
-	case 23: // SIGURG
-	case 28: // SIGWINCH
-		return false;
-	}
-	return sig > 0;
-}
-
 // Fills thread @th's activity from what its kernel thread's status @st says and the crash the
 // target records.
 static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th,
@@ -63,7 +45,7 @@ static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th
 							       st->has_args ? st->args : NULL));
 	}
 	struct pyu_crash crash;
-	if (pyu_target_crash(s->target, &crash) && is_fatal(crash.signal) &&
+	if (pyu_target_crash(s->target, &crash) && pyu_crash_is_crash(&crash) &&
 	    crash.tid == th->native_thread_id) {
 		a->signal = crash.signal;
 		a->has_fault_address = crash.has_address;

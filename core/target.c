@@ -88,6 +88,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->cache_valid);
 	free(t->cache_data);
 	free(t->readahead);
+	free(t->read_log);
 	free(t->notice);
 	close_files(t);
 	for (size_t i = 0; i < t->file_check_count; i++) {
@@ -100,12 +101,96 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 
 // ---- reads ---------------------------------------------------------------------------------
 
+// A hash of @len bytes at @p: equal bytes, equal hash; a change of any byte changes it but
+// for a chance of 2^-64. Eight bytes a step.
+static uint64_t bytes_hash(const unsigned char *p, uint64_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15u ^ len;
+	uint64_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdu;
+		h ^= h >> 32;
+	}
+	for (; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3u;
+	return h ^ (h >> 29);
+}
+
+// Remembers a backend read for pyu_target_memory_changed() while tracking is on.
+static void log_read(struct pyu_target *t, uint64_t addr, const void *data, uint64_t len)
+{
+	if (!t->read_log_on || t->read_log_full || len == 0)
+		return;
+	if (t->read_log_count == PYU_READ_LOG_MAX || len > PYU_READ_LOG_BYTES - t->read_log_bytes) {
+		t->read_log_full = true;
+		return;
+	}
+	if (t->read_log_count == t->read_log_cap) {
+		size_t cap = t->read_log_cap ? t->read_log_cap * 2 : 256;
+		struct pyu_read_record *l = realloc(t->read_log, cap * sizeof(*l));
+		if (!l) {
+			t->read_log_full = true; // cannot remember it: assume any change
+			return;
+		}
+		t->read_log = l;
+		t->read_log_cap = cap;
+	}
+	t->read_log[t->read_log_count++] = (struct pyu_read_record){
+		.addr = addr, .len = len, .hash = bytes_hash(data, len)};
+	t->read_log_bytes += len;
+}
+
 // One backend read, counted.
 static uint64_t backend_read(struct pyu_target *t, uint64_t addr, void *buf, uint64_t len)
 {
 	t->backend_reads++;
 	uint64_t n = t->backend_read(t, addr, buf, len);
-	return n > len ? len : n; // a backend claiming more than asked is not trusted
+	if (n > len)
+		n = len; // a backend claiming more than asked is not trusted
+	log_read(t, addr, buf, n);
+	return n;
+}
+
+PYU_PUBLIC void pyu_target_track_reads(struct pyu_target *t)
+{
+	if (!t)
+		return;
+	t->read_log_on = true;
+	t->read_log_full = false;
+	t->read_log_count = 0;
+	t->read_log_bytes = 0;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_target_memory_changed(struct pyu_target *t, uint32_t *ret)
+{
+	if (!t || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no target");
+	if (!t->read_log_on)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "the target does not track its reads "
+					"(pyu_target_track_reads)");
+	if (t->read_log_full) {
+		*ret = 1;
+		return NULL;
+	}
+	uint64_t longest = 0;
+	for (size_t i = 0; i < t->read_log_count; i++)
+		if (t->read_log[i].len > longest)
+			longest = t->read_log[i].len;
+	unsigned char *buf = longest ? malloc((size_t)longest) : NULL;
+	if (longest && !buf)
+		return &pyu_error_nomem;
+	uint32_t changed = 0;
+	for (size_t i = 0; i < t->read_log_count && !changed; i++) {
+		const struct pyu_read_record *r = &t->read_log[i];
+		t->backend_reads++;
+		uint64_t n = t->backend_read(t, r->addr, buf, r->len);
+		changed = n != r->len || bytes_hash(buf, r->len) != r->hash;
+	}
+	free(buf);
+	*ret = changed;
+	return NULL;
 }
 
 #define PYU_NO_PAGE 1 // never a page address (those are page-aligned)
@@ -398,6 +483,7 @@ static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages,
 		for (unsigned k = 0; k < got; k++) {
 			t->cache_addr[slots[i + k]] = want[i + k];
 			t->cache_valid[slots[i + k]] = PYU_ALL_SECTORS;
+			log_read(t, want[i + k], outs[i + k], PYU_PAGE_SIZE);
 		}
 		if (i + got < m) // the page the gather stopped at
 			t->cache_addr[slots[i + got]] = PYU_NO_PAGE;
@@ -1484,6 +1570,24 @@ int64_t pyu_target_thread(const struct pyu_target *t, size_t i)
 {
 	list_threads(t);
 	return i < t->thread_count ? t->threads[i] : -1;
+}
+
+bool pyu_crash_is_crash(const struct pyu_crash *c)
+{
+	if (c->by_debugger)
+		return false;
+	switch (c->signal) {
+	case 17: // SIGCHLD
+	case 18: // SIGCONT
+	case 19: // SIGSTOP
+	case 20: // SIGTSTP
+	case 21: // SIGTTIN
+	case 22: // SIGTTOU
+	case 23: // SIGURG
+	case 28: // SIGWINCH
+		return false;
+	}
+	return c->signal > 0;
 }
 
 bool pyu_target_crash(const struct pyu_target *t, struct pyu_crash *ret)

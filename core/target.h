@@ -76,7 +76,14 @@ struct pyu_crash {
 	int32_t code;         // si_code; meaningful when has_code
 	uint64_t address;     // si_addr of a fault signal; meaningful when has_address
 	bool has_code, has_address;
+	// Written by a debugger, not by the kernel for a dying process (gdb's gcore: a note owned
+	// by "GDB", section headers, which the kernel never writes): signal then is only how the
+	// debugger stopped the thread (SIGSTOP of an attach, SIGTRAP of a breakpoint).
+	bool by_debugger;
 };
+// Whether @c records a crash: a kernel's core of a process a signal ended, not a debugger's
+// core and not a signal that stops or is ignored by default (which cannot dump a core).
+bool pyu_crash_is_crash(const struct pyu_crash *c);
 // Fills *ret and returns true for a core file whose first thread's status was read; returns
 // false (and leaves *ret unchanged) for live processes, callback targets and cores without an
 // NT_PRSTATUS. Cannot fail.

@@ -72,6 +72,7 @@ struct core_backend {
 	uint64_t file_size;
 	uint64_t expected_size; // where the last segment's data ends, by the headers
 	uint16_t machine;       // ELF e_machine
+	bool has_sections;      // section headers: a debugger (BFD) wrote it, never the kernel
 	struct core_load *loads; // sorted by vaddr
 	size_t load_count;
 };
@@ -91,6 +92,7 @@ struct core_notes {
 	int64_t pid;            // NT_PRPSINFO's pr_pid (the main thread's tid); 0 if unknown
 	bool has_ids;           // some NT_PRSTATUS names a parent process: the kernel wrote it
 				// (gdb's gcore writes no ids and no CPU times)
+	bool gdb_note;          // a note owned by "GDB" (gdb's target description): gdb wrote it
 };
 
 // Reads up to @len bytes at @offset of the core; returns how many (short at end of file).
@@ -634,6 +636,9 @@ static struct pyu_error *read_phdrs(struct core_backend *c, const char *path,
 	uint64_t phoff = pyu_le64(eh + 32), shoff = pyu_le64(eh + 40);
 	uint16_t phentsize = pyu_le16(eh + 54);
 	uint64_t phnum = pyu_le16(eh + 56);
+	// The kernel writes section headers only to carry a segment count past PN_XNUM (one
+	// header); gdb's cores, written through BFD, name their sections (note0, load, ...).
+	c->has_sections = phnum != PN_XNUM && shoff != 0 && pyu_le16(eh + 60) > 0;
 	if (phnum == PN_XNUM) {
 		// More than 65534 segments: the count is sh_info of section header 0.
 		unsigned char sh0[64];
@@ -757,6 +762,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 		const unsigned char *name = buf + name_off;
 		unsigned char *desc = buf + desc_off;
 		bool core = namesz == 5 && memcmp(name, "CORE", 5) == 0;
+		if (namesz == 4 && memcmp(name, "GDB", 4) == 0)
+			n->gdb_note = true;
 		if (core && type == NT_PRSTATUS && descsz >= PRSTATUS_PID_OFFSET + 4) {
 			int32_t pid = (int32_t)pyu_le32(desc + PRSTATUS_PID_OFFSET);
 			if (n->prstatus_seen++ == 0) {
@@ -1042,6 +1049,8 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 	}
 	if (!err)
 		settle_cpu_times(t, &notes);
+	if (!err && t->has_crash)
+		t->crash.by_debugger = notes.gdb_note || c->has_sections;
 	if (!err)
 		err = add_mappings(t, c, &notes);
 	if (!err && c->expected_size > c->file_size) {

@@ -26,6 +26,8 @@
 #define PYU_MAX_MAPPINGS 1000000u   // bounds on what a target or core may declare
 #define PYU_MAX_THREADS 1000000u
 #define PYU_MAX_SEARCH_DIRS 64u
+#define PYU_READ_LOG_MAX 65536u     // backend reads pyu_target_track_reads() remembers
+#define PYU_READ_LOG_BYTES (256u << 20) // and the bytes they read, at most
 
 struct pyu_path_map {
 	char *from, *to;
@@ -147,6 +149,15 @@ struct pyu_target {
 	unsigned next_stream; // round-robin victim
 	unsigned char *readahead; // PYU_READAHEAD_MAX pages, allocated on first use
 	uint64_t backend_reads, cached_reads;
+	// pyu_target_track_reads(): every backend read since, as where, how long and a hash of
+	// what it gave, for pyu_target_memory_changed(). read_log_full: more than the bounds
+	// allow were read (any change must then be assumed).
+	struct pyu_read_record {
+		uint64_t addr, len, hash;
+	} *read_log;
+	size_t read_log_count, read_log_cap;
+	uint64_t read_log_bytes;
+	bool read_log_on, read_log_full;
 
 	struct pyu_file_check *file_checks;
 	size_t file_check_count;

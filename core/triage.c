@@ -39,12 +39,19 @@ PYU_PUBLIC int32_t pyu_stacks_crash_thread(const struct pyu_stacks *s)
 	if (!s)
 		return -1;
 	struct pyu_crash crash;
-	if (s->target && pyu_target_crash(s->target, &crash))
+	bool core = s->target && pyu_target_crash(s->target, &crash);
+	if (core && pyu_crash_is_crash(&crash))
 		return crash.tid > 0 ? pyu_stacks_find_thread(s, crash.tid, 0) : -1;
-	// A live process or a debugger's target: no thread crashed; the GIL holder is running.
+	// A live process, a debugger's target or a core a debugger wrote: no thread crashed; the
+	// GIL holder is running, else the thread the core names first (the debugger's selected).
 	for (uint32_t i = 0; i < s->thread_count; i++)
 		if (s->threads[i].holds_gil == 1)
 			return (int32_t)i;
+	if (core && crash.tid > 0) {
+		int32_t first = pyu_stacks_find_thread(s, crash.tid, 0);
+		if (first >= 0)
+			return first;
+	}
 	return s->thread_count ? 0 : -1;
 }
 
@@ -114,9 +121,13 @@ struct pyu_error *pyu_signature_compute(const struct pyu_stacks *s, int32_t thre
 static void json_crash(struct pyu_strbuf *sb, const struct pyu_stacks *s, int32_t thread)
 {
 	struct pyu_crash crash;
-	bool core = s->target && pyu_target_crash(s->target, &crash);
+	bool dumped = s->target && pyu_target_crash(s->target, &crash);
+	bool core = dumped && pyu_crash_is_crash(&crash); // the signal fields: a crash's only
 	const struct pyu_thread_info *th = thread >= 0 ? &s->threads[thread] : NULL;
-	pyu_strbuf_puts(sb, "\"crash\": {\"native_thread_id\": ");
+	pyu_strbuf_printf(sb, "\"crash\": {\"crashed\": %s, \"written_by\": %s, ",
+			  core ? "true" : "false",
+			  !dumped ? "null" : crash.by_debugger ? "\"debugger\"" : "\"kernel\"");
+	pyu_strbuf_puts(sb, "\"native_thread_id\": ");
 	if (core && crash.tid > 0)
 		pyu_strbuf_printf(sb, "%" PRId64, crash.tid);
 	else if (th && th->native_thread_id >= 0)

@@ -32,6 +32,9 @@ class GdbView(core.DebuggerView):
         inf = self.inferior
         return (inf.num, inf.pid, _state.generation)
 
+    def memory_generation(self):
+        return _state.memory
+
     def _connection_type(self):
         conn = getattr(self.inferior, "connection", None)
         return conn.type if conn is not None else None
@@ -238,10 +241,14 @@ def _native_frames(thread, libraries):
 class _State(object):
     def __init__(self):
         self.generation = 0
+        self.memory = 0  # gdb wrote memory (memory_changed) at the same stop
         self.session = core.Session(_HERE)
 
     def bump(self, *_args):
         self.generation += 1
+
+    def bump_memory(self, *_args):
+        self.memory += 1
 
 
 def _make_command(name):
@@ -332,7 +339,7 @@ except NameError:
                 "new_inferior", "new_thread"):
         _registry = getattr(gdb.events, _ev, None)
         if _registry is not None:
-            _registry.connect(_state.bump)
+            _registry.connect(_state.bump_memory if _ev == "memory_changed" else _state.bump)
 
 for _name in sorted(core.HELP):
     _make_command(_name)()

@@ -94,6 +94,12 @@ class LldbView(core.DebuggerView):
             return None
         return (p.GetUniqueID(), p.GetProcessID(), p.GetStopID())
 
+    def writes_unseen(self):
+        # `memory write`, `expression` and scripts write a live process without a new stop
+        # id and without an event; a core cannot be written.
+        p = self.process
+        return p is not None and p.IsValid() and p.GetPluginName() != "elf-core"
+
     def target_openers(self, lib):
         p = self.process
         forced = os.environ.get("PYUNWIND_READS") == "debugger"

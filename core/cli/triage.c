@@ -38,6 +38,7 @@ static const char triage_usage[] =
 	"Reads every core file given (directories are searched for ELF cores and gzip, zstd\n"
 	"or xz compressed ones, systemd-coredump's included) and groups the crashes by\n"
 	"signature: a hash of the crashing thread's Python functions and file names.\n"
+	"Cores a debugger wrote (gdb's gcore) record no crash: they are grouped apart.\n"
 	"\n"
 	"  --json             one JSON document per core (JSON Lines) instead of the table\n"
 	"  -j, --jobs N       read N cores at once (default: the number of CPUs)\n"
@@ -51,7 +52,8 @@ struct result {
 	char *message;       // error message when !ok
 	char *json;          // the document (ok or not), one line
 	char version[32];
-	int32_t signal;
+	int32_t signal;      // of a crash; 0 for none
+	bool no_crash;       // a core a debugger wrote, or one whose signal is no crash
 	struct pyu_signature sig;
 };
 
@@ -243,7 +245,9 @@ static void triage_one(const struct run *r, const char *path, struct result *res
 		res->ok = true;
 		snprintf(res->version, sizeof(res->version), "%s", s->version);
 		struct pyu_crash crash;
-		res->signal = pyu_target_crash(t, &crash) ? crash.signal : 0;
+		bool crashed = pyu_target_crash(t, &crash) && pyu_crash_is_crash(&crash);
+		res->signal = crashed ? crash.signal : 0;
+		res->no_crash = !crashed;
 	} else {
 		fail_result(res, err, t);
 		if (r->json)
@@ -314,11 +318,14 @@ static void *worker(void *arg)
 struct group {
 	uint64_t hash;
 	size_t first, count; // first: index of the example core
+	bool no_crash;       // cores without a crash group apart from crashes, listed after them
 };
 
 static int compare_groups(const void *a, const void *b)
 {
 	const struct group *x = a, *y = b;
+	if (x->no_crash != y->no_crash)
+		return x->no_crash ? 1 : -1;
 	if (x->count != y->count)
 		return x->count > y->count ? -1 : 1;
 	return x->first < y->first ? -1 : x->first > y->first;
@@ -327,6 +334,8 @@ static int compare_groups(const void *a, const void *b)
 static int compare_hash(const void *a, const void *b)
 {
 	const struct group *x = a, *y = b;
+	if (x->no_crash != y->no_crash)
+		return x->no_crash ? 1 : -1;
 	if (x->hash != y->hash)
 		return x->hash < y->hash ? -1 : 1;
 	return x->first < y->first ? -1 : x->first > y->first;
@@ -358,28 +367,37 @@ static bool print_table(const struct run *r)
 	struct group *g = ok ? calloc(ok, sizeof(*g)) : NULL;
 	if (ok && !g)
 		return false;
-	// Sort (hash, first) pairs, then merge equal hashes into groups.
-	size_t n = 0;
+	// Sort (no crash, hash, first) triples, then merge equal ones into groups.
+	size_t n = 0, no_crash = 0;
 	for (size_t i = 0; i < r->count; i++)
-		if (r->results[i].ok)
-			g[n++] = (struct group){r->results[i].sig.hash, i, 1};
+		if (r->results[i].ok) {
+			g[n++] = (struct group){r->results[i].sig.hash, i, 1, r->results[i].no_crash};
+			no_crash += r->results[i].no_crash;
+		}
 	if (n)
 		qsort(g, n, sizeof(*g), compare_hash);
 	for (size_t i = 0; i < n; i++) {
-		if (groups && g[groups - 1].hash == g[i].hash)
+		if (groups && g[groups - 1].hash == g[i].hash &&
+		    g[groups - 1].no_crash == g[i].no_crash)
 			g[groups - 1].count++;
 		else
 			g[groups++] = g[i];
 	}
 	if (groups)
 		qsort(g, groups, sizeof(*g), compare_groups);
-	printf("%zu core%s: %zu read in %zu signature group%s, %zu failed\n", r->count,
+	printf("%zu core%s: %zu read in %zu signature group%s, %zu failed", r->count,
 	       r->count == 1 ? "" : "s", ok, groups, groups == 1 ? "" : "s", r->count - ok);
-	if (groups) {
-		printf("\n" ROW "%-*s  EXAMPLE\n", "COUNT", "SIGNATURE", "SIGNAL", "PYTHON",
-		       FRAME_COLUMN, "TOP FRAMES (innermost first)");
-	}
+	if (no_crash)
+		printf("; %zu with no crash (written by a debugger)", no_crash);
+	putchar('\n');
 	for (size_t k = 0; k < groups; k++) {
+		if (k == 0 || g[k].no_crash != g[k - 1].no_crash) {
+			if (g[k].no_crash)
+				printf("\nNo crash: cores a debugger wrote (gdb's gcore), by the stack "
+				       "of the thread holding the GIL, else the first thread:\n");
+			printf("\n" ROW "%-*s  EXAMPLE\n", "COUNT", "SIGNATURE", "SIGNAL", "PYTHON",
+			       FRAME_COLUMN, "TOP FRAMES (innermost first)");
+		}
 		const struct result *ex = &r->results[g[k].first];
 		const char *sig = pyu_signal_name(ex->signal);
 		char signum[16];
@@ -391,7 +409,7 @@ static bool print_table(const struct run *r)
 		char count[32], hash[32];
 		snprintf(count, sizeof(count), "%zu", g[k].count);
 		snprintf(hash, sizeof(hash), "%016" PRIx64, g[k].hash);
-		printf(ROW, count, hash, sig ? sig : "-", ex->version);
+		printf(ROW, count, hash, sig ? sig : g[k].no_crash ? "none" : "-", ex->version);
 		print_cell(shown ? ex->sig.frames[0] : "(no Python frames)", FRAME_COLUMN, true);
 		printf("  %s\n", r->paths[g[k].first]);
 		for (uint32_t i = 1; i < shown; i++) {

@@ -123,6 +123,16 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, con
 PYU_PUBLIC struct pyu_error *pyu_target_set_cwd(struct pyu_target *t, const char *dir);
 PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t);
 
+// Memory a debugger wrote while the target stood still (lldb's `memory write`, `expression`,
+// a script's SBProcess.WriteMemory: lldb's stop id does not change): after
+// pyu_target_track_reads(@t), every read that reaches the backend is remembered (where, how
+// long, a hash of the bytes; at most 65,536 reads and 256 MiB), and
+// pyu_target_memory_changed() reads all of it again and sets *@ret to 1 when any byte differs
+// or is no longer readable (or more was read than is remembered), else 0. A snapshot taken
+// from @t is stale when it says 1. Call track_reads before the first read.
+PYU_PUBLIC void pyu_target_track_reads(struct pyu_target *t);
+PYU_PUBLIC struct pyu_error *pyu_target_memory_changed(struct pyu_target *t, uint32_t *ret);
+
 // Counters for `make bench`: reads that reached the backend (process, core file or callback)
 // and reads answered by the page cache.
 PYU_PUBLIC uint64_t pyu_target_backend_reads(const struct pyu_target *t);

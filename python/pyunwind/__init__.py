@@ -356,7 +356,9 @@ class Thread:
 class Crash:
     """How the process of a core ended: the crashing thread (``python_thread`` False when it
     runs no Python code), the signal (None when the core records none, as in a gcore), its
-    si_code and the fault address of SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP."""
+    si_code and the fault address of SIGSEGV/SIGBUS/SIGILL/SIGFPE/SIGTRAP. ``crashed`` is False
+    and ``written_by`` ``"debugger"`` for a core a debugger wrote (gdb's gcore): no crash, no
+    signal, and the thread is the one holding the GIL (else the one the core names first)."""
     native_thread_id: Optional[int]
     thread_id: Optional[int]
     python_thread: bool
@@ -364,12 +366,14 @@ class Crash:
     signal_name: Optional[str]
     signal_code: Optional[int]
     fault_address: Optional[int]
+    crashed: bool = True
+    written_by: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Crash":
         return cls(d.get("native_thread_id"), d.get("thread_id"), d.get("python_thread", False),
                    d.get("signal"), d.get("signal_name"), d.get("signal_code"),
-                   _address(d.get("fault_address")))
+                   _address(d.get("fault_address")), d.get("crashed", True), d.get("written_by"))
 
 
 @dataclass(frozen=True)

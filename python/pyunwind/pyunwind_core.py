@@ -116,6 +116,8 @@ class Library(object):
             "pyu_target_destroy": (None, [P]),
             "pyu_target_backend_reads": (ctypes.c_uint64, [P]),
             "pyu_target_cached_reads": (ctypes.c_uint64, [P]),
+            "pyu_target_track_reads": (None, [P]),
+            "pyu_target_memory_changed": (P, [P, ctypes.POINTER(ctypes.c_uint32)]),
             "pyu_stacks_collect": (P, [P, PP]),
             "pyu_stacks_destroy": (None, [P]),
             "pyu_stacks_thread_count": (ctypes.c_uint32, [P]),
@@ -266,6 +268,18 @@ class Target(_Handle):
         self.lib.check(self.lib.lib.pyu_target_set_cwd(self.handle, directory.encode()))
         return self
 
+    def track_reads(self):
+        """Remember what is read from here on, for memory_changed()."""
+        self.lib.lib.pyu_target_track_reads(self.handle)
+        return self
+
+    def memory_changed(self):
+        """Whether any byte read since track_reads() now reads differently."""
+        changed = ctypes.c_uint32()
+        self.lib.check(self.lib.lib.pyu_target_memory_changed(self.handle,
+                                                             ctypes.byref(changed)))
+        return bool(changed.value)
+
     def reads(self):
         return (self.lib.lib.pyu_target_backend_reads(self.handle),
                 self.lib.lib.pyu_target_cached_reads(self.handle))
@@ -367,6 +381,16 @@ class DebuggerView(object):
         """A value that changes whenever the target ran (stop id, or None if unknown)."""
         raise NotImplementedError
 
+    def memory_generation(self):
+        """A value that changes whenever the debugger wrote the target's memory at the same
+        stop, as far as the debugger tells (gdb's memory_changed event); 0 if it never does."""
+        return 0
+
+    def writes_unseen(self):
+        """True when the debugger can write the target's memory without stop_key() changing
+        or telling us (lldb): a snapshot is then checked against memory before each reuse."""
+        return False
+
     def target_openers(self, lib):
         """Ways to open the current inferior, best first: (description, callable returning
         a Target or raising PyunwindError)."""
@@ -424,6 +448,7 @@ class Session(object):
     def __init__(self, adapter_dir):
         self.adapter_dir = adapter_dir
         self._key = None
+        self._memory = 0  # the view's memory_generation() the snapshot was taken at
         self._target = None
         self._stacks = None
         self._selected = {}  # thread index -> selected Python frame number
@@ -445,11 +470,20 @@ class Session(object):
         self._task = None
         self._native = set()
 
-    def stacks(self, view):
+    def stacks(self, view, check_memory=True):
         view.require_process()
         key = view.stop_key()
+        keep_selection = None
+        memory = view.memory_generation()
         if self._stacks is not None and key is not None and key == self._key:
-            return self._stacks
+            # A write the debugger reports (gdb) changes the memory generation; one it does
+            # not (lldb's `memory write`, `expression`) leaves the stop id, and the snapshot
+            # goes when a byte it read reads differently. Either way the Python frames each
+            # thread has selected stay: the process did not run.
+            if memory == self._memory and not (check_memory and view.writes_unseen() and
+                                               self._target_changed()):
+                return self._stacks
+            keep_selection = self._selected
         if key is not None and self._failed is not None and self._failed[0] == key:
             raise PyunwindError(self._failed[1])  # asked again at the same stop (lldb's
             # frame-format hook asks for every frame): the answer has not changed
@@ -469,6 +503,8 @@ class Session(object):
                 errors.append((how, str(e)))
                 continue
             try:
+                if view.writes_unseen():
+                    target.track_reads()
                 stacks = Stacks(target)
             except PyunwindError as e:
                 target.close()
@@ -477,6 +513,9 @@ class Session(object):
             self._target, self._stacks, self._key = target, stacks, key
             if self._cwd:
                 target.set_cwd(self._cwd)
+            self._memory = memory
+            if keep_selection:
+                self._selected = keep_selection
             return stacks
         if not errors:
             raise PyunwindError("no way to read this target")
@@ -486,6 +525,12 @@ class Session(object):
                 msg += " (%s: %s)" % (how, e)
         self._failed = (key, msg)
         raise PyunwindError(msg)
+
+    def _target_changed(self):
+        try:
+            return self._target.memory_changed()
+        except PyunwindError:
+            return True  # cannot tell: read it again
 
     def native(self, view, stacks, threads):
         """Hands the core the debugger's native frames of snapshot threads @threads (indexes;
@@ -506,7 +551,9 @@ class Session(object):
     def native_text(self, view, level, tid=None, pthread_id=0):
         """The Python frames native frame @level of thread @tid (default: the selected one)
         runs, as "File ..., line N, in NAME" lines innermost first ("" if none)."""
-        stacks = self.stacks(view)
+        # The frame-format hook runs once per native frame of a `bt`: the memory is checked
+        # by the commands, not at every frame.
+        stacks = self.stacks(view, check_memory=False)
         if tid is None:
             thread = self._thread(view, stacks)
         else:
@@ -767,7 +814,8 @@ Usage: py-bt [--all] [--json] [--limit N] [--no-source] [--locals] [--cwd DIR]
   --native     the native frames too, each Python frame inside the native frame that runs
                it; the interpreter's own frames (eval loop, call helpers) hidden
   --native-all the same with every native frame
-  --json       the machine-readable JSON document (schema in pyunwind's README), nothing else
+  --json       the machine-readable JSON document (schema in pyunwind's doc/json.md), nothing
+               else
   --limit N    at most N frames per thread
   --no-source  leave out the source lines
   --locals     each frame's locals (name = repr), each thread's name and the exception it
@@ -801,7 +849,7 @@ on it, and its stack: the coroutines it awaits, innermost first (the running tas
 thread's frames). Nothing in the target runs.
   --all        the tasks of every event loop of every thread
   --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
-  --json       the machine-readable JSON document (schema in pyunwind's README)
+  --json       the machine-readable JSON document (schema in pyunwind's doc/asyncio.md)
   --no-source  leave out the source lines
   --locals     each coroutine frame's locals (name = repr)""",
     "py-task": """Select an asyncio task's coroutine stack for the frame commands.

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from harness import (Target, HarnessError, compare, interpreters, run_cases,  # noqa: E402
@@ -555,6 +556,60 @@ def check_gdbserver(py):
                 raise AssertionError("via gdbserver:\n  " + "\n  ".join(problems))
 
 
+def check_memory_write(py, debugger):
+    """Memory the debugger writes while the process stands still: the commands show the new
+    value at once, through every write path (lldb keeps its stop id: `memory write`, an
+    `expression`, a script's SBProcess.WriteMemory; gdb: `set var`, `print` of an assignment,
+    gdb.Inferior.write_memory), keep the Python frame selected before the write, and the
+    target's own repr of the value, once it runs, is the last one shown."""
+    what = "%s memory write" % debugger
+    with Target(py, "memwrite") as t:
+        addr, old = t.truth["digit_address"], t.truth["x"]
+        new = (54321, 777, 4242)
+        if debugger == "lldb":
+            writes = ["memory write -s 4 0x%x 0x%x" % (addr, new[0]),
+                      "expression -- *(unsigned int *)0x%x = %d" % (addr, new[1]),
+                      "script lldb.process.WriteMemory(0x%x, (%d).to_bytes(4, 'little'), "
+                      "lldb.SBError())" % (addr, new[2])]
+        else:
+            writes = ["set var *(unsigned int *)0x%x = %d" % (addr, new[0]),
+                      "print *(unsigned int *)0x%x = %d" % (addr, new[1]),
+                      "python gdb.selected_inferior().write_memory(0x%x, (%d).to_bytes(4, "
+                      "'little'))" % (addr, new[2])]
+        cmds = ["py-print x", "py-up", writes[0], "py-line", "py-down", "py-print x",
+                writes[1], "py-locals", writes[2], "py-bt --locals --json"]
+        rc, outs, err = run_debugger(debugger, ["-p", str(t.pid)], cmds)
+        no_traceback(what, err, *outs)
+        problems = []
+        if "local 'x' = %d" % old not in outs[0]:
+            problems.append("before any write: %r" % outs[0])
+        if not outs[3].lstrip().startswith("#1 "):
+            problems.append("the frame selected before the write (#1) is lost: %r" % outs[3])
+        if "local 'x' = %d" % new[0] not in outs[5]:
+            problems.append("after `%s`: py-print x says %r" % (writes[0], outs[5]))
+        if not re.search(r"(?m)^x = %d$" % new[1], outs[7]):
+            problems.append("after `%s`: py-locals says %r" % (writes[1], outs[7]))
+        doc = parse_json(outs[9], what + " py-bt --locals --json")
+        got = [l["repr"] for th in doc["threads"] for f in th["frames"]
+               for l in f.get("locals") or [] if l["name"] == "x" and f["function"] == "park"]
+        if got != [str(new[2])]:
+            problems.append("after the script's write: py-bt --locals --json has x = %r" % got)
+        seen = os.path.join(t.workdir, "seen.txt")
+        deadline = time.time() + 60
+        while not os.path.exists(seen) and time.time() < deadline:
+            time.sleep(0.05)
+        if not os.path.exists(seen):
+            problems.append("the target never saw x change (detached and running?)")
+        else:
+            with open(seen) as f:
+                own = f.read()
+            if own != str(new[2]):
+                problems.append("the target's own repr(x) is %r, the last shown %d" % (own,
+                                                                                      new[2]))
+        if problems:
+            raise AssertionError("%s:\n%s\n%s" % (what, "\n".join(problems), err[-1500:]))
+
+
 def check_lldb_debugger_reads(py):
     with Target(py, "scenario") as t:
         check_stacks("lldb", "live", t, env={"PYUNWIND_READS": "debugger"})
@@ -595,6 +650,11 @@ def cases():
         for py in ref:
             out.append(("%s error truncated-core %s" % (dbg, py.label),
                         (lambda p, d: lambda: check_truncated_core(p, d))(py, dbg)))
+    for py in [p for p in pys if p.label in ("pyenv-3.9", "sid-3.14d")] or \
+            [p for p in pys if p.version.startswith("3")][:1]:
+        for dbg in ("gdb", "lldb"):
+            out.append(("%s memory-write %s" % (dbg, py.label),
+                        (lambda p, d: lambda: check_memory_write(p, d))(py, dbg)))
     for py in ref:
         out.append(("gdb gdbserver %s" % py.label, (lambda p: lambda: check_gdbserver(p))(py)))
         out.append(("lldb debugger-reads %s" % py.label,

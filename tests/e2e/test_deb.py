@@ -4,8 +4,10 @@
 # HOME, so no init file of ours, and without -nx, so gdb reads its system gdbinit directory as
 # it does for users - gdb against a live Python process and a kernel crash core has py-bt;
 # lldb gets the commands from the documented one-line import; Debian's python3 imports
-# pyunwind; the man page and the CLI are there. The package is removed (purged) at the end and
-# gdb has no py-bt any more. Runs as root or with password-less sudo; one run at a time.
+# pyunwind; the man page and the CLI are there. `make deb` also builds from a source tarball
+# (`git archive` of HEAD) the same package. The package is removed (`dpkg -r`, which keeps the
+# gdbinit.d conffile) and gdb starts silently without py-bt, then purged and nothing is left.
+# Runs as root or with password-less sudo; one run at a time.
 #
 #   tests/e2e/test_deb.py     (make test-deb)
 import fcntl
@@ -78,6 +80,30 @@ def main():
         state["deb"] = os.path.join(REPO, out.strip().splitlines()[-1])
         assert os.path.exists(state["deb"]), "no package at %s" % state["deb"]
 
+    def build_from_archive():
+        src = os.path.join(WORK, "src")
+        os.makedirs(src)
+        archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=REPO,
+                                 capture_output=True, timeout=120, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, capture_output=True,
+                       timeout=120, check=True)
+        assert not os.path.exists(os.path.join(src, ".git")), "the archive has a .git"
+        rc, out, err = run(["make", "--no-print-directory", "-s", "deb"], timeout=900,
+                           cwd=src, env=os.environ)
+        assert rc == 0, "make deb from git archive: status %d\n%s%s" % (rc, out[-3000:],
+                                                                      err[-3000:])
+        deb = os.path.join(src, out.strip().splitlines()[-1])
+        assert os.path.exists(deb), "no package at %s" % deb
+
+        def names(path):
+            listing = subprocess.run(["dpkg-deb", "-c", path], capture_output=True, timeout=60,
+                                     check=True).stdout.decode()
+            return set(line.split()[5] for line in listing.splitlines())
+        if "deb" in state:
+            a, b = names(state["deb"]), names(deb)
+            assert a == b, "the tarball's package differs from the checkout's: only in the " \
+                "checkout's %s, only in the tarball's %s" % (sorted(a - b), sorted(b - a))
+
     def install():
         if installed():  # left over by an interrupted run
             run(SUDO + ["dpkg", "--purge", "pyunwind"], env=os.environ)
@@ -135,12 +161,38 @@ def main():
         rc, out, err = run(["man", "-w", "pyunwind"])
         assert rc == 0 and out.strip() == "/usr/share/man/man1/pyunwind.1.gz", (rc, out, err)
 
+    def gdb_silent():
+        rc, out, err = gdb([], [])
+        assert rc == 0 and err == "" and out == "", \
+            "gdb -batch: status %d, stdout %r, stderr %r" % (rc, out, err)
+        rc, out, err = gdb([], ["help py-bt"])
+        assert rc == 0 and "Undefined command" not in out + err, \
+            "gdb does not know py-bt:\n%s%s" % (out, err)
+
     def remove():
+        rc, out, err = run(SUDO + ["dpkg", "--remove", "pyunwind"], env=os.environ)
+        assert rc == 0 and not installed(), "dpkg --remove: %s%s" % (out, err)
+        for p in ("/usr/bin/pyunwind", "/usr/share/pyunwind", "/usr/lib/pyunwind"):
+            assert not os.path.exists(p), "%s is still there after dpkg --remove" % p
+        # The conffile stays until a purge: the case a removed package must survive.
+        assert os.path.exists("/etc/gdb/gdbinit.d/pyunwind.gdb"), \
+            "dpkg --remove took the conffile: the removed-not-purged state is not tested"
+        rc, out, err = gdb([], [])
+        assert rc == 0 and err == "" and out == "", \
+            "gdb -batch after dpkg --remove: status %d, stdout %r, stderr %r" % (rc, out, err)
+        rc, out, err = gdb([], ["help py-bt"])
+        assert "Undefined command" in out + err, \
+            "gdb still knows py-bt after dpkg --remove:\n%s%s" % (out, err)
+
+    def purge():
         rc, out, err = run(SUDO + ["dpkg", "--purge", "pyunwind"], env=os.environ)
         assert rc == 0 and not installed(), "dpkg --purge: %s%s" % (out, err)
         for p in ("/usr/bin/pyunwind", "/etc/gdb/gdbinit.d/pyunwind.gdb", "/usr/share/pyunwind",
                   "/usr/lib/pyunwind"):
             assert not os.path.exists(p), "%s is still there" % p
+        rc, out, err = gdb([], [])
+        assert rc == 0 and err == "" and out == "", \
+            "gdb -batch after dpkg --purge: status %d, stdout %r, stderr %r" % (rc, out, err)
         rc, out, err = gdb([], ["help py-bt"])
         assert "Undefined command" in out + err, "gdb still knows py-bt:\n%s%s" % (out, err)
 
@@ -154,8 +206,11 @@ def main():
                 check("deb: lldb, the one-line command script import", lldb_core)
                 check("deb: python3 -c 'import pyunwind'", python_module)
                 check("deb: /usr/bin/pyunwind and man pyunwind", cli_and_man)
+                check("deb: gdb starts silently with the package installed", gdb_silent)
             finally:
-                check("deb: dpkg --purge leaves nothing", remove)
+                check("deb: dpkg --remove: gdb starts silently, no py-bt", remove)
+                check("deb: dpkg --purge leaves nothing", purge)
+        check("deb: make deb from a source tarball (git archive HEAD)", build_from_archive)
     shutil.rmtree(WORK, ignore_errors=True)
     print("test-deb: %d passed, %d failed" % tuple(results))
     return 1 if results[1] else 0

@@ -5,7 +5,9 @@
 # the signature recomputed here from the truth by the documented rule); then a directory of
 # those cores with compressed (systemd-coredump-style) copies, a truncated one, a core of a
 # program that is not Python and a file that is no core: JSON Lines, the text table, worker
-# counts, progress only on a terminal, exit status, usage errors.
+# counts, progress only on a terminal, exit status, usage errors. Cores no crash wrote: gdb's
+# gcore of the running scenario and of it stopped by SIGSTOP say no crash and group apart from
+# a kernel core of the same stopped process ended by SIGABRT, which is a crash.
 #
 #   tests/e2e/test_triage.py [-j N] [FILTER...]     (make test-triage)
 #
@@ -353,6 +355,102 @@ def case_exception(py):
     return run_case
 
 
+def kernel_core_of_stopped(t):
+    """Stops target @t with SIGSTOP, queues SIGABRT, lets it go on: the kernel dumps the
+    process a signal ended after a stop. Returns the core's path."""
+    os.kill(t.pid, signal.SIGSTOP)
+    os.kill(t.pid, signal.SIGABRT)
+    os.kill(t.pid, signal.SIGCONT)
+    try:
+        rc = t.proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the stopped target did not die of SIGABRT")
+    assert rc == -signal.SIGABRT, "the target ended with status %s, not SIGABRT" % rc
+    deadline, last = time.time() + 30, None
+    while time.time() < deadline:
+        for n in ("core", "core.%d" % t.pid):
+            p = os.path.join(t.workdir, n)
+            if os.path.exists(p):
+                size = os.path.getsize(p)
+                if size > 0 and size == last:
+                    return p
+                last = size
+        time.sleep(0.1)
+    raise AssertionError("no kernel core of the SIGABRT'd target in %s (core_pattern %r)"
+                         % (t.workdir, open("/proc/sys/kernel/core_pattern").read().strip()))
+
+
+def case_debugger_cores(py):
+    """gdb's gcore of a running process and of one stopped by SIGSTOP record the stop of the
+    attach (SIGSTOP, si_code SI_KERNEL), not a crash: triage says no crash, written by a
+    debugger, no signal, the stack of a thread the target reports; bt shows no thread with a
+    signal. A kernel core of that process, stopped and then ended by SIGABRT, is a crash.
+    The text table lists the gcores in their own section, never in a group with a crash."""
+    def run_case():
+        d = tempfile.mkdtemp(dir=WORK)
+        with Target(py, "scenario") as t:
+            running = os.path.join(d, "gcore.running")
+            shutil.move(t.gcore(), running)
+            os.kill(t.pid, signal.SIGSTOP)
+            try:
+                stopped = os.path.join(d, "gcore.stopped")
+                shutil.move(t.gcore(), stopped)
+            finally:
+                os.kill(t.pid, signal.SIGCONT)
+            truth = t.truth
+            kernel = os.path.join(d, "core.sigabrt")
+            shutil.move(kernel_core_of_stopped(t), kernel)
+        rc, out, err = triage("--json", running, stopped, kernel)
+        assert rc == 0, "status %d: %s" % (rc, err)
+        docs = json_lines(out)
+        assert [x.get("path") for x in docs] == [running, stopped, kernel], out
+        by_id = dict((th["thread_id"], th) for th in truth["threads"])
+        for doc in docs[:2]:
+            crash = doc.get("crash", {})
+            want = {"crashed": False, "written_by": "debugger", "signal": None,
+                    "signal_name": None, "signal_code": None, "fault_address": None,
+                    "python_thread": True}
+            bad = ["crash.%s is %r, want %r" % (k, crash.get(k), v) for k, v in want.items()
+                   if crash.get(k) != v]
+            th = by_id.get(crash.get("thread_id"))
+            if th is None:
+                bad.append("crash.thread_id %r is no thread of the target" % crash.get("thread_id"))
+            else:
+                bad += compare({"threads": [th]}, {"threads": [
+                    {"thread_id": th["thread_id"], "frames": doc["frames"]}]}, fields=FIELDS)
+                sig, entries = expected_signature(th["frames"])
+                if (doc.get("signature"), doc.get("signature_frames")) != (sig, entries):
+                    bad.append("signature %r %r, want %r %r" % (
+                        doc.get("signature"), doc.get("signature_frames"), sig, entries))
+            assert not bad, "%s:\n%s" % (doc["path"], "\n".join(bad[:12]))
+            bt = json.loads(subprocess.check_output([CLI, "bt", "--json", doc["path"]],
+                                                    timeout=300))
+            signalled = [(x["thread_id"], x.get("activity", x).get("signal"))
+                         for x in bt["threads"] if x.get("activity", x).get("signal")]
+            assert not signalled, "%s: bt shows threads with a signal: %r" % (doc["path"],
+                                                                          signalled)
+        crash = docs[2].get("crash", {})
+        want = {"crashed": True, "written_by": "kernel", "signal": signal.SIGABRT,
+                "signal_name": "SIGABRT", "fault_address": None}
+        bad = ["crash.%s is %r, want %r" % (k, crash.get(k), v) for k, v in want.items()
+               if crash.get(k) != v]
+        assert not bad, "%s:\n%s" % (kernel, "\n".join(bad))
+        rc, out, err = triage(running, stopped, kernel)
+        assert rc == 0, "status %d: %s" % (rc, err)
+        lines = out.splitlines()
+        assert lines[0].endswith("; 2 with no crash (written by a debugger)"), lines[0]
+        split = [i for i, l in enumerate(lines) if l.startswith("No crash:")]
+        assert len(split) == 1, "no single 'No crash:' section:\n%s" % out
+        crashes = [l for l in lines[:split[0]] if l[:7].strip().isdigit()]
+        quiet = [l for l in lines[split[0]:] if l[:7].strip().isdigit()]
+        assert len(crashes) == 1 and crashes[0].split()[2] == "SIGABRT" and \
+            crashes[0].split()[-1] == kernel, "the crash rows:\n%s" % out
+        assert quiet and all(l.split()[2] == "none" for l in quiet) and \
+            sum(int(l.split()[0]) for l in quiet) == 2 and \
+            set(l.split()[-1] for l in quiet) <= {running, stopped}, "the no-crash rows:\n%s" % out
+    return run_case
+
+
 def case_usage():
     for args, what in ((["-j", "0", "x"], "-j 0"), ([], "no argument"),
                        (["--bogus", "x"], "unknown option"), (["--path-map", "x"], "bad map")):
@@ -389,6 +487,11 @@ def main():
     py3 = [py for py in pys if py.version.split(".")[0] == "3"]
     if py3:
         cases.append(("triage exception being handled " + py3[-1].label, case_exception(py3[-1])))
+        cases.append(("triage debugger cores: no crash " + py3[-1].label,
+                      case_debugger_cores(py3[-1])))
+    if pys and (not py3 or pys[0] is not py3[-1]):
+        cases.append(("triage debugger cores: no crash " + pys[0].label,
+                      case_debugger_cores(pys[0])))
     cases.append(("triage usage and missing files", case_usage))
     try:
         return run_cases(cases, prefix="test-triage")

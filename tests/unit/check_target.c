@@ -197,6 +197,47 @@ static struct pyu_target *open_big(uint64_t (*read)(void *, uint64_t, void *, ui
 	return t;
 }
 
+// pyu_target_memory_changed(): a byte written after it was read is seen, through the cache, an
+// evicted page and a direct read alike; a byte never read, or written back, is no change.
+START_TEST(test_memory_changed)
+{
+	struct pyu_target *t = open_big(big_read, 7);
+	uint32_t changed = 7;
+	struct pyu_error *err = pyu_target_memory_changed(t, &changed);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_ARGUMENT); // not tracking
+	pyu_error_destroy(err);
+	ck_assert_uint_eq(changed, 7);
+	pyu_target_track_reads(t);
+	unsigned char buf[16];
+	ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + 100, buf, sizeof(buf)));
+	// More pages than the cache holds: the first one read is evicted.
+	for (size_t off = 4096; off + 8 <= sizeof(big); off += 4096)
+		ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + off, buf, 8));
+	size_t n = 80 * 4096; // a direct read, past the cache
+	unsigned char *whole = malloc(n);
+	ck_assert_ptr_nonnull(whole);
+	ck_assert_ptr_null(pyu_target_read(t, BIG_BASE + 8192 + 3, whole, n));
+	free(whole);
+	ck_assert_ptr_null(pyu_target_memory_changed(t, &changed));
+	ck_assert_uint_eq(changed, 0);
+	size_t spots[] = {105, 8192 + 3 + 1000, sizeof(big) - 4096 + 2};
+	for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+		big[spots[i]] ^= 0x5a;
+		ck_assert_ptr_null(pyu_target_memory_changed(t, &changed));
+		ck_assert_msg(changed == 1, "a write at offset %zu is not seen", spots[i]);
+		big[spots[i]] ^= 0x5a;
+		ck_assert_ptr_null(pyu_target_memory_changed(t, &changed));
+		ck_assert_uint_eq(changed, 0);
+	}
+	pyu_target_track_reads(t); // starts over: nothing read since
+	big[105] ^= 0x5a;
+	ck_assert_ptr_null(pyu_target_memory_changed(t, &changed));
+	ck_assert_uint_eq(changed, 0);
+	big[105] ^= 0x5a;
+	pyu_target_destroy(t);
+}
+END_TEST
+
 START_TEST(test_cache_many_pages)
 {
 	struct pyu_target *t = open_big(big_read, 13);
@@ -1155,6 +1196,7 @@ static Suite *target_suite(void)
 	tcase_add_test(tc, test_callback_failing);
 	tcase_add_test(tc, test_cache_counters);
 	tcase_add_test(tc, test_cache_many_pages);
+	tcase_add_test(tc, test_memory_changed);
 	tcase_add_test(tc, test_all_or_nothing_callback);
 	tcase_add_test(tc, test_span_prefetch);
 	tcase_add_test(tc, test_sector_reads);
