@@ -122,4 +122,14 @@ struct pyu_error *pyu_set_foreach(struct pyu_values *v, uint64_t set,
 struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 				       bool (*visit)(void *arg, uint64_t item), void *arg);
 
+// The name of the type at @type as the heap census shows it: f"{__module__}.{__qualname__}"
+// with the builtins module left out ("int", "collections.OrderedDict", "app.Cache.Entry";
+// 2.7: __name__), escaped like any target text, malloc'd. On error, *ret is unchanged.
+struct pyu_error *pyu_value_type_qualname(struct pyu_values *v, uint64_t type, char **ret);
+
+// tp_name of the static (non-heap) type at @type ("list", "collections.deque"), malloc'd; a
+// builtin type learnt by address gives the name it was found under when tp_name cannot be
+// read. On error, *ret is unchanged.
+struct pyu_error *pyu_value_static_type_name(struct pyu_values *v, uint64_t type, char **ret);
+
 #endif

@@ -6,7 +6,7 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -135,6 +135,7 @@ class Library(object):
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
             "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
+            "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -326,6 +327,9 @@ class Stacks(_Handle):
     def tasks(self, thread, flags):
         return self._text(self.lib.lib.pyu_format_tasks, thread, flags)
 
+    def heap(self, flags, top, min_size):
+        return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size)
+
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
                           path.encode("utf-8", "surrogateescape"), flags)
@@ -387,6 +391,21 @@ def _take_limit(words, i, limits):
 
 
 LIMITS_USAGE = "[--max-depth N] [--max-items N] [--max-chars N] [--max-digits N] [--max-repr N]"
+
+
+# Rows of py-heap's text form unless --top says otherwise (the CLI's default too).
+HEAP_TOP_DEFAULT = 25
+
+
+def _parse_size(text, what):
+    """A size as the CLI takes it: digits, optionally followed by K, M, G or T (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper()
+    digits = t.rstrip("KMGTB").rstrip()
+    unit = t[len(digits):].rstrip("B") if t[len(digits):] != "B" else ""
+    if not digits.isdigit() or unit not in units:
+        raise PyunwindError("%s needs a size (digits and K, M, G or T), got %r" % (what, text))
+    return int(digits) * units[unit]
 
 
 def _split(arg):
@@ -612,6 +631,30 @@ class Session(object):
         thread = -1 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         return stacks.tasks(thread, flags)
 
+    def py_heap(self, view, arg):
+        usage = "usage: py-heap [--json] [--top N] [--min-size SIZE]"
+        flags, top, min_size = 0, None, 0
+        words = _split(arg)
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in ("-j", "--json"):
+                flags |= PYU_FMT_JSON
+            elif w in ("--top", "--min-size") and i + 1 < len(words):
+                i += 1
+                if w == "--top":
+                    top = _parse_int(words[i], w)
+                    if top < 0:
+                        raise PyunwindError("--top must be 0 or more")
+                else:
+                    min_size = _parse_size(words[i], w)
+            else:
+                raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
+            i += 1
+        if top is None:
+            top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
+        return self.stacks(view).heap(flags, top, min_size)
+
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
         for w in _split(arg):
@@ -714,6 +757,15 @@ thread's frames). Nothing in the target runs.
   --tree       the await graph as a tree; a cycle of tasks awaiting each other is marked
   --json       the machine-readable JSON document (schema in pyunwind's README)
   --no-source  leave out the source lines""",
+    "py-heap": """Print what the target's objects are: a census by type, largest first.
+Usage: py-heap [--json] [--top N] [--min-size SIZE]
+Every object the collector tracks (each generation and the permanent one, of every
+interpreter), counted per type (module.qualname, builtins bare) with its bytes as
+sys.getsizeof() reports them; types whose __sizeof__ is their own are sized by tp_basicsize and
+marked so. Nothing in the target runs.
+  --top N          the N types with the most bytes (default 25; 0: every type)
+  --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
+  --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).
@@ -745,6 +797,8 @@ def run(session, view, name, arg):
         return session.py_print(view, arg)
     if name == "py-tasks":
         return session.py_tasks(view, arg)
+    if name == "py-heap":
+        return session.py_heap(view, arg)
     if name == "py-up":
         return session.py_move(view, arg, +1)
     if name == "py-down":

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+# test_heap - the heap census end to end: for every interpreter of the matrix, the heap target
+# (tests/targets/heap.py: a zoo of known instance counts, containers of known sizes, large
+# str/bytes/bytearray, big ints, reference cycles, objects held only by a generator, a
+# coroutine, a thread's local or a module global, the collector disabled) takes its own census
+# with gc.get_objects() and sys.getsizeof() at a quiescent moment; `pyunwind heap --json` must
+# find the same: per type the same count, and the same bytes for every type it says it sized as
+# getsizeof does - on the live process, a gdb core and a kernel crash core, from the CLI, gdb and
+# lldb. The text form names the zoo's classes, --top and --min-size cut rows, and damaged
+# collector lists (a ring link that points elsewhere) give counted errors, not a crash or hang.
+# One target per interpreter and kind of core.
+#
+#   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir))
+from harness import REPO, Target, run_cases, selected  # noqa: E402
+from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+# gdb and lldb read these live and from the gdb core (every interpreter: gdb on its kernel core).
+ADAPTER_PYTHONS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
+DAMAGE_PYTHONS = ("pyenv-2.7", "pyenv-3.11", "sid-3.15")
+DAMAGE_SECONDS = 20
+
+
+def cli(*args):
+    try:
+        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("pyunwind %s: no answer within 120s" % " ".join(map(str, args)))
+    if p.returncode != 0:
+        raise AssertionError("pyunwind %s: status %d: %s" % (" ".join(map(str, args)),
+                                                              p.returncode, p.stderr.decode()))
+    return p.stdout.decode("utf-8", "strict")
+
+
+def wait_parked(pid, timeout=60):
+    """Waits until the main thread of @pid blocks in a futex (the target parked on its lock
+    after writing the truth): until then its truth document may still be alive."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                if f.read().split()[0] == "202":
+                    return
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError("the target's main thread did not park within %ds" % timeout)
+
+
+def problems(truth, doc, limit=25):
+    out = []
+    want = truth["extra"]["types"]
+    got = dict((t["type"], t) for t in doc["types"])
+    for name in sorted(set(want) | set(got)):
+        w, g = want.get(name), got.get(name)
+        if g is None:
+            out.append("%s: missing (truth: %d objects)" % (name, w[0]))
+        elif w is None:
+            out.append("%s: %d objects the target does not have" % (name, g["count"]))
+        elif g["count"] != w[0]:
+            out.append("%s: %d objects, truth %d" % (name, g["count"], w[0]))
+        elif g["sized_by"] == "getsizeof" and g["bytes"] != w[1]:
+            out.append("%s: %d bytes, truth %d (%d objects)" % (name, g["bytes"], w[1], w[0]))
+    for k, n in truth["extra"]["zoo"].items():
+        t = got.get("__main__." + k)
+        if not t or t["count"] != n or t["sized_by"] != "getsizeof":
+            out.append("zoo class %s: %s, want %d sized by getsizeof" % (k, t, n))
+    if doc["objects"] != sum(t["count"] for t in doc["types"]) or \
+            doc["bytes"] != sum(t["bytes"] for t in doc["types"]):
+        out.append("totals %d objects, %d bytes are not the sums of the rows"
+                   % (doc["objects"], doc["bytes"]))
+    if doc["errors"] or doc["partial"]:
+        out.append("errors %s, partial %s" % (doc["errors"], doc["partial"]))
+    return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def check(truth, doc, what):
+    p = problems(truth, doc)
+    if p:
+        raise AssertionError("%s: %d mismatch(es):\n  %s" % (what, len(p), "\n  ".join(p)))
+    return len(doc["types"]), doc["objects"]
+
+
+def check_text(truth, target, what):
+    """The text form: the header counts every object; --top and --min-size cut the rows."""
+    want = sum(c for c, _ in truth["extra"]["types"].values())
+    text = cli("heap", "--top", "0", target)
+    if ("heap: %d objects" % want) not in text.splitlines()[0]:
+        raise AssertionError("%s: header %r, truth %d objects" % (what, text.splitlines()[0],
+                                                                  want))
+    for k in truth["extra"]["zoo"]:
+        if (" __main__." + k) not in text:
+            raise AssertionError("%s: text does not name __main__.%s" % (what, k))
+    top = cli("heap", "--top", "3", "--json", target)
+    if len(json.loads(top)["types"]) != 3:
+        raise AssertionError("%s: --top 3 gave %d rows" % (what, len(json.loads(top)["types"])))
+    big = json.loads(cli("heap", "--min-size", "100K", "--json", target))["types"]
+    if not big or any(t["bytes"] < 100 << 10 for t in big):
+        raise AssertionError("%s: --min-size 100K gave %s" % (what, big))
+
+
+def live_case(py):
+    def run():
+        with Target(py, "heap") as t:
+            wait_parked(t.pid)
+            with t.stopped():
+                n = check(t.truth, json.loads(cli("heap", "--json", t.pid)), "live")
+                check_text(t.truth, t.pid, "live")
+            core = t.gcore()
+            check(t.truth, json.loads(cli("heap", "--json", core)), "gdb core")
+            if py.label in ADAPTER_PYTHONS:
+                debugger_check(t, [("gdb", "live", None), ("lldb", "core", core),
+                                   ("gdb", "core", core), ("lldb", "live", None)])
+            print("    %s: %d types, %d objects compared" % ((py.label,) + n))
+    return run
+
+
+def crash_case(py):
+    def run():
+        with Target(py, "heap", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("heap", "--json", core, t.executable)),
+                  "kernel core")
+            debugger_check(t, [("gdb", "core", core)], "kernel core")
+    return run
+
+
+def debugger_check(t, runs, source=None):
+    """`py-heap --json` in each (debugger, kind, core) of @runs against the truth, and the
+    text form the same in both debuggers as from the CLI."""
+    for debugger, kind, core in runs:
+        what = "%s %s" % (debugger, source or kind)
+        rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
+                                     ["py-heap --json", "py-heap --top 5",
+                                      "py-heap --no-such-option"])
+        no_traceback(what, err, *outs)
+        check(t.truth, parse_json(outs[0], what), what)
+        want = cli("heap", "--top", "5", core or t.pid)
+        if outs[1].strip() != want.strip():
+            raise AssertionError("%s: py-heap --top 5 differs from the CLI:\n%s\n%s"
+                                 % (what, outs[1][:2000], want[:2000]))
+        if "unknown argument '--no-such-option'" not in outs[2] + err:
+            raise AssertionError("%s: a bad option gave no error" % what)
+
+
+def poke(pid, addr, value):
+    with open("/proc/%d/mem" % pid, "r+b", buffering=0) as f:
+        f.seek(addr)
+        f.write(value.to_bytes(8, "little"))
+
+
+def damage_case(py):
+    """A collector list whose link points at itself (a loop that never returns to its head) and
+    one whose link points into nowhere: each walk ends with a counted error, in time, live and
+    from a gdb core; the objects before the damage are still counted."""
+    def run():
+        with Target(py, "heap") as t:
+            wait_parked(t.pid)
+            doc = json.loads(cli("heap", "--json", t.pid))
+            with t.stopped():
+                # The census finds no addresses of objects; the zoo's lists of Plain objects are
+                # reachable only through Python. Damage the first node of the ring that holds
+                # the most objects by making its successor's prev point elsewhere: found as
+                # "broken". The node addresses come from the target's own report below.
+                addrs = plain_addresses(t)
+                poke(t.pid, addrs[0] - gc_head(doc) + 8, addrs[0])   # _gc_prev -> itself
+                poke(t.pid, addrs[1] - gc_head(doc), 0x10)           # _gc_next -> nowhere
+                core = None
+            core = t.gcore()
+            for what, target in (("live", t.pid), ("gdb core", core)):
+                t0 = time.time()
+                got = json.loads(cli("heap", "--json", target))
+                took = time.time() - t0
+                if took > DAMAGE_SECONDS:
+                    raise AssertionError("%s: %.1fs on a damaged heap" % (what, took))
+                if not got["errors"] or sum(e["count"] for e in got["errors"]) < 1:
+                    raise AssertionError("%s: no error for the damaged lists" % what)
+                if got["objects"] <= 0 or got["objects"] >= doc["objects"]:
+                    raise AssertionError("%s: %d objects counted, undamaged %d"
+                                         % (what, got["objects"], doc["objects"]))
+                cli("heap", target)  # the text form finishes too
+    return run
+
+
+def gc_head(doc):
+    v = doc["python"]["hexversion"]
+    return 32 if v < 0x03080000 else 16
+
+
+def plain_addresses(t):
+    return [int(a, 16) for a in t.truth["extra"]["plain_addresses"]]
+
+
+def cases():
+    out = []
+    for py in selected():
+        out.append(("heap %s" % py.label, live_case(py)))
+        out.append(("heap-crash %s" % py.label, crash_case(py)))
+        if py.label in DAMAGE_PYTHONS:
+            out.append(("heap-damaged %s" % py.label, damage_case(py)))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(cases(), prefix="test-heap"))
