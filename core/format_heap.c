@@ -8,6 +8,42 @@
 #include "heap.h"
 #include "include/pyunwind.h"
 #include "strbuf.h"
+#include "values.h"
+
+// Bounds on the repr of each of the largest objects: one line each.
+#define BIG_REPR_CHARS 60
+#define BIG_REPR_ITEMS 4
+#define BIG_REPR_DEPTH 2
+#define BIG_REPR_OUTPUT 160
+
+// The reprs of h->biggest (NULL where none could be made), or NULL for none at all.
+static char **big_reprs(struct pyu_stacks *s, const struct pyu_heap *h)
+{
+	if (!h->biggest_count)
+		return NULL;
+	struct pyu_value_limits lim;
+	pyu_value_limits_default(&lim);
+	lim.chars = BIG_REPR_CHARS;
+	lim.items = BIG_REPR_ITEMS;
+	lim.depth = BIG_REPR_DEPTH;
+	lim.output = BIG_REPR_OUTPUT;
+	struct pyu_values *v;
+	struct pyu_error *err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	if (err) {
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	char **out = calloc(h->biggest_count, sizeof(*out));
+	for (uint32_t i = 0; out && i < h->biggest_count; i++) {
+		struct pyu_strbuf sb;
+		pyu_strbuf_init(&sb, 4 * BIG_REPR_OUTPUT);
+		pyu_value_repr(v, h->biggest[i].addr, &sb, NULL);
+		err = pyu_strbuf_finish(&sb, &out[i]);
+		pyu_error_destroy(err);
+	}
+	pyu_values_destroy(v);
+	return out;
+}
 
 static int by_bytes(const void *a, const void *b)
 {
@@ -48,7 +84,7 @@ static void human(struct pyu_strbuf *sb, uint64_t n)
 
 static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  const struct pyu_heap *h, uint32_t names, struct pyu_heap_type **rows,
-			  uint32_t n)
+			  uint32_t n, char **reprs)
 {
 	pyu_strbuf_puts(sb, "{\"version\": 1, \"kind\": \"heap\",\n \"python\": {\"version\": ");
 	pyu_strbuf_json_cstr(sb, s->version);
@@ -56,8 +92,9 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  "\"free_threaded\": %s},\n", s->hexversion,
 			  s->debug_build ? "true" : "false", s->free_threaded ? "true" : "false");
 	pyu_strbuf_printf(sb, " \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"tracked\": %"
-			  PRIu64 ", \"partial\": %s, \"type_count\": %u,\n \"sources\": [",
-			  h->objects, h->bytes, h->tracked, h->partial ? "true" : "false", names);
+			  PRIu64 ", \"untracked\": %" PRIu64 ", \"partial\": %s, \"type_count\": %u,"
+			  "\n \"sources\": [", h->objects, h->bytes, h->tracked, h->untracked,
+			  h->partial ? "true" : "false", names);
 	for (uint32_t i = 0; i < h->source_count; i++) {
 		pyu_strbuf_puts(sb, i ? ", " : "");
 		pyu_strbuf_json_cstr(sb, h->sources[i]);
@@ -76,12 +113,25 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 				  ", \"sized_by\": \"%s\"}", rows[i]->count, rows[i]->bytes,
 				  sized_by(rows[i]));
 	}
+	pyu_strbuf_puts(sb, "],\n \"biggest\": [");
+	for (uint32_t i = 0; i < h->biggest_count; i++) {
+		const struct pyu_heap_big *b = &h->biggest[i];
+		pyu_strbuf_printf(sb, "%s{\"address\": \"0x%" PRIx64 "\", \"type\": ",
+				  i ? ",\n  " : "\n  ", b->addr);
+		pyu_strbuf_json_cstr(sb, h->types[b->type].name);
+		pyu_strbuf_printf(sb, ", \"bytes\": %" PRIu64 ", \"repr\": ", b->bytes);
+		if (reprs && reprs[i])
+			pyu_strbuf_json_cstr(sb, reprs[i]);
+		else
+			pyu_strbuf_puts(sb, "null");
+		pyu_strbuf_putc(sb, '}');
+	}
 	pyu_strbuf_puts(sb, "]}\n");
 }
 
 static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  const struct pyu_heap *h, uint32_t names, struct pyu_heap_type **rows,
-			  uint32_t n, uint32_t shown)
+			  uint32_t n, uint32_t shown, char **reprs)
 {
 	pyu_strbuf_printf(sb, "Python %s heap: %" PRIu64 " objects, ", s->version, h->objects);
 	human(sb, h->bytes);
@@ -92,8 +142,8 @@ static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_text(sb, h->sources[i], strlen(h->sources[i]));
 		pyu_strbuf_putc(sb, '\n');
 	}
-	pyu_strbuf_puts(sb, "  left out: objects the collector does not track (most str, int, "
-			"float, bytes)\n");
+	if (!h->untracked)
+		pyu_strbuf_puts(sb, "  no object reached through references\n");
 	uint64_t inexact_types = 0, inexact_objects = 0;
 	for (uint32_t i = 0; i < h->type_count; i++) {
 		if (!h->types[i].size.exact) {
@@ -122,15 +172,30 @@ static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	}
 	if (shown < n)
 		pyu_strbuf_printf(sb, "(%u more types: --top 0 shows them all)\n", n - shown);
+	if (h->biggest_count)
+		pyu_strbuf_printf(sb, "\nThe %u largest objects:\n%18s %14s  %s\n",
+				  h->biggest_count, "address", "bytes", "type and repr");
+	for (uint32_t i = 0; i < h->biggest_count; i++) {
+		const struct pyu_heap_big *b = &h->biggest[i];
+		const char *name = h->types[b->type].name;
+		pyu_strbuf_printf(sb, "%#18" PRIx64 " %14" PRIu64 "  ", b->addr, b->bytes);
+		pyu_strbuf_text(sb, name, strlen(name));
+		if (reprs && reprs[i]) {
+			pyu_strbuf_puts(sb, "  ");
+			pyu_strbuf_puts(sb, reprs[i]); // escaped by the value reader
+		}
+		pyu_strbuf_putc(sb, '\n');
+	}
 }
 
 PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags,
-					     uint32_t top, uint64_t min_size, char **ret)
+					     uint32_t top, uint64_t min_size, uint32_t biggest,
+					     char **ret)
 {
 	if (!s || !ret)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
 	struct pyu_heap *h;
-	struct pyu_error *err = pyu_heap_census(s, &h);
+	struct pyu_error *err = pyu_heap_census(s, biggest, &h);
 	if (err)
 		return err;
 	struct pyu_heap_type **rows = malloc((h->type_count + 1) * sizeof(*rows));
@@ -159,13 +224,17 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 			rows[kept++] = rows[i];
 	n = kept;
 	qsort(rows, n, sizeof(*rows), by_bytes);
+	char **reprs = big_reprs(s, h);
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
 	if (flags & PYU_FMT_JSON) {
-		json_document(&sb, s, h, names, rows, top && top < n ? top : n);
+		json_document(&sb, s, h, names, rows, top && top < n ? top : n, reprs);
 	} else {
-		text_document(&sb, s, h, names, rows, n, top && top < n ? top : n);
+		text_document(&sb, s, h, names, rows, n, top && top < n ? top : n, reprs);
 	}
+	for (uint32_t i = 0; reprs && i < h->biggest_count; i++)
+		free(reprs[i]);
+	free(reprs);
 	free(rows);
 	pyu_heap_destroy(h);
 	return pyu_strbuf_finish(&sb, ret);

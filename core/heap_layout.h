@@ -30,6 +30,7 @@ struct pyu_heap_layout {
 	uint64_t preheader_flags; // tp_flags whose objects have words before the GC header
 	int32_t preheader_size;  // ... that sys.getsizeof() counts (bytes)
 	int32_t int_min_digits;  // int.__sizeof__ counts at least this many digits (3.11+: 1)
+	int32_t bytearray_extra; // bytearray.__sizeof__ adds this (3.15: its bytes object's header)
 
 	struct {
 		int32_t head_size;        // sizeof(PyGC_Head): counted by sys.getsizeof()
@@ -42,6 +43,7 @@ struct pyu_heap_layout {
 	} gc;
 	struct {
 		int32_t heap_type;        // sizeof(PyHeapTypeObject): type.__sizeof__ of a class
+		int32_t type_object;      // sizeof(PyTypeObject): ... of a static class
 		int32_t list_allocated;   // PyListObject.allocated
 		int32_t set_smalltable;   // PySetObject.smalltable (inline table)
 		int32_t dict_smalltable;  // PyDictObject.ma_smalltable (2.7)

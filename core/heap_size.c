@@ -97,11 +97,30 @@ static struct pyu_error *obj_u64(struct pyu_sizer *z, uint64_t obj, const uint8_
 	return rd_u64(z, obj + (uint64_t)off, ret);
 }
 
+// What the first static type on an MRO says about references, by tp_name.
+static const struct {
+	const char *name;
+	enum pyu_ref_kind refs;
+} static_refs[] = {
+	{"str", PYU_REFS_NONE}, {"unicode", PYU_REFS_NONE}, {"bytes", PYU_REFS_NONE},
+	{"int", PYU_REFS_NONE}, {"long", PYU_REFS_NONE}, {"bool", PYU_REFS_NONE},
+	{"float", PYU_REFS_NONE}, {"complex", PYU_REFS_NONE}, {"bytearray", PYU_REFS_NONE},
+	{"NoneType", PYU_REFS_NONE}, {"ellipsis", PYU_REFS_NONE},
+	{"NotImplementedType", PYU_REFS_NONE},
+	{"tuple", PYU_REFS_TUPLE}, {"list", PYU_REFS_LIST}, {"dict", PYU_REFS_DICT},
+	{"set", PYU_REFS_SET}, {"frozenset", PYU_REFS_SET}, {"code", PYU_REFS_CODE},
+	{"function", PYU_REFS_FUNCTION}, {"builtin_function_or_method", PYU_REFS_CFUNCTION},
+	{"cell", PYU_REFS_CELL}, {"module", PYU_REFS_MODULE}, {"type", PYU_REFS_TYPE},
+};
+
 struct mro_walk {
 	struct pyu_sizer *z;
-	bool done;
+	bool done;          // the size rule is decided
+	bool sized_by_heap; // a heap class defines __sizeof__
 	enum pyu_size_rule rule;
 	bool exact;
+	enum pyu_ref_kind refs;
+	bool is_type;
 	struct pyu_error *err;
 };
 
@@ -116,13 +135,15 @@ static bool mro_visit(void *arg, uint64_t cls)
 		return false;
 	}
 	if (flags & TPFLAGS_HEAPTYPE) {
+		if (w->done)
+			return true; // looking for the first static type (references) only
 		// A class that defines __sizeof__ itself decides; we cannot run it.
 		err = rd_u64(z, cls + (uint64_t)z->vl->type.dict, &dict);
 		if (!err)
 			err = pyu_dict_get_str(z->v, dict, "__sizeof__", &found);
 		if (!err) {
-			w->done = true;
-			return false;
+			w->done = w->sized_by_heap = true;
+			return true;
 		}
 		if (pyu_error_code(err) != PYU_ERR_NOT_FOUND) {
 			w->err = err;
@@ -135,6 +156,14 @@ static bool mro_visit(void *arg, uint64_t cls)
 	err = pyu_value_static_type_name(z->v, cls, &name);
 	if (err) {
 		w->err = err;
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(static_refs) / sizeof(static_refs[0]); i++)
+		if (!strcmp(static_refs[i].name, name))
+			w->refs = static_refs[i].refs;
+	w->is_type = !strcmp(name, "type");
+	if (w->sized_by_heap) {
+		free(name);
 		return false;
 	}
 	int py = z->vl->py2 ? 2 : 3;
@@ -157,7 +186,8 @@ static bool mro_visit(void *arg, uint64_t cls)
 struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_size_type *ret)
 {
 	uint8_t buf[8];
-	struct pyu_size_type st = {PYU_SIZE_DEFAULT, false, false, 0, 0, 0, 0};
+	struct pyu_size_type st;
+	memset(&st, 0, sizeof(st));
 	struct pyu_error *err = rd(z, type + (uint64_t)z->l->type_tp_flags, buf, 8);
 	if (!err) {
 		st.flags = pyu_le64(buf);
@@ -179,7 +209,7 @@ struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_s
 	st.extra = (st.gc ? (uint32_t)z->hl->gc.head_size : 0) +
 		   ((st.flags & z->hl->preheader_flags) ? (uint32_t)z->hl->preheader_size : 0);
 
-	struct mro_walk w = {z, false, PYU_SIZE_DEFAULT, false, NULL};
+	struct mro_walk w = {z, false, false, PYU_SIZE_DEFAULT, false, PYU_REFS_NONE, false, NULL};
 	uint64_t mro = 0;
 	err = rd_u64(z, type + (uint64_t)z->vl->type.mro, &mro);
 	if (!err && mro)
@@ -199,6 +229,9 @@ struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_s
 	}
 	st.rule = w.rule;
 	st.exact = w.exact;
+	st.refs = w.refs;
+	st.heap = st.flags & TPFLAGS_HEAPTYPE;
+	st.is_type = w.is_type;
 	*ret = st;
 	return NULL;
 }
@@ -336,13 +369,13 @@ static struct pyu_error *str_size(struct pyu_sizer *z, uint64_t obj, const uint8
 static struct pyu_error *type_size(struct pyu_sizer *z, uint64_t obj, const uint8_t *p,
 				   size_t n, const struct pyu_size_type *st, uint64_t *ret)
 {
-	(void)p, (void)n;
+	(void)p, (void)n, (void)st;
 	uint64_t flags;
 	struct pyu_error *err = rd_u64(z, obj + (uint64_t)z->l->type_tp_flags, &flags);
 	if (err)
 		return err;
 	if (!(flags & TPFLAGS_HEAPTYPE)) {
-		*ret = (uint64_t)st->basicsize; // sizeof(PyTypeObject)
+		*ret = (uint64_t)z->hl->size.type_object + (uint64_t)z->shift; // sizeof(PyTypeObject)
 		return NULL;
 	}
 	uint64_t res = (uint64_t)(z->hl->size.heap_type + z->shift), keys = 0;
@@ -391,7 +424,7 @@ static struct pyu_error *rule_size(struct pyu_sizer *z, uint64_t obj, const uint
 			return err;
 		if (v1 > COUNT_MAX)
 			return pyu_error_create(PYU_ERR_CORRUPT, "bytearray of %" PRIu64 " bytes", v1);
-		*ret = (uint64_t)st->basicsize + v1;
+		*ret = (uint64_t)st->basicsize + v1 + (uint64_t)z->hl->bytearray_extra;
 		return NULL;
 	case PYU_SIZE_STR:
 		return str_size(z, obj, p, n, st, ret);
@@ -450,6 +483,10 @@ struct pyu_error *pyu_size_object(struct pyu_sizer *z, uint64_t obj, const uint8
 	struct pyu_error *err = rule_size(z, obj, prefix, prefix_len, st, &size);
 	if (err)
 		size = (uint64_t)st->basicsize;
-	*ret = size + st->extra;
+	uint32_t extra = st->extra;
+	if (st->is_type && (size_t)z->l->type_tp_flags + 8 <= prefix_len &&
+	    !(pyu_get_u64(prefix, z->l->type_tp_flags) & TPFLAGS_HEAPTYPE))
+		extra = 0; // a static class is no collector object (type's tp_is_gc)
+	*ret = size + extra;
 	return err;
 }

@@ -31,6 +31,24 @@ enum pyu_size_rule {
 	PYU_SIZE_TYPE,      // a class: sizeof(PyHeapTypeObject) + its cached keys
 };
 
+// How the census finds what a type's objects refer to (heap.c), from the first static type on
+// its MRO.
+enum pyu_ref_kind {
+	PYU_REFS_NONE,     // atoms (str, bytes, int, float ...) and types whose references are
+	                   // not known field by field
+	PYU_REFS_TUPLE,    // ob_size items
+	PYU_REFS_LIST,     // ob_size items of ob_item
+	PYU_REFS_DICT,     // keys and values of every entry
+	PYU_REFS_SET,      // keys of the table
+	PYU_REFS_FUNCTION, // name, qualname, code
+	PYU_REFS_CFUNCTION, // self (a bound builtin method's object)
+	PYU_REFS_CELL,     // its contents
+	PYU_REFS_MODULE,   // its dict
+	PYU_REFS_TYPE,     // a class: its dict, MRO, base, name and qualname
+	PYU_REFS_CODE,     // a code object (no collector object): its names, file name, line
+	                   // table, bytecode and variable names
+};
+
 // What a type's objects are sized by. Filled by pyu_size_type().
 struct pyu_size_type {
 	enum pyu_size_rule rule;
@@ -39,6 +57,10 @@ struct pyu_size_type {
 	int64_t basicsize, itemsize;
 	uint64_t flags;
 	uint32_t extra;     // bytes before the object that getsizeof counts (GC header, pre-header)
+	enum pyu_ref_kind refs;
+	bool heap;          // a class made at run time (Py_TPFLAGS_HEAPTYPE): instances may have
+	                    // attributes (a dict, managed values) and __slots__
+	bool is_type;       // its objects are classes (the first static type is `type`)
 };
 
 // The sizing context: the target, the layouts (object offsets shifted for the object header),
@@ -58,7 +80,8 @@ struct pyu_sizer {
 // The rule for the type at @type. On error (unreadable type), *ret is unchanged.
 struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_size_type *ret);
 
-// sys.getsizeof() of the object at @obj of a type sized by @st: @prefix holds its first
+// sys.getsizeof() of the object at @obj of a type sized by @st (a static class counts no
+// collector header, as getsizeof says): @prefix holds its first
 // @prefix_len bytes (at most PYU_SIZE_PREFIX are used; fields past them are read). On error
 // (unreadable or implausible fields), *ret is set to the basicsize rule's answer and the error
 // says why the exact size could not be had.

@@ -1254,6 +1254,15 @@ static struct pyu_error *attrs_foreach(struct pyu_values *v, const struct attrs 
 	return NULL;
 }
 
+struct pyu_error *pyu_object_dict_address(struct pyu_values *v, uint64_t obj, uint64_t *ret)
+{
+	struct attrs a;
+	struct pyu_error *err = find_attrs(v, obj, &a);
+	if (!err)
+		*ret = a.dict;
+	return err;
+}
+
 struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj, visit_fn visit,
 					   void *arg)
 {

@@ -100,6 +100,11 @@ struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj,
 							 uint64_t value),
 					   void *arg);
 
+// The address of the dict object that holds @obj's attributes (a module's, a class's, an
+// instance's through tp_dictoffset or its managed dict), 0 when it has none (3.11+: values kept
+// without a dict object). On error, *ret is unchanged.
+struct pyu_error *pyu_object_dict_address(struct pyu_values *v, uint64_t obj, uint64_t *ret);
+
 // The type of the object at @obj (checked: non-NULL, aligned). On error, *ret is unchanged.
 struct pyu_error *pyu_object_type(struct pyu_values *v, uint64_t obj, uint64_t *ret);
 

@@ -11,6 +11,7 @@ const struct pyu_heap_layout pyu_heap_layout_py312 = {
 	.next_bits = 1,
 	.generation_count = 3,
 	.int_min_digits = 1,
+	.bytearray_extra = 0,
 	.preheader_flags = 0x18,
 	.preheader_size = 16,
 	.gc = {
@@ -31,5 +32,6 @@ const struct pyu_heap_layout pyu_heap_layout_py312 = {
 		.keys_usable = 16,
 		.list_allocated = 32,
 		.set_smalltable = 64,
+		.type_object = 416,
 	},
 };

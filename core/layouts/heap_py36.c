@@ -11,6 +11,7 @@ const struct pyu_heap_layout pyu_heap_layout_py36 = {
 	.next_bits = 0,
 	.generation_count = 3,
 	.int_min_digits = 0,
+	.bytearray_extra = 0,
 	.preheader_flags = 0x0,
 	.preheader_size = 0,
 	.gc = {
@@ -31,5 +32,6 @@ const struct pyu_heap_layout pyu_heap_layout_py36 = {
 		.keys_usable = 24,
 		.list_allocated = 32,
 		.set_smalltable = 64,
+		.type_object = 400,
 	},
 };

@@ -135,7 +135,8 @@ class Library(object):
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
             "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
-            "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64, PP]),
+            "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+                                    ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -327,8 +328,8 @@ class Stacks(_Handle):
     def tasks(self, thread, flags):
         return self._text(self.lib.lib.pyu_format_tasks, thread, flags)
 
-    def heap(self, flags, top, min_size):
-        return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size)
+    def heap(self, flags, top, min_size, biggest):
+        return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size, biggest)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -632,28 +633,33 @@ class Session(object):
         return stacks.tasks(thread, flags)
 
     def py_heap(self, view, arg):
-        usage = "usage: py-heap [--json] [--top N] [--min-size SIZE]"
-        flags, top, min_size = 0, None, 0
+        usage = "usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]"
+        flags, top, min_size, biggest = 0, None, 0, 0
         words = _split(arg)
         i = 0
         while i < len(words):
             w = words[i]
             if w in ("-j", "--json"):
                 flags |= PYU_FMT_JSON
-            elif w in ("--top", "--min-size") and i + 1 < len(words):
+            elif w in ("--top", "--min-size", "--biggest") and i + 1 < len(words):
                 i += 1
-                if w == "--top":
-                    top = _parse_int(words[i], w)
-                    if top < 0:
-                        raise PyunwindError("--top must be 0 or more")
-                else:
+                if w == "--min-size":
                     min_size = _parse_size(words[i], w)
+                else:
+                    n = _parse_int(words[i], w)
+                    if n < 0 or (w == "--biggest" and n > 100000):
+                        raise PyunwindError("%s must be 0 or more (--biggest: at most 100000)"
+                                            % w)
+                    if w == "--top":
+                        top = n
+                    else:
+                        biggest = n
             else:
                 raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
             i += 1
         if top is None:
             top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
-        return self.stacks(view).heap(flags, top, min_size)
+        return self.stacks(view).heap(flags, top, min_size, biggest)
 
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
@@ -758,13 +764,15 @@ thread's frames). Nothing in the target runs.
   --json       the machine-readable JSON document (schema in pyunwind's README)
   --no-source  leave out the source lines""",
     "py-heap": """Print what the target's objects are: a census by type, largest first.
-Usage: py-heap [--json] [--top N] [--min-size SIZE]
+Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]
 Every object the collector tracks (each generation and the permanent one, of every
-interpreter), counted per type (module.qualname, builtins bare) with its bytes as
-sys.getsizeof() reports them; types whose __sizeof__ is their own are sized by tp_basicsize and
-marked so. Nothing in the target runs.
+interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
+per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
+whose __sizeof__ is their own are sized by tp_basicsize and marked so. Nothing in the target
+runs.
   --top N          the N types with the most bytes (default 25; 0: every type)
   --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
+  --biggest N      also the N largest objects: address, bytes, type and a short repr
   --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",

@@ -10,8 +10,11 @@
 # module global - with the collector disabled from the start, so nothing moves between lists.
 # Then, with the other thread parked, the main thread takes the truth itself: every object of
 # gc.get_objects() (less the census's own list and frame) counted per type as
-# f"{__module__}.{__qualname__}" (builtins bare) with the sum of sys.getsizeof(), writes it to
-# OUTDIR/truth.json ("extra": {"types": {name: [count, bytes]}, "zoo": {...}}) and parks on a
+# f"{__module__}.{__qualname__}" (builtins bare) with the sum of sys.getsizeof(), and the same
+# of everything reached from those through gc.get_referents(); writes it to OUTDIR/truth.json
+# ("extra": {"types": {name: [count, bytes]}, "closure": {...}, "atoms": {type: bytes of the
+# zoo's large str, bytes, bytearray, int objects}, "largest": [[address, type, bytes] of the
+# three largest objects], "zoo": {...}}) and parks on a
 # lock nobody releases (crash mode: kills itself with SIGSEGV for a kernel core, with
 # its arguments bound before the census so that the call makes no object; 3.7+ first move every
 # object into the permanent generation with gc.freeze(), so that ring is walked too). Runs on
@@ -154,20 +157,36 @@ def type_name(t):
 
 
 def census():
+    """({type name: [count, bytes]} of every object the collector tracks, the same of every
+    object reached from those through gc.get_referents()), each object once."""
     objs = gc.get_objects()
     me = id(sys._getframe())
-    types = {}
+    tracked, closure = {}, {}
+    seen = set([id(objs), me])
+    frontier = []
     for o in objs:
-        if o is objs or id(o) == me:
-            continue
-        name = type_name(type(o))
-        entry = types.get(name)
-        if entry is None:
-            entry = types[name] = [0, 0]
-        entry[0] += 1
-        entry[1] += sys.getsizeof(o)
+        if id(o) not in seen:
+            frontier.append(o)
+    seen.update(id(o) for o in objs)
     del objs[:]  # <= 3.10: the list holds this frame, which holds the list
-    return types
+    counts = tracked
+    while frontier:
+        for o in frontier:
+            name = type_name(type(o))
+            for table in (counts, closure) if counts is tracked else (closure,):
+                entry = table.get(name)
+                if entry is None:
+                    entry = table[name] = [0, 0]
+                entry[0] += 1
+                entry[1] += sys.getsizeof(o)
+        counts = None
+        found = []
+        for r in gc.get_referents(*frontier):
+            if id(r) not in seen:
+                seen.add(id(r))
+                found.append(r)
+        frontier = found
+    return tracked, closure
 
 
 def native_id():
@@ -198,7 +217,12 @@ def main():
     # 2.7 fills in a type on first use.
     write_truth({"warm-up": [1]}, "warm-up.json")
     census()
-    types = census()
+    types, closure = census()
+    atoms = {}
+    for o in [ZOO["str"], ZOO["text"], ZOO["bytes"], ZOO["bytearray"]] + ZOO["bigints"]:
+        atoms[type_name(type(o))] = atoms.get(type_name(type(o)), 0) + sys.getsizeof(o)
+    largest = [[hex(id(o)), type_name(type(o)), sys.getsizeof(o)]
+               for o in (ZOO["bytearray"], ZOO["str"], ZOO["bytes"])]
     threads = [{"thread_id": threading.current_thread().ident, "native_thread_id": main_tid,
                 "name": "MainThread", "frames": []},
                {"thread_id": holder.ident, "native_thread_id": None, "name": "local-holder",
@@ -208,12 +232,13 @@ def main():
                       "debug_build": hasattr(sys, "gettotalrefcount"),
                       "executable": sys.executable},
            "main_thread_id": threading.current_thread().ident, "threads": threads,
-           "extra": {"types": types,
+           "extra": {"types": types, "closure": closure,
+                     "atoms": atoms, "largest": largest,
                      "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
                      "zoo": {"Plain": PLAIN, "Slotted": SLOTTED, "DictSub": DICTSUB,
                              "Wide": WIDE, "RealDict": REALDICT, "CycleNode": 2 * CYCLES}}}
     write_truth(doc)
-    del doc, types, threads
+    del doc, types, closure, threads, atoms, largest
     if MODE == "crash":
         if hasattr(gc, "freeze"):
             gc.freeze()  # 3.7+: every object into the permanent generation's list
