@@ -80,6 +80,7 @@ struct found {
 	uint64_t runtime;        // _PyRuntime
 	uint64_t interp_head;    // &interp_head (2.7/3.6)
 	uint64_t tstate_current; // &_PyThreadState_Current
+	uint64_t gc_generation0; // &_PyGC_generation0 (2.7/3.6: the collector's lists)
 	uint64_t code_type;
 	uint64_t version_text[5]; // places that may hold the "X.Y.Z" text (see find_version_text)
 	size_t version_texts;
@@ -201,6 +202,8 @@ static void examine(struct pyu_target *t, const struct pyu_symsrc *src, const ch
 	}
 	if (has_symbol(src, "_PyThreadState_Current", &sym))
 		f->tstate_current = bias + sym.value;
+	if (has_symbol(src, "_PyGC_generation0", &sym))
+		f->gc_generation0 = bias + sym.value;
 	if (has_symbol(src, "PyCode_Type", &sym))
 		f->code_type = bias + sym.value;
 	if (has_symbol(src, "Py_Version", &sym))
@@ -631,6 +634,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		if (rt.layout.gil == PYU_GIL_CURRENT_SYMBOL)
 			rt.tstate_current_addr = best.tstate_current;
 	}
+	rt.gc_generation0_addr = best.gc_generation0;
 	*ret = rt;
 	return NULL;
 }

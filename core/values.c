@@ -1275,6 +1275,15 @@ static struct pyu_error *attrs_foreach(struct pyu_values *v, const struct attrs 
 	return NULL;
 }
 
+struct pyu_error *pyu_object_dict_address(struct pyu_values *v, uint64_t obj, uint64_t *ret)
+{
+	struct attrs a;
+	struct pyu_error *err = find_attrs(v, obj, &a);
+	if (!err)
+		*ret = a.dict;
+	return err;
+}
+
 struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj, visit_fn visit,
 					   void *arg)
 {
@@ -2589,6 +2598,31 @@ struct pyu_error *pyu_value_type_name(struct pyu_values *v, uint64_t addr, char 
 		return &pyu_error_nomem;
 	*ret = out;
 	return NULL;
+}
+
+// ---- type names for the heap census (heap.c) ---------------------------------------------
+
+struct pyu_error *pyu_value_type_qualname(struct pyu_values *v, uint64_t type, char **ret)
+{
+	char *module = NULL, *qual = NULL;
+	struct pyu_error *err = type_names(v, type, &module, &qual);
+	if (err)
+		return pyu_error_wrap(err, "reading the name of the type at 0x%" PRIx64, type);
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, 8 * NAME_CHARS + 64);
+	if (!is_builtins(v, module)) {
+		pyu_text_name(&sb, module, strlen(module), v->vl.unicode_db);
+		pyu_strbuf_putc(&sb, '.');
+	}
+	pyu_text_name(&sb, qual, strlen(qual), v->vl.unicode_db);
+	free(module);
+	free(qual);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+struct pyu_error *pyu_value_static_type_name(struct pyu_values *v, uint64_t type, char **ret)
+{
+	return read_tp_name(v, type, ret);
 }
 
 // ---- object identity for other readers (tasks.c) ---------------------------------------

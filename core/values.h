@@ -100,6 +100,11 @@ struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj,
 							 uint64_t value),
 					   void *arg);
 
+// The address of the dict object that holds @obj's attributes (a module's, a class's, an
+// instance's through tp_dictoffset or its managed dict), 0 when it has none (3.11+: values kept
+// without a dict object). On error, *ret is unchanged.
+struct pyu_error *pyu_object_dict_address(struct pyu_values *v, uint64_t obj, uint64_t *ret);
+
 // The type of the object at @obj (checked: non-NULL, aligned). On error, *ret is unchanged.
 struct pyu_error *pyu_object_type(struct pyu_values *v, uint64_t obj, uint64_t *ret);
 
@@ -140,5 +145,15 @@ struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char *
 // Cannot fail.
 void pyu_values_set_frame_lines(struct pyu_values *v,
 				int64_t (*line)(void *arg, uint64_t frame), void *arg);
+
+// The name of the type at @type as the heap census shows it: f"{__module__}.{__qualname__}"
+// with the builtins module left out ("int", "collections.OrderedDict", "app.Cache.Entry";
+// 2.7: __name__), escaped like any target text, malloc'd. On error, *ret is unchanged.
+struct pyu_error *pyu_value_type_qualname(struct pyu_values *v, uint64_t type, char **ret);
+
+// tp_name of the static (non-heap) type at @type ("list", "collections.deque"), malloc'd; a
+// builtin type learnt by address gives the name it was found under when tp_name cannot be
+// read. On error, *ret is unchanged.
+struct pyu_error *pyu_value_static_type_name(struct pyu_values *v, uint64_t type, char **ret);
 
 #endif

@@ -1,5 +1,5 @@
 # pyunwind.py for gdb - adds py-bt, py-line, py-list, py-locals, py-print, py-tasks, py-task,
-# py-up and py-down.
+# py-heap, py-up and py-down.
 # Load with `source /path/to/gdb/pyunwind.py`. This file only translates between gdb and the C
 # core (through python/pyunwind/pyunwind_core.py): which target, which thread, how to read memory.
 import bisect

@@ -1,5 +1,5 @@
 # pyunwind.py for lldb - adds py-bt, py-line, py-list, py-locals, py-print, py-tasks, py-task,
-# py-up and py-down.
+# py-heap, py-up and py-down.
 # Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
 # lldb's SB API and the C core (through python/pyunwind/pyunwind_core.py).
 import os
@@ -337,6 +337,10 @@ class PyTask(_Command):
     name = "py-task"
 
 
+class PyHeap(_Command):
+    name = "py-heap"
+
+
 class PyUp(_Command):
     name = "py-up"
 
@@ -383,7 +387,8 @@ def _install_frame_format(debugger):
 
 
 def __lldb_init_module(debugger, internal_dict):
-    for cls in (PyBt, PyLine, PyList, PyLocals, PyPrint, PyTasks, PyTask, PyUp, PyDown):
+    for cls in (PyBt, PyLine, PyList, PyLocals, PyPrint, PyTasks, PyTask, PyHeap, PyUp,
+                PyDown):
         debugger.HandleCommand("command script add --overwrite -c %s.%s %s"
                                % (__name__, cls.__name__, cls.name))
     _install_frame_format(debugger)

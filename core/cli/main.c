@@ -33,17 +33,24 @@ static const char usage[] =
 	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind tasks [options] [--tree] [--locals] PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind heap [options] [--top N] [--min-size SIZE] [--biggest N] PID | COREFILE\n"
+	"                     [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
 	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
 	"py-line, py-list, py-locals and py-print debugger commands do; tasks: the asyncio tasks,\n"
-	"their coroutine stacks and who awaits whom, as py-tasks does.\n"
+	"their coroutine stacks and who awaits whom, as py-tasks does; heap: the objects the\n"
+	"collector tracks and those they refer to, per type, with their sizes, as py-heap does.\n"
 	"\n"
 	"  --all              bt, tasks: every thread (the default for bt and tasks)\n"
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
-	"  --json             bt, locals, print, tasks: JSON instead of text\n"
+	"  --json             bt, locals, print, tasks, heap: JSON instead of text\n"
 	"  --tree             tasks: the await graph as a tree (cycles marked)\n"
+	"  --top N            heap: the N types with the most bytes (default 25; 0: every type;\n"
+	"                     --json: every type unless given)\n"
+	"  --min-size SIZE    heap: leave out types with fewer bytes in all (K, M, G, T)\n"
+	"  --biggest N        heap: also the N largest objects (address, bytes, type, repr)\n"
 	"  --locals           bt: each frame's locals, each thread's name and exception;\n"
 	"                     tasks: each coroutine frame's locals\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
@@ -90,6 +97,10 @@ struct options {
 	uint64_t limits[LIMIT_COUNT]; // 0 = default
 	const char *path;             // print: NAME[.ATTR...]
 	uint32_t limit, frame;
+	uint32_t top;          // heap: rows shown (0 all)
+	bool has_top;
+	uint64_t min_size;     // heap: smallest type total shown
+	uint32_t biggest;      // heap: largest objects shown
 	uint64_t thread; // tid or pthread id
 	uint64_t max_unpacked; // 0: the library's default
 	int64_t first, last;
@@ -129,7 +140,7 @@ static const struct {
 	const char *option, *commands; // commands: space-separated
 } option_commands[] = {
 	{"--all", "bt tasks"},
-	{"--json", "bt locals print tasks"},
+	{"--json", "bt locals print tasks heap"},
 	{"--tree", "tasks"},
 	{"--locals", "bt tasks"},
 	{"--native", "bt"},
@@ -139,6 +150,9 @@ static const struct {
 	{"--limit", "bt"},
 	{"--frame", "line list locals print"},
 	{"--range", "list"},
+	{"--top", "heap"},
+	{"--min-size", "heap"},
+	{"--biggest", "heap"},
 	{"--max-", "bt locals print tasks"}, // every --max-* value limit
 };
 
@@ -173,7 +187,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	o->command = argv[1];
 	if (strcmp(o->command, "bt") && strcmp(o->command, "line") && strcmp(o->command, "list") &&
 	    strcmp(o->command, "locals") && strcmp(o->command, "print") &&
-	    strcmp(o->command, "tasks"))
+	    strcmp(o->command, "tasks") && strcmp(o->command, "heap"))
 		return usage_error("unknown command '%s'", o->command);
 	bool print = !strcmp(o->command, "print");
 	int positional = 0;
@@ -212,6 +226,20 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (!parse_u64(next, &v) || v > UINT32_MAX)
 				return usage_error("--limit needs a number, got '%s'", next ? next : "");
 			o->limit = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--top")) {
+			if (!parse_u64(next, &v) || v > UINT32_MAX)
+				return usage_error("--top needs a number, got '%s'", next ? next : "");
+			o->top = (uint32_t)v, o->has_top = true, i++;
+		} else if (!strcmp(a, "--biggest")) {
+			if (!parse_u64(next, &v) || v > 100000)
+				return usage_error("--biggest needs a number up to 100000, got '%s'",
+						   next ? next : "");
+			o->biggest = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--min-size")) {
+			if (!pyu_parse_size(next, &v))
+				return usage_error("--min-size needs a size (digits and K, M, G or T), "
+						   "got '%s'", next ? next : "");
+			o->min_size = v, i++;
 		} else if (!strcmp(a, "--max-unpacked")) {
 			if (!pyu_parse_size(next, &v) || v == 0)
 				return usage_error("--max-unpacked needs a size (digits and K, M, G "
@@ -472,6 +500,10 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 				 (all ? PYU_FMT_ALL : 0) | (o->tree ? PYU_FMT_TREE : 0) |
 				 (o->locals ? PYU_FMT_LOCALS : 0);
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
+	} else if (!strcmp(o->command, "heap")) {
+		uint32_t top = o->has_top ? o->top : o->json ? 0 : 25;
+		err = pyu_format_heap(s, o->json ? PYU_FMT_JSON : 0, top, o->min_size, o->biggest,
+				      &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
 	} else if (!strcmp(o->command, "print")) {

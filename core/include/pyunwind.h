@@ -312,6 +312,21 @@ PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const c
 						   const char *path, int64_t first, int64_t last,
 						   uint32_t flags, uint32_t *ret_count, char **ret);
 
+// ---- heap census -------------------------------------------------------------------------
+// py-heap: every object the collector tracks (each generation and the permanent one, of every
+// interpreter) and every object those refer to through the builtin types' references (str,
+// int, bytes, untracked tuples and dicts, code objects ...), each counted once, per type
+// ("module.qualname", builtins bare) and sized as sys.getsizeof() reports them (types whose
+// __sizeof__ is their own: tp_basicsize + ob_size * tp_itemsize, marked), sorted by bytes; a
+// header says how many objects were found and how. @top: rows shown (0 = every type);
+// @min_size: types with fewer bytes in all are left out; @biggest: the N largest objects
+// follow (address, type, bytes, a one-line repr). PYU_FMT_JSON: the JSON document (see
+// doc/heap.md). Reads the target on every call; damaged lists end with counted errors inside
+// the output. Fails with PYU_ERR_UNSUPPORTED for a version or build without collector lists.
+// *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags, uint32_t top,
+					     uint64_t min_size, uint32_t biggest, char **ret);
+
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one
 // the kernel dumped for), -1 when that thread runs no Python code; for a live process or a

@@ -144,6 +144,8 @@ class Library(object):
                                           ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
                                           ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
                                           PP]),
+            "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+                                    ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -362,6 +364,9 @@ class Stacks(_Handle):
             last, flags, ctypes.byref(count), ctypes.byref(out)))
         return self.lib.take_string(out), count.value
 
+    def heap(self, flags, top, min_size, biggest):
+        return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size, biggest)
+
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
                           path.encode("utf-8", "surrogateescape"), flags)
@@ -433,6 +438,21 @@ def _take_limit(words, i, limits):
 
 
 LIMITS_USAGE = "[--max-depth N] [--max-items N] [--max-chars N] [--max-digits N] [--max-repr N]"
+
+
+# Rows of py-heap's text form unless --top says otherwise (the CLI's default too).
+HEAP_TOP_DEFAULT = 25
+
+
+def _parse_size(text, what):
+    """A size as the CLI takes it: digits, optionally followed by K, M, G or T (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper()
+    digits = t.rstrip("KMGTB").rstrip()
+    unit = t[len(digits):].rstrip("B") if t[len(digits):] != "B" else ""
+    if not digits.isdigit() or unit not in units:
+        raise PyunwindError("%s needs a size (digits and K, M, G or T), got %r" % (what, text))
+    return int(digits) * units[unit]
 
 
 def _split(arg):
@@ -702,6 +722,35 @@ class Session(object):
         thread = -1 if flags & PYU_FMT_ALL else self._thread(view, stacks)
         return stacks.tasks(thread, flags)
 
+    def py_heap(self, view, arg):
+        usage = "usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]"
+        flags, top, min_size, biggest = 0, None, 0, 0
+        words = _split(arg)
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in ("-j", "--json"):
+                flags |= PYU_FMT_JSON
+            elif w in ("--top", "--min-size", "--biggest") and i + 1 < len(words):
+                i += 1
+                if w == "--min-size":
+                    min_size = _parse_size(words[i], w)
+                else:
+                    n = _parse_int(words[i], w)
+                    if n < 0 or (w == "--biggest" and n > 100000):
+                        raise PyunwindError("%s must be 0 or more (--biggest: at most 100000)"
+                                            % w)
+                    if w == "--top":
+                        top = n
+                    else:
+                        biggest = n
+            else:
+                raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
+            i += 1
+        if top is None:
+            top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
+        return self.stacks(view).heap(flags, top, min_size, biggest)
+
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
         for w in _split(arg):
@@ -858,6 +907,17 @@ ADDRESS (0x...) or NAME: a task as py-tasks lists it. Until the program runs aga
 --off), py-locals, py-print, py-line, py-list, py-up and py-down work on the task's coroutine
 frames, innermost (#0) first, as they work on a thread's frames. Without an argument: the
 selected task frame.""",
+    "py-heap": """Print what the target's objects are: a census by type, largest first.
+Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]
+Every object the collector tracks (each generation and the permanent one, of every
+interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
+per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
+whose __sizeof__ is their own are sized by tp_basicsize and marked so. Nothing in the target
+runs.
+  --top N          the N types with the most bytes (default 25; 0: every type)
+  --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
+  --biggest N      also the N largest objects: address, bytes, type and a short repr
+  --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).
@@ -891,6 +951,8 @@ def run(session, view, name, arg):
         return session.py_tasks(view, arg)
     if name == "py-task":
         return session.py_task(view, arg)
+    if name == "py-heap":
+        return session.py_heap(view, arg)
     if name == "py-up":
         return session.py_move(view, arg, +1)
     if name == "py-down":

@@ -1,0 +1,932 @@
+// heap.c - the heap census (heap.h): walks the collector's rings of PyGC_Head of every
+// generation (and the permanent generation) of every interpreter, names each object's type and
+// sizes it. Where the lists are comes from the heap layout of the version (layouts/heap_*.c);
+// 3.13+ take the interpreter's gc offset from _Py_DebugOffsets and note a difference from the
+// table. Each ring is walked at most PYU_HEAP_MAX_OBJECTS steps in all, each node's prev link
+// must point back at the node before it, and an unreadable node ends that ring with an error.
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bytes.h"
+#include "heap.h"
+#include "inspect.h"
+#include "runtime.h"
+#include "values.h"
+
+#define INTERP_GC_MAX (1u << 20) // a gc state offset past this in PyInterpreterState is corrupt
+#define GENERATIONS_MAX 8
+
+static void add_error(struct pyu_heap *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_error(struct pyu_heap *h, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	for (uint32_t i = 0; i < h->error_count; i++) {
+		if (!strcmp(h->errors[i].message, msg)) {
+			h->errors[i].count++;
+			return;
+		}
+	}
+	if (h->error_count == PYU_HEAP_MAX_ERRORS) {
+		h->errors[h->error_count - 1].count++; // "... and other errors" below
+		return;
+	}
+	char *copy = strdup(h->error_count == PYU_HEAP_MAX_ERRORS - 1 ? "other errors" : msg);
+	if (!copy)
+		return; // advisory
+	h->errors[h->error_count].message = copy;
+	h->errors[h->error_count++].count = 1;
+}
+
+static void add_source(struct pyu_heap *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_source(struct pyu_heap *h, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	char **grown = realloc(h->sources, (h->source_count + 1) * sizeof(*grown));
+	if (!grown)
+		return;
+	h->sources = grown;
+	if ((h->sources[h->source_count] = strdup(msg)) != NULL)
+		h->source_count++;
+}
+
+void pyu_heap_destroy(struct pyu_heap *h)
+{
+	if (!h)
+		return;
+	for (uint32_t i = 0; i < h->type_count; i++)
+		free(h->types[i].name);
+	free(h->types);
+	free(h->map_keys);
+	free(h->map_vals);
+	for (uint32_t i = 0; i < h->source_count; i++)
+		free(h->sources[i]);
+	free(h->sources);
+	for (uint32_t i = 0; i < h->error_count; i++)
+		free(h->errors[i].message);
+	free(h->biggest);
+	free(h);
+}
+
+// ---- types ---------------------------------------------------------------------------------
+
+static size_t slot_of(uint64_t addr, size_t slots)
+{
+	uint64_t x = addr * 0x9e3779b97f4a7c15ull;
+	return (size_t)(x >> 20) & (slots - 1);
+}
+
+static bool map_grow(struct pyu_heap *h)
+{
+	size_t slots = h->map_slots ? h->map_slots * 2 : 1024;
+	uint64_t *keys = calloc(slots, sizeof(*keys));
+	uint32_t *vals = calloc(slots, sizeof(*vals));
+	if (!keys || !vals) {
+		free(keys);
+		free(vals);
+		return false;
+	}
+	for (size_t i = 0; i < h->map_slots; i++) {
+		if (!h->map_vals[i])
+			continue;
+		size_t j = slot_of(h->map_keys[i], slots);
+		while (vals[j])
+			j = (j + 1) & (slots - 1);
+		keys[j] = h->map_keys[i];
+		vals[j] = h->map_vals[i];
+	}
+	free(h->map_keys);
+	free(h->map_vals);
+	h->map_keys = keys;
+	h->map_vals = vals;
+	h->map_slots = slots;
+	return true;
+}
+
+// Every object counted, by address: open addressing, linear probing, grown at 3/4 load.
+struct addr_set {
+	uint64_t *keys;
+	size_t slots, used;
+};
+
+struct census {
+	struct pyu_stacks *s;
+	struct pyu_target *t;
+	const struct pyu_layout *l;
+	const struct pyu_heap_layout *hl;
+	struct pyu_sizer z;
+	struct pyu_heap *h;
+	uint64_t visited;
+	struct addr_set seen;
+	uint64_t *queue;          // objects whose references are still to be followed
+	size_t queue_len, queue_cap;
+	bool oom;
+};
+
+static bool set_grow(struct addr_set *a)
+{
+	size_t slots = a->slots ? a->slots * 2 : 1u << 16;
+	uint64_t *keys = calloc(slots, sizeof(*keys));
+	if (!keys)
+		return false;
+	for (size_t i = 0; i < a->slots; i++) {
+		if (!a->keys[i])
+			continue;
+		size_t j = slot_of(a->keys[i], slots);
+		while (keys[j])
+			j = (j + 1) & (slots - 1);
+		keys[j] = a->keys[i];
+	}
+	free(a->keys);
+	a->keys = keys;
+	a->slots = slots;
+	return true;
+}
+
+static bool set_has(const struct addr_set *a, uint64_t addr)
+{
+	if (!a->slots)
+		return false;
+	for (size_t j = slot_of(addr, a->slots); a->keys[j]; j = (j + 1) & (a->slots - 1))
+		if (a->keys[j] == addr)
+			return true;
+	return false;
+}
+
+// Adds @addr (non-zero); false when it was there already or memory ran out (c->oom).
+static bool set_add(struct census *c, uint64_t addr)
+{
+	struct addr_set *a = &c->seen;
+	if ((a->used + 1) * 4 > a->slots * 3 && !set_grow(a)) {
+		c->oom = true;
+		return false;
+	}
+	size_t j = slot_of(addr, a->slots);
+	for (; a->keys[j]; j = (j + 1) & (a->slots - 1))
+		if (a->keys[j] == addr)
+			return false;
+	a->keys[j] = addr;
+	a->used++;
+	return true;
+}
+
+static void queue_push(struct census *c, uint64_t addr)
+{
+	if (c->queue_len == c->queue_cap) {
+		size_t cap = c->queue_cap ? c->queue_cap * 2 : 1u << 16;
+		uint64_t *grown = realloc(c->queue, cap * sizeof(*grown));
+		if (!grown) {
+			c->oom = true;
+			return;
+		}
+		c->queue = grown;
+		c->queue_cap = cap;
+	}
+	c->queue[c->queue_len++] = addr;
+}
+
+static bool is_metatype(const struct pyu_heap *h, uint64_t type)
+{
+	for (uint32_t i = 0; i < h->metatype_count; i++)
+		if (h->metatypes[i] == type)
+			return true;
+	return false;
+}
+
+// Index of the type at @type in h->types, named and given its size rule on first sight; -1
+// when the type cannot be read (counted as an error).
+static int64_t type_index(struct census *c, uint64_t type)
+{
+	struct pyu_heap *h = c->h;
+	if (h->map_slots) {
+		for (size_t j = slot_of(type, h->map_slots); h->map_vals[j];
+		     j = (j + 1) & (h->map_slots - 1))
+			if (h->map_keys[j] == type)
+				return (int64_t)h->map_vals[j] - 1;
+	}
+	if ((h->type_count + 1) * 2 > h->map_slots && !map_grow(h))
+		return -2;
+	struct pyu_size_type st;
+	struct pyu_error *err = pyu_size_type(&c->z, type, &st);
+	if (err) {
+		add_error(h, "objects of an unreadable type: %s", pyu_error_message(err));
+		pyu_error_destroy(err);
+		return -1;
+	}
+	char *name = NULL;
+	err = pyu_value_type_qualname(c->z.v, type, &name);
+	if (err) {
+		pyu_error_destroy(err);
+		char buf[64];
+		snprintf(buf, sizeof(buf), "<type at 0x%" PRIx64 ">", type);
+		if (!(name = strdup(buf)))
+			return -2;
+	}
+	if (h->type_count == h->type_cap) {
+		uint32_t cap = h->type_cap ? h->type_cap * 2 : 256;
+		struct pyu_heap_type *grown = realloc(h->types, cap * sizeof(*grown));
+		if (!grown) {
+			free(name);
+			return -2;
+		}
+		h->types = grown;
+		h->type_cap = cap;
+	}
+	struct pyu_heap_type *ht = &h->types[h->type_count];
+	memset(ht, 0, sizeof(*ht));
+	ht->addr = type;
+	ht->name = name;
+	ht->size = st;
+	size_t j = slot_of(type, h->map_slots);
+	while (h->map_vals[j])
+		j = (j + 1) & (h->map_slots - 1);
+	h->map_keys[j] = type;
+	h->map_vals[j] = ++h->type_count;
+	uint64_t meta;
+	err = pyu_target_read_u64(c->t, type + (uint64_t)c->l->ob_type, &meta);
+	if (!err && meta && !is_metatype(h, meta) && h->metatype_count < PYU_HEAP_MAX_METATYPES)
+		h->metatypes[h->metatype_count++] = meta;
+	pyu_error_destroy(err);
+	return (int64_t)h->type_count - 1;
+}
+
+// Keeps the object at @obj among the largest when it is larger than the smallest kept: a
+// min-heap of biggest_cap entries on bytes.
+static void keep_if_big(struct pyu_heap *h, uint64_t obj, uint64_t bytes, uint32_t type)
+{
+	struct pyu_heap_big *b = h->biggest, e = {obj, bytes, type};
+	if (!h->biggest_cap)
+		return;
+	size_t i;
+	if (h->biggest_count < h->biggest_cap) {
+		for (i = h->biggest_count++; i > 0 && b[(i - 1) / 2].bytes > bytes; i = (i - 1) / 2)
+			b[i] = b[(i - 1) / 2];
+		b[i] = e;
+		return;
+	}
+	if (bytes <= b[0].bytes)
+		return;
+	for (i = 0;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		uint64_t least = bytes;
+		if (l < h->biggest_count && b[l].bytes < least)
+			m = l, least = b[l].bytes;
+		if (r < h->biggest_count && b[r].bytes < least)
+			m = r;
+		if (m == i)
+			break;
+		b[i] = b[m];
+		i = m;
+	}
+	b[i] = e;
+}
+
+static int bigger_first(const void *a, const void *b)
+{
+	const struct pyu_heap_big *x = a, *y = b;
+	return x->bytes != y->bytes ? (x->bytes < y->bytes ? 1 : -1)
+				    : (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+// Counts the object at @obj whose first @n bytes are @prefix. False: out of memory.
+static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, size_t n)
+{
+	struct pyu_heap *h = c->h;
+	uint64_t type = pyu_get_u64(prefix, c->l->ob_type);
+	if (!type || (type & 7)) {
+		add_error(h, "objects with an implausible type pointer");
+		return true;
+	}
+	int64_t i = type_index(c, type);
+	if (i == -2)
+		return false;
+	if (i < 0)
+		return true;
+	struct pyu_heap_type *ht = &h->types[i];
+	uint64_t size = 0;
+	struct pyu_error *err = pyu_size_object(&c->z, obj, prefix, n, &ht->size, &size);
+	if (err) {
+		h->sized_inexact++;
+		add_error(h, "objects sized by tp_basicsize: a field their size needs was "
+			  "unreadable");
+		pyu_error_destroy(err);
+	}
+	ht->count++;
+	ht->bytes += size;
+	h->objects++;
+	h->bytes += size;
+	keep_if_big(h, obj, size, (uint32_t)i);
+	return true;
+}
+
+// Whether a type is known to the census (an object of it was counted).
+static bool type_known(const struct pyu_heap *h, uint64_t type)
+{
+	if (!h->map_slots)
+		return false;
+	for (size_t j = slot_of(type, h->map_slots); h->map_vals[j];
+	     j = (j + 1) & (h->map_slots - 1))
+		if (h->map_keys[j] == type)
+			return true;
+	return false;
+}
+
+// ---- the collector's lists ------------------------------------------------------------------
+
+// Walks the ring whose head is at @head. Returns the objects counted; false in *oom for out of
+// memory.
+static uint64_t walk_ring(struct census *c, uint64_t head, const char *what, bool *oom)
+{
+	const struct pyu_heap_layout *hl = c->hl;
+	struct pyu_heap *h = c->h;
+	size_t hs = (size_t)hl->gc.head_size;
+	uint64_t next_mask = ~((1ull << hl->next_bits) - 1);
+	uint64_t prev_mask = ~((1ull << hl->prev_bits) - 1);
+	uint8_t buf[64 + PYU_SIZE_PREFIX];
+	uint64_t first, counted = 0;
+	struct pyu_error *err = pyu_target_read_u64(c->t, head + (uint64_t)hl->gc.next, &first);
+	if (err) {
+		add_error(h, "%s: its head at 0x%" PRIx64 " is unreadable: %s", what, head,
+			  pyu_error_message(err));
+		pyu_error_destroy(err);
+		return 0;
+	}
+	uint64_t prev = head, node = first & next_mask;
+	size_t min_len = hs + (size_t)c->l->ob_type + 8;
+	while (node != head) {
+		if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
+			h->partial = true;
+			break;
+		}
+		c->visited++;
+		if (!node || (node & 7)) {
+			add_error(h, "%s ends at an implausible link 0x%" PRIx64 " after 0x%" PRIx64,
+				  what, node, prev);
+			break;
+		}
+		size_t n = hs + PYU_SIZE_PREFIX;
+		err = pyu_target_read(c->t, node, buf, n);
+		if (err) {
+			pyu_error_destroy(err);
+			n = min_len;
+			err = pyu_target_read(c->t, node, buf, n);
+		}
+		if (err) {
+			add_error(h, "%s ends at unreadable 0x%" PRIx64 ": %s", what, node,
+				  pyu_error_message(err));
+			pyu_error_destroy(err);
+			break;
+		}
+		uint64_t back = pyu_get_u64(buf, hl->gc.prev) & prev_mask;
+		if (back != prev) {
+			add_error(h, "%s is broken at 0x%" PRIx64 ": its prev is 0x%" PRIx64
+				  ", not 0x%" PRIx64, what, node, back, prev);
+			break;
+		}
+		if (!count_object(c, node + hs, buf + hs, n - hs)) {
+			*oom = true;
+			break;
+		}
+		if (set_add(c, node + hs))
+			queue_push(c, node + hs);
+		if (c->oom) {
+			*oom = true;
+			break;
+		}
+		counted++;
+		prev = node;
+		node = pyu_get_u64(buf, hl->gc.next) & next_mask;
+	}
+	return counted;
+}
+
+// Whether a ring head at @head links both ways: its next's prev and its prev's next are it.
+static bool head_links(struct census *c, uint64_t head)
+{
+	const struct pyu_heap_layout *hl = c->hl;
+	uint64_t next_mask = ~((1ull << hl->next_bits) - 1);
+	uint64_t prev_mask = ~((1ull << hl->prev_bits) - 1);
+	uint64_t next, prev, back, fwd;
+	struct pyu_error *err = pyu_target_read_u64(c->t, head + (uint64_t)hl->gc.next, &next);
+	if (!err)
+		err = pyu_target_read_u64(c->t, head + (uint64_t)hl->gc.prev, &prev);
+	next &= next_mask;
+	prev &= prev_mask;
+	// Nodes are objects (aligned); the head itself may be less aligned (3.13.18's are at 4).
+	if (!err && (!next || !prev || (next != head && (next & 7)) || (prev != head && (prev & 7))))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "implausible links");
+	if (!err)
+		err = pyu_target_read_u64(c->t, next + (uint64_t)hl->gc.prev, &back);
+	if (!err)
+		err = pyu_target_read_u64(c->t, prev + (uint64_t)hl->gc.next, &fwd);
+	bool ok = !err && (back & prev_mask) == head && (fwd & next_mask) == head;
+	pyu_error_destroy(err);
+	return ok;
+}
+
+// Where the generation heads are: at @gens as the table says, or - for a build whose state
+// moved them by a few bytes (3.13.0 has them at 24, 3.13.18 at 20) - at the
+// nearest offset where every head links both ways. 0 when no candidate does.
+static uint64_t find_generations(struct census *c, uint32_t index, uint64_t gens)
+{
+	static const int32_t deltas[] = {0, -4, 4, -8, 8};
+	const struct pyu_heap_layout *hl = c->hl;
+	for (size_t d = 0; d < sizeof(deltas) / sizeof(deltas[0]); d++) {
+		uint64_t at = gens + (uint64_t)(int64_t)deltas[d];
+		bool ok = true;
+		for (int32_t g = 0; ok && g < hl->generation_count && g < GENERATIONS_MAX; g++)
+			ok = head_links(c, at + (uint64_t)g * (uint64_t)hl->gc.generation_size);
+		if (!ok)
+			continue;
+		if (deltas[d])
+			add_source(c->h, "the generation heads of interpreter #%u are %d bytes from "
+				   "where the table of %s has them (each links both ways there)",
+				   index, deltas[d], hl->name);
+		return at;
+	}
+	return 0;
+}
+
+// Walks the generations whose first head is at @gens and the permanent generation at @perm
+// (0: none) of interpreter #@index.
+static bool walk_state(struct census *c, uint32_t index, uint64_t gens, uint64_t perm)
+{
+	const struct pyu_heap_layout *hl = c->hl;
+	uint64_t found = find_generations(c, index, gens);
+	if (found)
+		gens = found; // else walk where the table says: its errors say what is wrong
+
+	uint64_t n[GENERATIONS_MAX + 1] = {0};
+	int32_t count = hl->generation_count < GENERATIONS_MAX ? hl->generation_count
+							       : GENERATIONS_MAX;
+	bool oom = false;
+	char what[96];
+	for (int32_t g = 0; g < count && !oom; g++) {
+		snprintf(what, sizeof(what), "the list of generation %d of interpreter #%u", g,
+			 index);
+		n[g] = walk_ring(c, gens + (uint64_t)g * (uint64_t)hl->gc.generation_size, what,
+				 &oom);
+	}
+	if (perm && !oom) {
+		snprintf(what, sizeof(what), "the permanent generation of interpreter #%u", index);
+		n[count] = walk_ring(c, perm, what, &oom);
+	}
+	char line[256];
+	int at = snprintf(line, sizeof(line), "found on the collector's lists of interpreter #%u:",
+			  index);
+	for (int32_t g = 0; g < count && at > 0 && (size_t)at < sizeof(line); g++)
+		at += snprintf(line + at, sizeof(line) - (size_t)at, "%s generation %d: %" PRIu64,
+			       g ? "," : "", g, n[g]);
+	if (perm && at > 0 && (size_t)at < sizeof(line))
+		snprintf(line + at, sizeof(line) - (size_t)at, ", permanent: %" PRIu64, n[count]);
+	add_source(c->h, "%s", line);
+	c->h->interpreters++;
+	return !oom;
+}
+
+// ---- objects reached through references -----------------------------------------------------
+
+#define CHUNK 256            // pointers read per target read
+#define SCAN_MAX 4096        // bytes of an instance's __slots__ followed
+#define ITEMS_MAX (1u << 28) // items of one tuple or list followed
+
+// Counts the object at @addr when it is one the census has not met: its type is a type the
+// census knows, or a type whose own type it knows (a code object's type is `type`). Anything
+// else (a pointer into something that is no object) is passed over silently.
+static void consider(struct census *c, uint64_t addr)
+{
+	if (!addr || (addr & 7) || c->oom || set_has(&c->seen, addr))
+		return;
+	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
+		c->h->partial = true;
+		return;
+	}
+	uint8_t buf[PYU_SIZE_PREFIX];
+	size_t n = sizeof(buf), min = (size_t)c->l->ob_type + 8;
+	struct pyu_error *err = pyu_target_read(c->t, addr, buf, n);
+	if (err) {
+		pyu_error_destroy(err);
+		n = min;
+		if ((err = pyu_target_read(c->t, addr, buf, n)) != NULL) {
+			pyu_error_destroy(err);
+			return;
+		}
+	}
+	uint64_t type = pyu_get_u64(buf, c->l->ob_type), meta;
+	uint64_t refcnt = pyu_get_u64(buf, c->l->ob_type - 8);
+	// A freed object kept on a free list has no references left.
+	if (!type || (type & 7) || refcnt == 0)
+		return;
+	if (!type_known(c->h, type)) {
+		err = pyu_target_read_u64(c->t, type + (uint64_t)c->l->ob_type, &meta);
+		if (err) {
+			pyu_error_destroy(err);
+			return;
+		}
+		if (!type_known(c->h, meta) && !is_metatype(c->h, meta))
+			return;
+	}
+	if (!type_known(c->h, type)) {
+		struct pyu_size_type st;
+		err = pyu_size_type(&c->z, type, &st);
+		if (err) {
+			pyu_error_destroy(err); // not a type: the word was no reference
+			return;
+		}
+	}
+	c->visited++;
+	if (!set_add(c, addr))
+		return;
+	uint64_t before = c->h->objects;
+	if (!count_object(c, addr, buf, n)) {
+		c->oom = true;
+		return;
+	}
+	if (c->h->objects > before) {
+		c->h->untracked++;
+		queue_push(c, addr);
+	}
+}
+
+// Follows @count pointers stored from @at.
+static void consider_array(struct census *c, uint64_t at, uint64_t count)
+{
+	uint64_t buf[CHUNK];
+	for (uint64_t i = 0; i < count && !c->oom; i += CHUNK) {
+		size_t n = count - i < CHUNK ? (size_t)(count - i) : CHUNK;
+		struct pyu_error *err = pyu_target_read(c->t, at + i * 8, buf, n * 8);
+		if (err) {
+			add_error(c->h, "items of a tuple or list unreadable");
+			pyu_error_destroy(err);
+			return;
+		}
+		for (size_t j = 0; j < n; j++)
+			consider(c, buf[j]);
+	}
+}
+
+static bool visit_pair(void *arg, uint64_t key, uint64_t value)
+{
+	struct census *c = arg;
+	consider(c, key);
+	consider(c, value);
+	return !c->oom;
+}
+
+static bool visit_value(void *arg, uint64_t key, uint64_t value)
+{
+	(void)key; // attribute names live in the class's shared keys
+	struct census *c = arg;
+	consider(c, value);
+	return !c->oom;
+}
+
+static bool visit_one(void *arg, uint64_t key)
+{
+	struct census *c = arg;
+	consider(c, key);
+	return !c->oom;
+}
+
+// Every word of [@from, @to) of the object at @obj that points at an object.
+static void scan_words(struct census *c, uint64_t obj, uint64_t from, uint64_t to)
+{
+	uint64_t buf[SCAN_MAX / 8];
+	if (to <= from)
+		return;
+	size_t len = (size_t)(to - from);
+	if (len > sizeof(buf))
+		len = sizeof(buf);
+	struct pyu_error *err = pyu_target_read(c->t, obj + from, buf, len);
+	if (err) {
+		pyu_error_destroy(err);
+		return;
+	}
+	for (size_t i = 0; i < len / 8; i++)
+		consider(c, buf[i]);
+}
+
+// Where a class's instances keep their __slots__: for each class on its tp_base chain whose
+// dict declares __slots__ (a class statement's), the bytes between its base's tp_basicsize and
+// its own. Classes made in C keep other fields there, which are not followed.
+static void read_slots(struct census *c, struct pyu_heap_type *ht)
+{
+	const struct pyu_value_layout *vl = c->z.vl;
+	ht->slots_read = true;
+	uint64_t type = ht->addr;
+	for (int depth = 0; type && depth < 64 && ht->slot_regions < 4; depth++) {
+		uint64_t flags, base, dict, basic, base_basic, found;
+		struct pyu_error *err = pyu_target_read_u64(c->t, type + (uint64_t)c->l->type_tp_flags,
+							    &flags);
+		if (!err && !(flags & (1ull << 9))) {
+			pyu_error_destroy(err);
+			return; // a static class: no __slots__ below it
+		}
+		if (!err)
+			err = pyu_target_read_u64(c->t, type + (uint64_t)vl->type.base, &base);
+		if (!err)
+			err = pyu_target_read_u64(c->t, type + (uint64_t)vl->type.dict, &dict);
+		if (!err)
+			err = pyu_target_read_u64(c->t, type + (uint64_t)vl->type.basicsize, &basic);
+		if (!err && base)
+			err = pyu_target_read_u64(c->t, base + (uint64_t)vl->type.basicsize,
+						  &base_basic);
+		if (err || !base) {
+			pyu_error_destroy(err);
+			return;
+		}
+		err = pyu_dict_get_str(c->z.v, dict, "__slots__", &found);
+		if (!err && base_basic < basic && basic <= SCAN_MAX) {
+			ht->slots[ht->slot_regions][0] = (uint32_t)base_basic;
+			ht->slots[ht->slot_regions++][1] = (uint32_t)basic;
+		}
+		pyu_error_destroy(err);
+		type = base;
+	}
+}
+
+// The references in fields @offs (PYU_NO_FIELD: absent) of an object whose first
+// PYU_SIZE_PREFIX bytes are @buf.
+static void consider_fields(struct census *c, const uint8_t *buf, const int32_t *offs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (offs[i] >= 0 && offs[i] + 8 <= PYU_SIZE_PREFIX)
+			consider(c, pyu_get_u64(buf, offs[i]));
+}
+
+// The same for fields anywhere in the object at @obj (read one by one).
+static void follow_fields(struct census *c, uint64_t obj, const int32_t *offs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t p;
+		if (offs[i] < 0)
+			continue;
+		struct pyu_error *err = pyu_target_read_u64(c->t, obj + (uint64_t)offs[i], &p);
+		if (err) {
+			pyu_error_destroy(err);
+			continue;
+		}
+		consider(c, p);
+	}
+}
+
+// Follows what the object at @obj refers to, field by field as the builtin types keep their
+// references: the items of tuples and lists, keys and values of dicts, keys of sets, an
+// instance's attributes and __slots__, cells, functions, modules, classes and code objects.
+// Objects of other types are counted but not looked into.
+static void follow(struct census *c, uint64_t obj)
+{
+	uint8_t buf[PYU_SIZE_PREFIX];
+	struct pyu_error *err = pyu_target_read(c->t, obj, buf, sizeof(buf));
+	if (err) {
+		pyu_error_destroy(err);
+		return;
+	}
+	uint64_t type = pyu_get_u64(buf, c->l->ob_type);
+	int64_t i = type_index(c, type);
+	if (i < 0) {
+		if (i == -2)
+			c->oom = true;
+		return;
+	}
+	struct pyu_heap_type *ht = &c->h->types[i];
+	const struct pyu_size_type *st = &ht->size;
+	if (!st->gc && st->refs != PYU_REFS_CODE)
+		return; // atoms, and what no traverse reaches into
+	if (st->is_type && !(pyu_get_u64(buf, c->l->type_tp_flags) & (1ull << 9)))
+		return; // a static class: no collector object
+	struct pyu_values *v = c->z.v;
+	uint64_t size = pyu_get_u64(buf, c->l->ob_size), items;
+	(void)obj;
+	switch (st->refs) {
+	case PYU_REFS_NONE:
+		break;
+	case PYU_REFS_TUPLE:
+		if (size < ITEMS_MAX)
+			consider_array(c, obj + (uint64_t)c->l->tuple_item, size);
+		break;
+	case PYU_REFS_LIST:
+		items = pyu_get_u64(buf, c->z.vl->list_item);
+		if (size < ITEMS_MAX && items)
+			consider_array(c, items, size);
+		break;
+	case PYU_REFS_DICT:
+		err = pyu_dict_foreach(v, obj, visit_pair, c);
+		break;
+	case PYU_REFS_SET:
+		err = pyu_set_foreach(v, obj, visit_one, c);
+		break;
+	case PYU_REFS_FUNCTION:
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->func.name, c->z.vl->func.qualname,
+			c->z.vl->func.code}, 3);
+		break;
+	case PYU_REFS_CFUNCTION:
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->cfunc.self}, 1);
+		break;
+	case PYU_REFS_CELL:
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->cell_ref}, 1);
+		break;
+	case PYU_REFS_MODULE:
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->module_dict}, 1);
+		break;
+	case PYU_REFS_TYPE:
+		follow_fields(c, obj, (const int32_t[]){c->z.vl->type.dict, c->z.vl->type.mro,
+			c->z.vl->type.base, c->z.vl->type.ht_name, c->z.vl->type.ht_qualname}, 5);
+		break;
+	case PYU_REFS_CODE: {
+		const struct pyu_layout *l = c->l;
+		follow_fields(c, obj, (const int32_t[]){l->code.filename, l->code.name,
+			l->code.qualname, l->code.linetable, l->code.code, l->code.varnames,
+			l->code.cellvars, l->code.freevars, l->code.localsplusnames,
+			l->code.localspluskinds}, 10);
+		break;
+	}
+	}
+	if (err) {
+		add_error(c->h, "a container's table unreadable: %s", pyu_error_message(err));
+		pyu_error_destroy(err);
+		err = NULL;
+	}
+	if (st->heap && !st->is_type) {
+		uint64_t dict = 0;
+		err = pyu_object_dict_address(v, obj, &dict);
+		if (!err && dict)
+			consider(c, dict);
+		else if (!err)
+			err = pyu_object_attrs_foreach(v, obj, visit_value, c);
+		pyu_error_destroy(err);
+		if (!ht->slots_read)
+			read_slots(c, ht);
+		for (uint32_t r = 0; r < ht->slot_regions; r++)
+			scan_words(c, obj, ht->slots[r][0], ht->slots[r][1]);
+	}
+}
+
+// Follows references from every object counted so far, and from each one found that way.
+static void follow_all(struct census *c)
+{
+	for (size_t i = 0; i < c->queue_len && !c->oom; i++)
+		follow(c, c->queue[i]);
+}
+
+// Where the collector's state is in each interpreter (3.13+: as its debug offsets say).
+static int32_t interp_gc_offset(struct census *c)
+{
+	const struct pyu_runtime *rt = c->s->runtime;
+	int32_t off = c->hl->gc.state_in_interp;
+	if (!rt->runtime_addr || (rt->version_hex >> 16) < 0x030d)
+		return off;
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	uint64_t v;
+	struct pyu_error *err = pyu_target_read(c->t, rt->runtime_addr, buf, sizeof(buf));
+	if (err) {
+		pyu_error_destroy(err);
+		return off;
+	}
+	if (pyu_debug_offsets_field(buf, sizeof(buf), "interpreter_state.gc", &v) &&
+	    v < INTERP_GC_MAX) {
+		if ((int64_t)v != off)
+			add_source(c->h, "the interpreter's gc state is at offset %" PRIu64 " (its "
+				   "debug offsets; the table says %d)", v, off);
+		return (int32_t)v;
+	}
+	return off;
+}
+
+static bool walk_all(struct census *c)
+{
+	const struct pyu_heap_layout *hl = c->hl;
+	const struct pyu_runtime *rt = c->s->runtime;
+	struct pyu_error *err;
+	uint64_t gens;
+	switch (hl->home) {
+	case PYU_GC_GEN0_SYMBOL:
+		if (!rt->gc_generation0_addr) {
+			add_error(c->h, "no _PyGC_generation0 symbol: the collector's lists of "
+				  "CPython %s are not known without it", hl->name);
+			return true;
+		}
+		err = pyu_target_read_u64(c->t, rt->gc_generation0_addr, &gens);
+		if (err) {
+			add_error(c->h, "_PyGC_generation0 unreadable: %s", pyu_error_message(err));
+			pyu_error_destroy(err);
+			return true;
+		}
+		return walk_state(c, 0, gens, 0);
+	case PYU_GC_IN_RUNTIME: {
+		uint64_t state = rt->runtime_addr + (uint64_t)hl->gc.state_in_runtime;
+		return walk_state(c, 0, state + (uint64_t)hl->gc.generations,
+				  state + (uint64_t)hl->gc.permanent);
+	}
+	case PYU_GC_IN_INTERP:
+		break;
+	}
+	int32_t off = interp_gc_offset(c);
+	uint64_t interp;
+	err = pyu_target_read_u64(c->t, rt->interp_head_addr, &interp);
+	if (err) {
+		add_error(c->h, "the interpreter list is unreadable: %s", pyu_error_message(err));
+		pyu_error_destroy(err);
+		return true;
+	}
+	for (uint32_t i = 0; interp && i < PYU_MAX_INTERPRETERS; i++) {
+		uint64_t state = interp + (uint64_t)off;
+		if (!walk_state(c, i, state + (uint64_t)hl->gc.generations,
+				hl->gc.permanent >= 0 ? state + (uint64_t)hl->gc.permanent : 0))
+			return false;
+		err = pyu_target_read_u64(c->t, interp + (uint64_t)rt->layout.interp.next,
+					  &interp);
+		if (err) {
+			add_error(c->h, "the interpreter list ends at an unreadable link: %s",
+				  pyu_error_message(err));
+			pyu_error_destroy(err);
+			break;
+		}
+	}
+	return true;
+}
+
+struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
+				  struct pyu_heap **ret)
+{
+	if (!s || !s->runtime)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no snapshot");
+	const struct pyu_runtime *rt = s->runtime;
+	const struct pyu_heap_layout *hl = pyu_heap_layout_for_version(rt->version_hex);
+	if (!hl)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "no heap layout for CPython %s",
+					rt->layout.name);
+	if (rt->free_threaded)
+		return pyu_error_create(PYU_ERR_UNSUPPORTED, "the heap census of a free-threaded "
+					"build (no collector lists) is not supported");
+	// A value reader of its own: the census reads every dict and set table, far past the
+	// snapshot reader's budget for reprs.
+	struct pyu_value_limits lim;
+	pyu_value_limits_default(&lim);
+	lim.read_budget = UINT64_MAX / 2;
+	struct pyu_values *v;
+	struct pyu_error *err = pyu_values_create(s->target, rt, &lim, &v);
+	if (err)
+		return err;
+	struct pyu_heap *h = calloc(1, sizeof(*h));
+	if (!h) {
+		pyu_values_destroy(v);
+		return &pyu_error_nomem;
+	}
+	if (biggest) {
+		if (biggest > PYU_HEAP_MAX_BIGGEST)
+			biggest = PYU_HEAP_MAX_BIGGEST;
+		if (!(h->biggest = calloc(biggest, sizeof(*h->biggest)))) {
+			free(h);
+			pyu_values_destroy(v);
+			return &pyu_error_nomem;
+		}
+		h->biggest_cap = biggest;
+	}
+	struct census c;
+	memset(&c, 0, sizeof(c));
+	c.s = s;
+	c.t = s->target;
+	c.l = &rt->layout;
+	c.hl = hl;
+	c.h = h;
+	c.z.t = s->target;
+	c.z.l = &rt->layout;
+	c.z.vl = pyu_values_layout(v);
+	c.z.hl = hl;
+	c.z.v = v;
+	c.z.shift = rt->layout.ob_type - 8;
+	bool ok = walk_all(&c);
+	h->tracked = h->objects;
+	if (ok && !c.oom) {
+		follow_all(&c);
+		if (h->untracked)
+			add_source(h, "reached through references of those: %" PRIu64 " objects the "
+				   "collector does not track", h->untracked);
+	}
+	free(c.seen.keys);
+	free(c.queue);
+	pyu_values_destroy(v);
+	if (!ok || c.oom) {
+		pyu_heap_destroy(h);
+		return &pyu_error_nomem;
+	}
+	if (h->biggest_count)
+		qsort(h->biggest, h->biggest_count, sizeof(*h->biggest), bigger_first);
+	*ret = h;
+	return NULL;
+}

@@ -1,0 +1,78 @@
+// heap.h - the heap census: every object the collector tracks, found on its own lists (each
+// generation and the permanent one, of every interpreter), counted per type and sized as
+// sys.getsizeof() reports them (heap_size.h). Model layer: reads the target through the
+// runtime found for the snapshot, the layouts and the value reader; the Face (format_heap.c)
+// prints what this returns. Every ring walk is bounded and checks each link back; a damaged
+// list ends that walk with a counted error, and a census that stopped early says so.
+#ifndef PYU_HEAP_H
+#define PYU_HEAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "heap_size.h"
+#include "stacks.h"
+
+// Objects visited by one census at most; past it the census is partial.
+#define PYU_HEAP_MAX_OBJECTS (64u << 20)
+// Types of types remembered: a pointer is taken for an object of a type not met yet when that
+// type's own type is one of these.
+#define PYU_HEAP_MAX_METATYPES 64
+// Largest objects kept at most (--biggest).
+#define PYU_HEAP_MAX_BIGGEST 100000
+// Distinct error messages kept (further ones are counted under the last).
+#define PYU_HEAP_MAX_ERRORS 32
+
+struct pyu_heap_type {
+	uint64_t addr;            // the type object
+	uint32_t slot_regions;    // how many of slots[] hold its instances' __slots__ (the
+	bool slots_read;          // regions of the classes on its tp_base chain that declare
+	uint32_t slots[4][2];     // __slots__: [their base's tp_basicsize, their own))
+	char *name;               // "module.qualname", builtins bare (owned)
+	uint64_t count, bytes;
+	struct pyu_size_type size; // how its objects are sized
+};
+
+// One of the largest objects.
+struct pyu_heap_big {
+	uint64_t addr;
+	uint64_t bytes;
+	uint32_t type;            // index in pyu_heap.types
+};
+
+struct pyu_heap_error {
+	char *message;            // owned
+	uint64_t count;
+};
+
+struct pyu_heap {
+	uint64_t objects, bytes;
+	uint64_t tracked;         // found on the collector's lists
+	uint64_t untracked;       // reached only through references of those
+	bool partial;             // the object limit stopped the census
+	uint32_t interpreters;    // whose lists were walked
+	struct pyu_heap_type *types;
+	uint32_t type_count, type_cap;
+	uint64_t *map_keys;       // type address -> index + 1 (open addressing)
+	uint32_t *map_vals;
+	size_t map_slots;
+	char **sources;           // how objects were found, one line each (owned)
+	uint32_t source_count;
+	struct pyu_heap_error errors[PYU_HEAP_MAX_ERRORS];
+	uint32_t error_count;
+	uint64_t sized_inexact;   // objects whose exact getsizeof could not be read
+	struct pyu_heap_big *biggest; // the largest objects, a min-heap on bytes while counting
+	uint32_t biggest_count, biggest_cap;
+	uint64_t metatypes[PYU_HEAP_MAX_METATYPES]; // the types of the types met (type, ABCMeta..)
+	uint32_t metatype_count;
+};
+
+// Takes the census of the snapshot's target, keeping the @biggest largest objects (0: none) in
+// h->biggest, largest first. Fails only when nothing can be counted (no runtime, a version
+// without heap or value layouts, out of memory); unreadable lists and objects become counted
+// errors inside the census. On error, *ret is unchanged.
+struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest, struct pyu_heap **ret);
+void pyu_heap_destroy(struct pyu_heap *h);
+
+#endif

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+# test_heap - the heap census end to end: for every interpreter of the matrix, the heap target
+# (tests/targets/heap.py: a zoo of known instance counts, containers of known sizes, large
+# str/bytes/bytearray, big ints, reference cycles, objects held only by a generator, a
+# coroutine, a thread's local or a module global, the collector disabled) takes its own census
+# with gc.get_objects(), gc.get_referents() and sys.getsizeof() at a quiescent moment;
+# `pyunwind heap --json` must find the same objects on the collector's lists (exactly as many
+# of the target's classes, lists and sets, with the same bytes; at least as many of every other
+# type, which objects reached through references add to), the zoo's large str, bytes,
+# bytearray and int objects, and no type the target's own closure does not have - live, a gdb core and a kernel crash core, from the CLI, gdb and
+# lldb; --biggest 3 names the zoo's bytearray, str and bytes objects with their addresses and
+# sizes. The text form names the zoo's classes, --top and --min-size cut rows, and damaged
+# collector lists (a ring link that points elsewhere) give counted errors, not a crash or hang.
+# One target per interpreter and kind of core.
+#
+#   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir))
+from harness import REPO, Target, run_cases, selected  # noqa: E402
+from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
+
+CLI = os.path.join(REPO, "build", "pyunwind")
+# gdb and lldb read these (gdb live and on the kernel core, lldb on the gdb core).
+ADAPTER_PYTHONS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
+DAMAGE_PYTHONS = ("pyenv-2.7", "pyenv-3.11", "sid-3.15")
+DAMAGE_SECONDS = 20
+
+
+def cli(*args):
+    try:
+        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("pyunwind %s: no answer within 120s" % " ".join(map(str, args)))
+    if p.returncode != 0:
+        raise AssertionError("pyunwind %s: status %d: %s" % (" ".join(map(str, args)),
+                                                              p.returncode, p.stderr.decode()))
+    return p.stdout.decode("utf-8", "strict")
+
+
+def wait_parked(pid, timeout=60):
+    """Waits until the main thread of @pid blocks in a futex (the target parked on its lock
+    after writing the truth): until then its truth document may still be alive."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                if f.read().split()[0] == "202":
+                    return
+        except (OSError, IndexError):
+            pass
+        time.sleep(0.02)
+    raise AssertionError("the target's main thread did not park within %ds" % timeout)
+
+
+def exact(name):
+    """Types every object of which is tracked: the target's own classes, lists and sets. The
+    census must count exactly the target's number of them."""
+    return name.startswith("__main__.") or name in ("list", "set")
+
+
+def problems(truth, doc, limit=25):
+    out = []
+    tracked = truth["extra"]["types"]
+    closure = truth["extra"]["closure"]
+    got = dict((t["type"], t) for t in doc["types"])
+    for name in sorted(set(tracked) | set(got)):
+        w, g = tracked.get(name), got.get(name)
+        if g is None:
+            out.append("%s: missing (truth: %d objects)" % (name, w[0]))
+        elif name not in closure:
+            out.append("%s: %d objects of a type the target does not have" % (name,
+                                                                              g["count"]))
+        elif w is None:
+            continue  # only reached through references: checked below
+        elif exact(name) and g["count"] != w[0]:
+            out.append("%s: %d objects, truth %d" % (name, g["count"], w[0]))
+        elif g["count"] < w[0]:
+            out.append("%s: %d objects, the target tracks %d" % (name, g["count"], w[0]))
+        elif g["sized_by"] == "getsizeof" and exact(name) and g["bytes"] != w[1]:
+            out.append("%s: %d bytes, truth %d (%d objects)" % (name, g["bytes"], w[1], w[0]))
+        elif g["sized_by"] == "getsizeof" and g["bytes"] < w[1]:
+            out.append("%s: %d bytes, the target's tracked ones alone %d" % (name, g["bytes"],
+                                                                             w[1]))
+    # The zoo's large untracked objects are reached (through the ZOO dict and its lists).
+    for name, size in truth["extra"]["atoms"].items():
+        g = got.get(name)
+        if not g or g["bytes"] < size:
+            out.append("%s: %s, the zoo's alone are %d bytes" % (name, g, size))
+    # --biggest 3: the zoo's bytearray, str and bytes, in that order, with their sizes.
+    big = [[b["address"], b["type"], b["bytes"]] for b in doc.get("biggest", [])]
+    if big != truth["extra"]["largest"] or any(not b["repr"] for b in doc["biggest"]):
+        out.append("the 3 largest objects are %s, truth %s" % (doc.get("biggest"),
+                                                               truth["extra"]["largest"]))
+    for k, n in truth["extra"]["zoo"].items():
+        t = got.get("__main__." + k)
+        if not t or t["count"] != n or t["sized_by"] != "getsizeof":
+            out.append("zoo class %s: %s, want %d sized by getsizeof" % (k, t, n))
+    want = sum(c for c, _ in tracked.values())
+    if doc["tracked"] != want:
+        out.append("%d objects on the collector's lists, the target has %d" % (doc["tracked"],
+                                                                               want))
+    if doc["untracked"] <= 0 or doc["objects"] != doc["tracked"] + doc["untracked"]:
+        out.append("%d objects: %d tracked, %d reached" % (doc["objects"], doc["tracked"],
+                                                          doc["untracked"]))
+    if doc["objects"] != sum(t["count"] for t in doc["types"]) or \
+            doc["bytes"] != sum(t["bytes"] for t in doc["types"]):
+        out.append("totals %d objects, %d bytes are not the sums of the rows"
+                   % (doc["objects"], doc["bytes"]))
+    if doc["errors"] or doc["partial"]:
+        out.append("errors %s, partial %s" % (doc["errors"], doc["partial"]))
+    return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def check(truth, doc, what):
+    p = problems(truth, doc)
+    if p:
+        raise AssertionError("%s: %d mismatch(es):\n  %s" % (what, len(p), "\n  ".join(p)))
+    return len(doc["types"]), doc["objects"]
+
+
+def check_text(truth, target, what):
+    """The text form: the header counts every object; --top and --min-size cut the rows."""
+    doc = json.loads(cli("heap", "--json", target))
+    text = cli("heap", "--top", "0", target)
+    if ("heap: %d objects" % doc["objects"]) not in text.splitlines()[0]:
+        raise AssertionError("%s: header %r, JSON %d objects" % (what, text.splitlines()[0],
+                                                                 doc["objects"]))
+    for k in truth["extra"]["zoo"]:
+        if (" __main__." + k) not in text:
+            raise AssertionError("%s: text does not name __main__.%s" % (what, k))
+    text = cli("heap", "--biggest", "3", target)
+    for address, _, size in truth["extra"]["largest"]:
+        if not any(l.split()[:2] == [address, str(size)] for l in text.splitlines()):
+            raise AssertionError("%s: --biggest 3 does not show %s of %d bytes:\n%s"
+                                 % (what, address, size, text[-1500:]))
+    top = cli("heap", "--top", "3", "--json", target)
+    if len(json.loads(top)["types"]) != 3:
+        raise AssertionError("%s: --top 3 gave %d rows" % (what, len(json.loads(top)["types"])))
+    big = json.loads(cli("heap", "--min-size", "1M", "--json", target))["types"]
+    if not big or any(t["bytes"] < 1 << 20 for t in big):
+        raise AssertionError("%s: --min-size 1M gave %s" % (what, big))
+
+
+def live_case(py):
+    def run():
+        with Target(py, "heap") as t:
+            wait_parked(t.pid)
+            with t.stopped():
+                n = check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, t.pid)),
+                          "live")
+                check_text(t.truth, t.pid, "live")
+            core = t.gcore()
+            check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core)), "gdb core")
+            if py.label in ADAPTER_PYTHONS:
+                debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
+            print("    %s: %d types, %d objects compared" % ((py.label,) + n))
+    return run
+
+
+def crash_case(py):
+    def run():
+        with Target(py, "heap", mode="crash") as t:
+            core = t.crash_core()
+            check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable)),
+                  "kernel core")
+            if py.label in ADAPTER_PYTHONS:
+                debugger_check(t, [("gdb", "core", core)], "kernel core")
+    return run
+
+
+def row_types(text):
+    """The type column of the text form's rows."""
+    rows = text.split("  type\n", 1)[-1].splitlines()
+    return [r.split()[-1] for r in rows if r[:12].strip().isdigit()]
+
+
+def debugger_check(t, runs, source=None):
+    """`py-heap --json` in each (debugger, kind, core) of @runs against the truth, and the
+    text form's largest types the same as from the CLI (a debugger's reads may reach a few
+    static objects fewer than the CLI's own)."""
+    for debugger, kind, core in runs:
+        what = "%s %s" % (debugger, source or kind)
+        rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
+                                     ["py-heap --json --biggest 3", "py-heap --top 5",
+                                      "py-heap --no-such-option"])
+        no_traceback(what, err, *outs)
+        check(t.truth, parse_json(outs[0], what), what)
+        want = cli("heap", "--top", "5", core or t.pid)
+        if row_types(outs[1]) != row_types(want) or len(row_types(want)) != 5:
+            raise AssertionError("%s: py-heap --top 5 shows other types than the CLI:\n%s\n%s"
+                                 % (what, outs[1][:2000], want[:2000]))
+        if "unknown argument '--no-such-option'" not in outs[2] + err:
+            raise AssertionError("%s: a bad option gave no error" % what)
+
+
+def poke(pid, addr, value):
+    with open("/proc/%d/mem" % pid, "r+b", buffering=0) as f:
+        f.seek(addr)
+        f.write(value.to_bytes(8, "little"))
+
+
+def damage_case(py):
+    """A collector list whose link points at itself (a loop that never returns to its head) and
+    one whose link points into nowhere: each walk ends with a counted error, in time, live and
+    from a gdb core; the objects before the damage are still counted."""
+    def run():
+        with Target(py, "heap") as t:
+            wait_parked(t.pid)
+            doc = json.loads(cli("heap", "--json", t.pid))
+            with t.stopped():
+                # The census finds no addresses of objects; the zoo's lists of Plain objects are
+                # reachable only through Python. Damage the first node of the ring that holds
+                # the most objects by making its successor's prev point elsewhere: found as
+                # "broken". The node addresses come from the target's own report below.
+                addrs = plain_addresses(t)
+                poke(t.pid, addrs[0] - gc_head(doc) + 8, addrs[0])   # _gc_prev -> itself
+                poke(t.pid, addrs[1] - gc_head(doc), 0x10)           # _gc_next -> nowhere
+                core = None
+            core = t.gcore()
+            for what, target in (("live", t.pid), ("gdb core", core)):
+                t0 = time.time()
+                got = json.loads(cli("heap", "--json", target))
+                took = time.time() - t0
+                if took > DAMAGE_SECONDS:
+                    raise AssertionError("%s: %.1fs on a damaged heap" % (what, took))
+                if not got["errors"] or sum(e["count"] for e in got["errors"]) < 1:
+                    raise AssertionError("%s: no error for the damaged lists" % what)
+                if got["objects"] <= 0 or got["objects"] >= doc["objects"]:
+                    raise AssertionError("%s: %d objects counted, undamaged %d"
+                                         % (what, got["objects"], doc["objects"]))
+                cli("heap", target)  # the text form finishes too
+    return run
+
+
+def gc_head(doc):
+    v = doc["python"]["hexversion"]
+    return 32 if v < 0x03080000 else 16
+
+
+def plain_addresses(t):
+    return [int(a, 16) for a in t.truth["extra"]["plain_addresses"]]
+
+
+def cases():
+    out = []
+    for py in selected():
+        out.append(("heap %s" % py.label, live_case(py)))
+        out.append(("heap-crash %s" % py.label, crash_case(py)))
+        if py.label in DAMAGE_PYTHONS:
+            out.append(("heap-damaged %s" % py.label, damage_case(py)))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(cases(), prefix="test-heap"))

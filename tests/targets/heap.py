@@ -1,0 +1,252 @@
+# heap - the end-to-end target for the heap census.
+#
+#   python heap.py OUTDIR [park|crash]
+#
+# Builds a zoo of objects whose numbers are known - instances of a plain class, a __slots__
+# class, a dict subclass, a class whose instances keep many attributes (3.11+ managed dicts,
+# 3.13+ inline values) and one whose dicts were made real, containers of known sizes, large
+# str, bytes and bytearray objects, big ints, a reference cycle nobody refers to, objects held
+# only by a suspended generator or coroutine, only by a thread's threading.local and only by a
+# module global - with the collector disabled from the start, so nothing moves between lists.
+# Then, with the other thread parked, the main thread takes the truth itself: every object of
+# gc.get_objects() (less the census's own list and frame) counted per type as
+# f"{__module__}.{__qualname__}" (builtins bare) with the sum of sys.getsizeof(), and the same
+# of everything reached from those through gc.get_referents(); writes it to OUTDIR/truth.json
+# ("extra": {"types": {name: [count, bytes]}, "closure": {...}, "atoms": {type: bytes of the
+# zoo's large str, bytes, bytearray, int objects}, "largest": [[address, type, bytes] of the
+# three largest objects], "zoo": {...}}) and parks on a
+# lock nobody releases (crash mode: kills itself with SIGSEGV for a kernel core, with
+# its arguments bound before the census so that the call makes no object; 3.7+ first move every
+# object into the permanent generation with gc.freeze(), so that ring is walked too). Runs on
+# 2.7 and 3.6+.
+import gc
+
+gc.disable()
+import functools  # noqa: E402
+if hasattr(gc, "unfreeze"):
+    gc.unfreeze()  # what startup froze (3.12+: the deep-frozen modules' objects) is counted too
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+OUTDIR = sys.argv[1]
+MODE = sys.argv[2] if len(sys.argv) > 2 else "park"
+PY3 = sys.version_info[0] >= 3
+HOLD = threading.Lock()
+HOLD.acquire()
+
+PLAIN, SLOTTED, DICTSUB, WIDE, REALDICT, CYCLES = 1500, 700, 300, 250, 120, 40
+
+
+class Plain(object):
+    def __init__(self, i):
+        self.i = i
+        self.name = "p"
+
+
+class Slotted(object):
+    __slots__ = ("a", "b")
+
+    def __init__(self, i):
+        self.a = i
+        self.b = None
+
+
+class DictSub(dict):
+    pass
+
+
+class Wide(object):
+    def __init__(self, i):
+        for k in range(12):
+            setattr(self, "attr%d" % k, i)
+
+
+class RealDict(object):
+    def __init__(self, i):
+        self.x = i
+        self.__dict__["y"] = i  # makes the instance dict a real dict on 3.11+
+
+
+class CycleNode(object):
+    def __init__(self):
+        self.other = None
+
+
+class GlobalHeld(object):
+    pass
+
+
+class CoroHeld(object):
+    pass
+
+
+class LocalHeld(object):
+    pass
+
+
+ZOO = {
+    "plain": [Plain(i) for i in range(PLAIN)],
+    "slotted": [Slotted(i) for i in range(SLOTTED)],
+    "dictsub": [DictSub(a=i, b=2, c=3) for i in range(DICTSUB)],
+    "wide": [Wide(i) for i in range(WIDE)],
+    "realdict": [RealDict(i) for i in range(REALDICT)],
+    "lists": [list(range(n)) for n in (0, 1, 7, 100, 5000, 100000)],
+    "dicts": [dict((k, k) for k in range(n)) for n in (0, 1, 5, 6, 100, 10000)],
+    "sets": [set(range(n)) for n in (0, 3, 5, 100, 10000)],
+    "frozensets": [frozenset(range(n)) for n in (1, 50)],
+    "tuples": [tuple(range(n)) for n in (2, 30, 3000)],
+    "str": "s" * 3000000,
+    "text": u"\u20ac" * 100000,
+    "bytes": b"b" * 2000000,
+    "bytearray": bytearray(4000000),
+    "bigints": [7 ** 20000, -(3 ** 9000)],
+}
+GLOBAL = GlobalHeld()
+
+
+def make_cycles():
+    for _ in range(CYCLES):
+        a, b = CycleNode(), CycleNode()
+        a.other, b.other = b, a
+
+
+make_cycles()
+
+
+def held_by_generator():
+    obj = CoroHeld()
+    yield obj is not None
+
+
+GEN = held_by_generator()
+next(GEN)
+CORO = None
+if sys.version_info >= (3, 5):
+    ns = {"CoroHeld": CoroHeld}
+    exec("class Suspend(object):\n"
+         "    def __await__(self):\n"
+         "        yield\n"
+         "async def held():\n"
+         "    obj = CoroHeld()\n"
+         "    await Suspend()\n", ns)
+    CORO = ns["held"]()
+    CORO.send(None)
+    del ns
+
+READY = threading.Event()
+
+
+def local_holder():
+    local = threading.local()
+    local.obj = LocalHeld()
+    READY.set()
+    HOLD.acquire()
+
+
+def type_name(t):
+    module = getattr(t, "__module__", None)
+    name = getattr(t, "__qualname__", None) or t.__name__
+    if module in ("builtins", "__builtin__") or not isinstance(module, str):
+        return name
+    return module + "." + name
+
+
+def census():
+    """({type name: [count, bytes]} of every object the collector tracks, the same of every
+    object reached from those through gc.get_referents()), each object once."""
+    objs = gc.get_objects()
+    me = id(sys._getframe())
+    tracked, closure = {}, {}
+    seen = set([id(objs), me])
+    frontier = []
+    for o in objs:
+        if id(o) not in seen:
+            frontier.append(o)
+    seen.update(id(o) for o in objs)
+    del objs[:]  # <= 3.10: the list holds this frame, which holds the list
+    counts = tracked
+    while frontier:
+        for o in frontier:
+            name = type_name(type(o))
+            for table in (counts, closure) if counts is tracked else (closure,):
+                entry = table.get(name)
+                if entry is None:
+                    entry = table[name] = [0, 0]
+                entry[0] += 1
+                entry[1] += sys.getsizeof(o)
+        counts = None
+        found = []
+        for r in gc.get_referents(*frontier):
+            if id(r) not in seen:
+                seen.add(id(r))
+                found.append(r)
+        frontier = found
+    return tracked, closure
+
+
+def native_id():
+    get = getattr(threading, "get_native_id", None)
+    return get() if get is not None else None
+
+
+def write_truth(doc, name="truth.json"):
+    path = os.path.join(OUTDIR, name)
+    with open(path + ".tmp", "w") as f:
+        f.write(json.dumps(doc))
+    os.rename(path + ".tmp", path)
+
+
+def main():
+    holder = threading.Thread(target=local_holder, name="local-holder")
+    holder.daemon = True
+    holder.start()
+    READY.wait()
+    time.sleep(0.3)  # the holder blocks on HOLD
+    # Made before the census: calling them makes no object (a bound method, an argument tuple:
+    # 2.7 copies a *args tuple, 3.x passes it on; 3.6 makes one for a partial's call).
+    crash_args = (os.getpid(), signal.SIGSEGV)
+    crash = functools.partial(os.kill, *crash_args)
+    park = HOLD.acquire
+    main_tid = native_id()
+    # First calls make what stays: argument-name tuples of open() and os.rename(), the slots
+    # 2.7 fills in a type on first use.
+    write_truth({"warm-up": [1]}, "warm-up.json")
+    census()
+    types, closure = census()
+    atoms = {}
+    for o in [ZOO["str"], ZOO["text"], ZOO["bytes"], ZOO["bytearray"]] + ZOO["bigints"]:
+        atoms[type_name(type(o))] = atoms.get(type_name(type(o)), 0) + sys.getsizeof(o)
+    largest = [[hex(id(o)), type_name(type(o)), sys.getsizeof(o)]
+               for o in (ZOO["bytearray"], ZOO["str"], ZOO["bytes"])]
+    threads = [{"thread_id": threading.current_thread().ident, "native_thread_id": main_tid,
+                "name": "MainThread", "frames": []},
+               {"thread_id": holder.ident, "native_thread_id": None, "name": "local-holder",
+                "frames": []}]
+    doc = {"pyunwind_truth": 1, "pid": os.getpid(), "mode": MODE,
+           "python": {"version": sys.version.split()[0], "hexversion": sys.hexversion,
+                      "debug_build": hasattr(sys, "gettotalrefcount"),
+                      "executable": sys.executable},
+           "main_thread_id": threading.current_thread().ident, "threads": threads,
+           "extra": {"types": types, "closure": closure,
+                     "atoms": atoms, "largest": largest,
+                     "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
+                     "zoo": {"Plain": PLAIN, "Slotted": SLOTTED, "DictSub": DICTSUB,
+                             "Wide": WIDE, "RealDict": REALDICT, "CycleNode": 2 * CYCLES}}}
+    write_truth(doc)
+    del doc, types, closure, threads, atoms, largest
+    if MODE == "crash":
+        if hasattr(gc, "freeze"):
+            gc.freeze()  # 3.7+: every object into the permanent generation's list
+        if PY3:
+            os.kill(*crash_args)
+        else:
+            crash()
+    park()
+
+
+main()
