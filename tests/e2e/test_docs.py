@@ -289,8 +289,19 @@ def case_package_texts():
     assert not problems, "\n".join(problems)
 
 
+def case_versions_table():
+    """doc/versions.md's table is what tools/versions-table makes of the matrix make test runs."""
+    out = subprocess.run([os.path.join(REPO, "tools", "versions-table")], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, "tools/versions-table failed: " + out.stderr.strip()
+    doc = read("doc/versions.md")
+    assert out.stdout in doc, ("doc/versions.md's table is not the matrix's; run tools/versions-"
+                               "table and put its output in place of the table:\n" + out.stdout)
+
+
 def main():
-    cases = [("docs: the parsers' commands and options are found", case_parsers_found),
+    cases = [("docs: the versions table is the matrix's", case_versions_table),
+             ("docs: the parsers' commands and options are found", case_parsers_found),
              ("docs: pyunwind --help", case_cli_help),
              ("docs: man page and doc/commands.md, the CLI", case_reference_cli),
              ("docs: man page and doc/commands.md, gdb and lldb", case_reference_debuggers),
