@@ -70,6 +70,7 @@ struct joined_path {
 
 struct walk {
 	Dwfl *dwfl;
+	const struct pyu_target *t;
 	struct named_pc *names; // NAME_CACHE entries; NULL when out of memory (no caching)
 	struct joined_path *paths;
 	uint32_t path_count;
@@ -230,6 +231,12 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 			f.library = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 			count = name_frames(w, mod, lookup, found);
 		}
+		// The file as the target maps it: a core's modules are named by the loader's
+		// short names (libc.so.6), a live process's by full paths; both name the same
+		// file in their mappings, the form every view shows.
+		const struct pyu_mapping *m = pyu_target_find_mapping(w->t, lookup);
+		if (m && m->path && m->path[0] == '/')
+			f.library = m->path;
 		if (slot && count <= NAMED_FRAMES) {
 			slot->pc = lookup;
 			slot->library = f.library;
@@ -270,6 +277,89 @@ static int thread_cb(Dwfl_Thread *thread, void *arg)
 	return DWARF_CB_OK;
 }
 
+#define MAPS_LINE_MAX 8192 // longer lines (a path near PATH_MAX) are not file mappings we use
+
+struct proc_module {
+	char *path;
+	uint64_t low, high;
+	uint64_t ino;
+	unsigned dev_major, dev_minor;
+};
+
+// Reports @m to @dwfl and forgets it. Returns false when elfutils refused it.
+static bool report_module(Dwfl *dwfl, struct proc_module *m)
+{
+	bool ok = true;
+	if (m->path)
+		ok = dwfl_report_module(dwfl, m->path, m->low, m->high) != NULL;
+	free(m->path);
+	m->path = NULL;
+	return ok;
+}
+
+// Reports the files a live process maps, as dwfl_linux_proc_report() does, with one
+// difference: a module starts only at a mapping of its file's start (offset 0). libffi 3.5
+// maps a page of its own text (its static closure trampolines) by itself, below the library;
+// elfutils took that page for the library's start, placed every address of libffi 8 KiB off,
+// and unwound out of its closure frames with the wrong CFI into garbage. gdb places modules by
+// their load address and is not misled. Such a stray page becomes no module: only a pc inside
+// the trampoline itself (a few instructions) cannot be unwound. The vDSO is reported under the
+// name dwfl_linux_proc_find_elf() reads from the process's memory.
+static int report_proc_maps(Dwfl *dwfl, pid_t pid)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(name, "r");
+	if (!f)
+		return -1;
+	struct proc_module cur = {0};
+	char *line = malloc(MAPS_LINE_MAX);
+	int rc = line ? 0 : -1;
+	while (!rc && fgets(line, MAPS_LINE_MAX, f)) {
+		size_t len = strlen(line);
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		else if (!feof(f)) { // cut: skip the rest of it
+			int c;
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		uint64_t start, end, offset, ino;
+		unsigned dmajor, dminor;
+		int at = -1;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &start, &end, &offset, &dmajor, &dminor, &ino, &at) < 6 || at <= 0)
+			continue;
+		const char *file = line + at + strspn(line + at, " \t");
+		if (!strcmp(file, "[vdso]")) {
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)pid);
+			if (!report_module(dwfl, &cur) || !dwfl_report_module(dwfl, name, start, end))
+				rc = -1;
+			continue;
+		}
+		if (file[0] != '/' || (ino == 0 && dmajor == 0 && dminor == 0))
+			continue;
+		if (cur.path && ino == cur.ino && dmajor == cur.dev_major &&
+		    dminor == cur.dev_minor && !strcmp(file, cur.path)) {
+			cur.high = end;
+			continue;
+		}
+		if (!report_module(dwfl, &cur))
+			rc = -1;
+		if (offset != 0)
+			continue; // a piece of a file away from the file's start (above)
+		cur = (struct proc_module){strdup(file), start, end, ino, dmajor, dminor};
+		if (!cur.path)
+			rc = -1;
+	}
+	if (!report_module(dwfl, &cur))
+		rc = -1;
+	free(line);
+	fclose(f);
+	return rc;
+}
+
 static struct pyu_error *dwfl_failure(const char *what)
 {
 	return pyu_error_create(PYU_ERR_IO, "elfutils could not %s: %s", what, dwfl_errmsg(-1));
@@ -281,6 +371,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		return pyu_error_create(PYU_ERR_ARGUMENT,
 					"native frames are unwound only in live processes and cores");
 	struct walk w = {0};
+	w.t = t;
 	w.fn = fn;
 	w.arg = arg;
 	Elf *elf = NULL;
@@ -290,7 +381,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		if (!w.dwfl)
 			return dwfl_failure("start");
 		dwfl_report_begin(w.dwfl);
-		if (dwfl_linux_proc_report(w.dwfl, t->live_pid) != 0)
+		if (report_proc_maps(w.dwfl, (pid_t)t->live_pid) != 0)
 			err = dwfl_failure("read the process's mappings");
 		else if (dwfl_report_end(w.dwfl, NULL, NULL) != 0)
 			err = dwfl_failure("list the process's modules");
