@@ -116,6 +116,21 @@ static struct pyu_error *add_cython(struct pyu_stacks *s, struct pyu_native_fram
 				  f->cython);
 }
 
+// Which extension module nameless frame @f runs in, when its file says (cython.c): the file
+// the target maps at its pc, read here through the target's path maps.
+static struct pyu_error *add_module(struct pyu_stacks *s, struct pyu_native_frame *f)
+{
+	if (!s->cython_files && !(s->cython_files = pyu_cython_files_create(s->target)))
+		return &pyu_error_nomem;
+	const struct pyu_mapping *m = s->target && f->pc
+		? pyu_target_find_mapping(s->target, f->pc) : NULL;
+	if (m && m->path && m->local_path)
+		f->module = pyu_cython_module_of(s->cython_files, m->path, m->local_path);
+	else if (!m && f->library[0] == '/')
+		f->module = pyu_cython_module_of(s->cython_files, f->library, f->library);
+	return NULL;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,
 							 uint64_t pc, uint64_t sp, uint64_t cfa,
 							 const char *function,
@@ -140,9 +155,11 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),
-				     file && *file && line > 0 ? line : -1, NULL};
+				     file && *file && line > 0 ? line : -1, NULL, NULL};
 	if (!failed && pyu_cython_role(function) != PYU_CYTHON_NONE)
 		err = add_cython(s, &f);
+	else if (!failed && !f.function && f.library)
+		err = add_module(s, &f);
 	if (failed || err) {
 		free_native(&f);
 		return err ? err : &pyu_error_nomem;
