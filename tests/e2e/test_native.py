@@ -6,7 +6,12 @@
 # side's order is checked by where known functions sit: qsort between the Python callback it
 # calls and the Python caller, libc's memset inner to the Python frame that called it, eval
 # calls re-entered from C (__getattr__, sorted(key=...)) and inline recursion in order. A core
-# whose stack was cut must give the "not merged" line, never an interleaving.
+# whose stack was cut must give the "not merged" line, never an interleaving. On Debian's
+# python3.11, real libraries call back into Python (tests/targets/native_libs.py: lxml's XPath
+# extension function, libyaml reading a Python stream through PyYAML's C loader, numpy's
+# frompyfunc): their frames must sit between the callback and its caller, the stripped
+# modules' nameless frames must say which module they are, and the native frames must be those
+# of the debugger's own bt (gdb's for the CLI; each debugger's own for its py-bt, level for level).
 #
 #   tests/e2e/test_native.py [-j N] [FILTER...]     (make test-native)
 import json
@@ -262,11 +267,153 @@ def case_crash(py):
     return run
 
 
+# ---- real libraries calling back into Python (tests/targets/native_libs.py) -----------------
+
+# scenario: (the Python function the library calls, the caller, the library's module, whether
+# Cython made it, the C library under it that calls back)
+LIBRARIES = {
+    "lxml": ("blocks_in_callback", "run_lxml", "etree", True, "libxml2"),
+    "yaml": ("read", "run_yaml", "_yaml", True, "libyaml"),
+    "numpy": ("blocks_in_callback", "run_numpy", "_multiarray_umath", False, None),
+}
+LIBRARY_PYTHONS = ("debian-3.11",)  # Debian's python3-lxml, -yaml and -numpy are built for it
+
+
+def own_backtraces(kind, text):
+    """The debugger's own backtrace of every thread: {kernel tid: [(level, pc)]}, the frames
+    it gives an address (gdb: '#N  0x... in', lldb: 'frame #N: 0x...')."""
+    import re
+    head = re.compile(r"^Thread \d+ \(.*?LWP (\d+)" if kind == "gdb"
+                      else r"^\W*thread #\d+: tid = (\d+)")
+    line = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+) in " if kind == "gdb"
+                      else r"^\W*frame #(\d+): (0x[0-9a-f]+)")
+    out, cur = {}, None
+    for l in text.splitlines():
+        m = head.match(l)
+        if m:
+            cur = out.setdefault(int(m.group(1)), [])
+            continue
+        m = line.match(l)
+        if m and cur is not None:
+            cur.append((int(m.group(1)), int(m.group(2), 16)))
+    return out
+
+
+def check_library_thread(t, scenario, where, own=None, exact=False):
+    """One library thread of a merged doc: the library's frames between the Python callback
+    and its caller, its nameless frames naming the module, and the native frames as the
+    debugger's own backtrace @own [(level, pc)] has them - @exact: the same levels (the
+    debugger's own py-bt), else the same frames in the same order (the CLI's unwinder, which
+    makes no frames for tail calls the way gdb does from DWARF call sites)."""
+    callee, caller, module, cython, clib = LIBRARIES[scenario]
+    label = "%s thread %s" % (where, scenario)
+    frames = t["frames"]
+    problems = []
+    of_module = lambda f: f["kind"] == "native" and libname(f).startswith(module + ".")  # noqa
+    idx = [position(frames, is_py(callee)), position(frames, of_module),
+           position(frames, is_py(caller))]
+    if any(i < 0 for i in idx) or idx != sorted(idx):
+        problems.append("%s: expected %s < a frame of %s < %s, found at %s"
+                        % (label, callee, module, caller, idx))
+    if clib and position(frames, lambda f: f["kind"] == "native"
+                         and libname(f).startswith(clib)) < 0:
+        problems.append("%s: no frame of %s" % (label, clib))
+    for f in frames:
+        if of_module(f) and not f.get("function") and (
+                f.get("extension_module") != module or f.get("cython") is not cython):
+            problems.append("%s: frame at %s does not say it is %s module %s: %s" % (
+                label, f["pc"], "Cython" if cython else "extension", module, f))
+            break
+    if own:
+        native = [(f["level"], int(f["pc"], 16)) for f in frames if f["kind"] == "native"]
+        if exact:
+            have = dict(own)
+            wrong = [(lv, hex(pc)) for lv, pc in native if lv in have and have[lv] != pc]
+            if wrong:
+                problems.append("%s: levels and pcs %s differ from the debugger's own bt %s"
+                                % (label, wrong[:4], [(lv, hex(pc)) for lv, pc in own][:30]))
+        else:
+            pcs = [pc for _, pc in own]
+            at = 0
+            # the innermost pc (and the calls inlined there) gdb prints without an address
+            for _, pc in [n for n in native if n[1] != native[0][1]] if native else []:
+                while at < len(pcs) and pcs[at] != pc:
+                    at += 1
+                if at == len(pcs):
+                    problems.append("%s: native frame 0x%x is not in gdb's bt (in order): %s"
+                                    % (label, pc, [hex(p) for p in pcs][:30]))
+                    break
+                at += 1
+    return problems
+
+
+def check_libraries(truth, doc, where, own=None, exact=False, unmergeable=()):
+    """Every thread as check_doc; the library threads as check_library_thread."""
+    check_doc(truth, doc, where, unmergeable)
+    threads = {t["thread_id"]: t for t in doc.get("threads", [])}
+    problems = []
+    for tt in truth["threads"]:
+        scenario = scenario_of(tt)
+        t = threads.get(tt["thread_id"])
+        if scenario in LIBRARIES and t and t.get("merge_error") is None:
+            problems += check_library_thread(
+                t, scenario, where,
+                (own or {}).get(t.get("native_thread_id") or tt.get("native_thread_id")),
+                exact)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def libraries_present(truth, where):
+    missing = sorted(set(LIBRARIES) - {scenario_of(tt) for tt in truth["threads"]})
+    if missing:
+        raise AssertionError("%s: the target could not import %s (Debian's python3-lxml, "
+                             "python3-yaml, python3-numpy: make deps)" % (where, missing))
+
+
+def case_libraries_park(py):
+    def run():
+        with Target(py, "native_libs") as t:
+            libraries_present(t.truth, "live")
+            gdb_doc, gdb_texts = debugger_json("gdb", ["-p", str(t.pid)], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(t.pid), "cli live", own)
+            check_libraries(t.truth, gdb_doc, "gdb live", own, exact=True)
+            lldb_doc, lldb_texts = debugger_json("lldb", ["-p", str(t.pid)], backtraces=True)
+            check_libraries(t.truth, lldb_doc, "lldb live",
+                            own_backtraces("lldb", lldb_texts[0]), exact=True)
+            core = t.gcore()
+            gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(core, t.executable), "cli gdb core", own)
+            check_libraries(t.truth, gdb_doc, "gdb gdb core", own, exact=True)
+    return run
+
+
+def case_libraries_crash(py):
+    def run():
+        with Target(py, "native_libs", mode="crash") as t:
+            core = t.crash_core()
+            libraries_present(t.truth, "kernel core")
+            gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(core, t.executable), "cli kernel core", own)
+            check_libraries(t.truth, gdb_doc, "gdb kernel core", own, exact=True)
+            lldb_doc, lldb_texts = debugger_json("lldb", ["-c", core, t.executable],
+                                                 backtraces=True)
+            check_libraries(t.truth, lldb_doc, "lldb kernel core",
+                            own_backtraces("lldb", lldb_texts[0]), exact=True)
+    return run
+
+
 def cases():
     out = []
     for py in selected():
         out.append(("native %s/live+gcore" % py.label, case_park(py)))
         out.append(("native %s/crash" % py.label, case_crash(py)))
+        if py.label in LIBRARY_PYTHONS:
+            out.append(("native-libs %s/live+gcore" % py.label, case_libraries_park(py)))
+            out.append(("native-libs %s/crash" % py.label, case_libraries_crash(py)))
     return out
 
 
