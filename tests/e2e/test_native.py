@@ -377,7 +377,7 @@ def case_libraries_park(py):
             libraries_present(t.truth, "live")
             gdb_doc, gdb_texts = debugger_json("gdb", ["-p", str(t.pid)], backtraces=True)
             own = own_backtraces("gdb", gdb_texts[1])
-            check_libraries(t.truth, cli_json(t.pid), "cli live", own)
+            check_libraries(t.truth, cli_json(t.pid), "cli live", own, exact=True)
             check_libraries(t.truth, gdb_doc, "gdb live", own, exact=True)
             lldb_doc, lldb_texts = debugger_json("lldb", ["-p", str(t.pid)], backtraces=True)
             check_libraries(t.truth, lldb_doc, "lldb live",
@@ -385,7 +385,8 @@ def case_libraries_park(py):
             core = t.gcore()
             gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
             own = own_backtraces("gdb", gdb_texts[1])
-            check_libraries(t.truth, cli_json(core, t.executable), "cli gdb core", own)
+            check_libraries(t.truth, cli_json(core, t.executable), "cli gdb core", own,
+                            exact=True)
             check_libraries(t.truth, gdb_doc, "gdb gdb core", own, exact=True)
     return run
 
@@ -397,7 +398,8 @@ def case_libraries_crash(py):
             libraries_present(t.truth, "kernel core")
             gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
             own = own_backtraces("gdb", gdb_texts[1])
-            check_libraries(t.truth, cli_json(core, t.executable), "cli kernel core", own)
+            check_libraries(t.truth, cli_json(core, t.executable), "cli kernel core", own,
+                            exact=True)
             check_libraries(t.truth, gdb_doc, "gdb kernel core", own, exact=True)
             lldb_doc, lldb_texts = debugger_json("lldb", ["-c", core, t.executable],
                                                  backtraces=True)
