@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cython.h"
+#include "elf.h"
 
 // ---- symbols ----------------------------------------------------------------------------------
 
@@ -317,6 +318,8 @@ struct pyu_cython_files {
 	struct pyu_target *target;
 	struct cy_file files[PYU_CYTHON_FILES];
 	unsigned next;
+	struct pyu_cython_module modules[PYU_CYTHON_MODULES];
+	unsigned module_count;
 };
 
 struct pyu_cython_files *pyu_cython_files_create(struct pyu_target *t)
@@ -342,6 +345,11 @@ void pyu_cython_files_destroy(struct pyu_cython_files *c)
 		return;
 	for (unsigned i = 0; i < PYU_CYTHON_FILES; i++)
 		file_clear(&c->files[i]);
+	for (unsigned i = 0; i < c->module_count; i++) {
+		free(c->modules[i].path);
+		free(c->modules[i].name);
+		free(c->modules[i].source);
+	}
 	free(c);
 }
 
@@ -486,6 +494,98 @@ static char *marker_path(struct pyu_cython_files *c, const char *c_path, const c
 			dir = k - 1;
 	}
 	return first;
+}
+
+// ---- extension modules without symbols ------------------------------------------------------
+
+static void module_of_library(const char *library, char *out);
+
+// The NUL-terminated string in @data[0..len) that is "NAME.pyx" or ends in "/NAME.pyx": the
+// module's own source as Cython records it for tracebacks. NULL when there is none.
+static const char *own_pyx(const char *data, size_t len, const char *name)
+{
+	char want[PYU_CYTHON_NAME_MAX + 8];
+	int n = snprintf(want, sizeof(want), "%s.pyx", name);
+	if (n <= 0 || (size_t)n >= sizeof(want))
+		return NULL;
+	const char *p = data, *end = data + len;
+	while (p < end && (p = memmem(p, (size_t)(end - p), want, (size_t)n + 1)) != NULL) {
+		const char *start = p;
+		while (start > data && start[-1] && p - start < PYU_CYTHON_NAME_MAX)
+			start--;
+		if (start == p || p[-1] == '/')
+			return start;
+		p += n + 1;
+	}
+	return NULL;
+}
+
+// Fills @m from the ELF file at @local.
+static void examine_module(struct pyu_cython_module *m, const char *local)
+{
+	struct pyu_elf *elf = NULL;
+	struct pyu_error *err = pyu_elf_open(local, &elf);
+	if (err) {
+		pyu_error_destroy(err);
+		return;
+	}
+	char name[PYU_CYTHON_NAME_MAX], init[PYU_CYTHON_NAME_MAX + 8];
+	module_of_library(m->path, name);
+	struct pyu_elf_symbol sym;
+	snprintf(init, sizeof(init), "PyInit_%s", name);
+	if (!name[0] || (err = pyu_elf_find_symbol(elf, init, &sym)) != NULL) {
+		// Python 2's extensions export init<NAME>.
+		pyu_error_destroy(err);
+		snprintf(init, sizeof(init), "init%s", name);
+		err = name[0] ? pyu_elf_find_symbol(elf, init, &sym) : NULL;
+	}
+	if (!name[0] || err) {
+		pyu_error_destroy(err);
+		pyu_elf_close(elf);
+		return;
+	}
+	m->name = strdup(name);
+	struct pyu_elf_section sec;
+	m->symbols = !(err = pyu_elf_find_section(elf, ".symtab", &sec)) ||
+		     !pyu_elf_find_section(elf, ".debug_info", &sec);
+	pyu_error_destroy(err);
+	struct pyu_elf *debug = NULL;
+	if (!m->symbols && !(err = pyu_elf_open_debug(elf, NULL, &debug)))
+		m->symbols = true;
+	pyu_error_destroy(err);
+	pyu_elf_close(debug);
+	err = pyu_elf_find_section(elf, ".rodata", &sec);
+	char *data = !err && sec.size && sec.size <= PYU_CYTHON_RODATA_MAX ? malloc(sec.size)
+									    : NULL;
+	pyu_error_destroy(err);
+	if (data && !(err = pyu_elf_read_file(elf, sec.offset, data, sec.size))) {
+		static const char runtime[] = "cython_runtime";
+		m->cython = memmem(data, sec.size, runtime, sizeof(runtime)) != NULL;
+		const char *pyx = m->cython ? own_pyx(data, sec.size, name) : NULL;
+		m->source = pyx ? strdup(pyx) : NULL;
+	}
+	pyu_error_destroy(err);
+	free(data);
+	pyu_elf_close(elf);
+}
+
+const struct pyu_cython_module *pyu_cython_module_of(struct pyu_cython_files *files,
+						     const char *path, const char *local_path)
+{
+	if (!files || !path || !local_path)
+		return NULL;
+	for (unsigned i = 0; i < files->module_count; i++)
+		if (!strcmp(files->modules[i].path, path))
+			return &files->modules[i];
+	if (files->module_count == PYU_CYTHON_MODULES)
+		return NULL;
+	struct pyu_cython_module *m = &files->modules[files->module_count];
+	memset(m, 0, sizeof(*m));
+	if (!(m->path = strdup(path)))
+		return NULL;
+	files->module_count++;
+	examine_module(m, local_path);
+	return m;
 }
 
 void pyu_cython_frame_clear(struct pyu_cython_frame *f)

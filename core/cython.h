@@ -81,6 +81,25 @@ struct pyu_cython_files;
 struct pyu_cython_files *pyu_cython_files_create(struct pyu_target *t);
 void pyu_cython_files_destroy(struct pyu_cython_files *c);
 
+// What an extension module's file says about itself, for its frames that have no name (a
+// module shipped stripped, as distributions ship lxml's etree or PyYAML's _yaml).
+struct pyu_cython_module {
+	char *path;    // the file as the target names it (owned)
+	char *name;    // "etree", from its PyInit_ export; NULL: not an extension module
+	char *source;  // "src/lxml/etree.pyx", the .pyx its Cython code records; NULL unknown
+	bool cython;   // Cython's runtime is in it (its "cython_runtime" string)
+	bool symbols;  // it has a symbol table or DWARF, or a debug file for it is installed
+};
+
+#define PYU_CYTHON_MODULES 64u           // files examined per cache
+#define PYU_CYTHON_RODATA_MAX (64u << 20) // bytes of .rodata searched for Cython's strings
+
+// What the file the target maps as @path (read here as @local_path) is, examined once per
+// cache; NULL when it cannot be told (unreadable, not ELF, out of memory, the cache full).
+// Borrowed: lives as long as @files. Cannot fail otherwise.
+const struct pyu_cython_module *pyu_cython_module_of(struct pyu_cython_files *files,
+						     const char *path, const char *local_path);
+
 // Resolves a native frame (its C symbol, its library, the file and line its debug information
 // gives) as a Cython frame into *ret (release with pyu_cython_frame_clear). ret->role is
 // PYU_CYTHON_NONE for a frame that is not Cython's. Fails only for out of memory; on error, *ret is zeroed.

@@ -809,6 +809,19 @@ static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 		pyu_strbuf_puts(sb, " from ");
 		put_text(sb, f->library);
 	}
+	const struct pyu_cython_module *mod = f->module;
+	if (mod && mod->name && (mod->cython || !mod->symbols)) {
+		pyu_strbuf_puts(sb, mod->cython ? " [Cython module " : " [extension module ");
+		put_text(sb, mod->name);
+		if (mod->source) {
+			pyu_strbuf_puts(sb, " from ");
+			put_text(sb, mod->source);
+		}
+		if (!mod->symbols)
+			pyu_strbuf_puts(sb, "; no symbols: debuginfod or a -dbgsym "
+					    "package would name it");
+		pyu_strbuf_putc(sb, ']');
+	}
 	pyu_strbuf_putc(sb, '\n');
 }
 
@@ -1218,6 +1231,16 @@ static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 	pyu_strbuf_json_cstr(sb, f->file);
 	pyu_strbuf_puts(sb, ", \"line\": ");
 	json_int_or_null(sb, f->line, f->line <= 0);
+	// a nameless frame of an extension module: which module, Cython's or not, with symbols
+	const struct pyu_cython_module *mod = f->module && f->module->name ? f->module : NULL;
+	if (mod) {
+		pyu_strbuf_puts(sb, ", \"extension_module\": ");
+		pyu_strbuf_json_cstr(sb, mod->name);
+		pyu_strbuf_printf(sb, ", \"cython\": %s, \"module_source\": ",
+				  mod->cython ? "true" : "false");
+		pyu_strbuf_json_cstr(sb, mod->source);
+		pyu_strbuf_printf(sb, ", \"symbols\": %s", mod->symbols ? "true" : "false");
+	}
 	pyu_strbuf_printf(sb, ", \"level\": %u}", level);
 }
 

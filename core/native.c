@@ -12,12 +12,14 @@
 #include "cython.h"
 #include "include/pyunwind.h"
 #include "native.h"
+#include "runtime.h"
 #include "unwind.h"
 
 // ---- the interpreter's plumbing -------------------------------------------------------------
 
 // Prefixes of functions that only move a call from one place to the next inside the
-// interpreter; the Python frames around them say what is going on.
+// interpreter; the Python frames around them say what is going on. A name alone never hides a
+// frame: only one in the interpreter's own image (pyu_merge_thread) is plumbing.
 static const char *const plumbing_prefixes[] = {
 	"_Py", "PyEval_", "PyObject_Call", "PyObject_Vectorcall", "PyVectorcall_",
 	"PyCFunction_Call", "PyFunction_", "_TAIL_CALL_", "method_vectorcall", "cfunction_call",
@@ -114,6 +116,21 @@ static struct pyu_error *add_cython(struct pyu_stacks *s, struct pyu_native_fram
 				  f->cython);
 }
 
+// Which extension module nameless frame @f runs in, when its file says (cython.c): the file
+// the target maps at its pc, read here through the target's path maps.
+static struct pyu_error *add_module(struct pyu_stacks *s, struct pyu_native_frame *f)
+{
+	if (!s->cython_files && !(s->cython_files = pyu_cython_files_create(s->target)))
+		return &pyu_error_nomem;
+	const struct pyu_mapping *m = s->target && f->pc
+		? pyu_target_find_mapping(s->target, f->pc) : NULL;
+	if (m && m->path && m->local_path)
+		f->module = pyu_cython_module_of(s->cython_files, m->path, m->local_path);
+	else if (!m && f->library[0] == '/')
+		f->module = pyu_cython_module_of(s->cython_files, f->library, f->library);
+	return NULL;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, uint32_t thread,
 							 uint64_t pc, uint64_t sp, uint64_t cfa,
 							 const char *function,
@@ -138,9 +155,11 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),
-				     file && *file && line > 0 ? line : -1, NULL};
+				     file && *file && line > 0 ? line : -1, NULL, NULL};
 	if (!failed && pyu_cython_role(function) != PYU_CYTHON_NONE)
 		err = add_cython(s, &f);
+	else if (!failed && !f.function && f.library)
+		err = add_module(s, &f);
 	if (failed || err) {
 		free_native(&f);
 		return err ? err : &pyu_error_nomem;
@@ -317,6 +336,41 @@ static bool wraps(const struct pyu_thread_info *th, uint32_t k)
 	return same_text(w->qualname, body->qualname) && same_text(w->module, body->module);
 }
 
+// The file mapped at @addr as the target names it; NULL when unknown.
+static const char *mapped_file(const struct pyu_stacks *s, uint64_t addr)
+{
+	const struct pyu_mapping *m = s->target && addr
+		? pyu_target_find_mapping(s->target, addr) : NULL;
+	return m && m->path ? m->path : NULL;
+}
+
+// The file native frame @k of @th runs in: the target's mapping of its pc (a return address
+// of an outer frame may be one past its call: the call is looked up), else the unwinder's
+// library name; NULL when neither is known.
+static const char *frame_image(const struct pyu_stacks *s, const struct pyu_thread_info *th,
+			       uint32_t k)
+{
+	const struct pyu_native_frame *f = &th->native[k];
+	const char *path = mapped_file(s, k && f->pc ? f->pc - 1 : f->pc);
+	return path ? path : f->library;
+}
+
+// The interpreter's own files: where its state lies (by address), the file it was found in
+// (by name), the file its eval calls run in.
+struct interp_images {
+	const char *names[3];
+};
+
+static bool in_interpreter(const struct interp_images *images, const struct pyu_stacks *s,
+			   const struct pyu_thread_info *th, uint32_t k)
+{
+	const char *image = frame_image(s, th, k);
+	for (size_t j = 0; image && j < sizeof(images->names) / sizeof(images->names[0]); j++)
+		if (same_text(image, images->names[j]))
+			return true;
+	return false;
+}
+
 struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_thread_info *th,
 				   bool keep_all, struct pyu_merge *ret)
 {
@@ -348,16 +402,21 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 		free(m.runner);
 		m.runner = NULL;
 	}
-	// Which native frames are the interpreter's own: eval calls, named plumbing, and
-	// nameless frames in the interpreter's image (a stripped build's static functions).
-	const char *interp_image = NULL;
+	// Which native frames are the interpreter's own: those in the file that holds its state
+	// (the executable or libpython) or that runs its eval calls, found by address in the
+	// target's mappings (the library name the unwinder gave when the target has none). Of
+	// those, eval calls, named plumbing and nameless frames (a stripped build's static
+	// functions) are hidden; a C extension's frames never are, whatever their names.
+	struct interp_images images = {
+		{mapped_file(s, s->runtime ? s->runtime->interp_head_addr : 0),
+		 s->runtime && s->runtime->image[0] ? s->runtime->image : NULL, NULL}};
 	uint32_t i = 0;
-	for (uint32_t k = 0; k < n && !interp_image; k++) {
+	for (uint32_t k = 0; k < n && !images.names[2]; k++) {
 		bool eval = is_function(th->native[k].function, s->eval_function);
 		while (m.merged && i < th->frame_count && m.runner[i] <= (int32_t)k)
 			eval |= m.runner[i++] == (int32_t)k;
 		if (eval)
-			interp_image = th->native[k].library;
+			images.names[2] = frame_image(s, th, k);
 	}
 	i = 0;
 	if (!m.merged)
@@ -372,9 +431,9 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 				err = push_item(&m, &cap, true, false, i++);
 			}
 		}
-		bool hidden = eval || pyu_native_is_plumbing(f->function) ||
-			      (!f->function && f->library && interp_image &&
-			       !strcmp(f->library, interp_image));
+		bool hidden = eval ||
+			      ((!f->function || pyu_native_is_plumbing(f->function)) &&
+			       in_interpreter(&images, s, th, k));
 		bool cython = false;
 		if (f->cython && f->cython->role == PYU_CYTHON_HELPER) {
 			hidden = true;

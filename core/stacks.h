@@ -44,6 +44,7 @@ struct pyu_frame_info {
 };
 
 struct pyu_cython_frame;
+struct pyu_cython_module;
 
 // A native frame of a thread, as the debugger or the CLI's unwinder saw it. Strings are owned;
 // NULL when unknown.
@@ -56,6 +57,9 @@ struct pyu_native_frame {
 	char *file;
 	int64_t line;  // -1 when unknown
 	struct pyu_cython_frame *cython; // what it is to Cython (cython.h); NULL when nothing; owned
+	// A nameless frame's extension module (cython.h): which module, whether Cython's and
+	// whether it has symbols; borrowed from the snapshot's cython_files; NULL when none.
+	const struct pyu_cython_module *module;
 };
 
 struct pyu_thread_info {

@@ -70,6 +70,7 @@ struct joined_path {
 
 struct walk {
 	Dwfl *dwfl;
+	const struct pyu_target *t;
 	struct named_pc *names; // NAME_CACHE entries; NULL when out of memory (no caching)
 	struct joined_path *paths;
 	uint32_t path_count;
@@ -78,6 +79,9 @@ struct walk {
 	struct pyu_error *err;   // from @fn: stops everything
 	int64_t tid;
 	uint32_t frames;
+	// The real function of the last frame given, for the tail calls between it and its
+	// caller (tail_calls()); "" at a thread's start.
+	char callee[128];
 };
 
 static char *debuginfo_path; // libdwfl's default search path; never written
@@ -201,6 +205,308 @@ static uint32_t name_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 	return count;
 }
 
+// ---- tail calls -------------------------------------------------------------------------------
+//
+// A function that ends in a jump to another leaves no frame: the stack says its caller called
+// the function jumped to. gdb (and lldb) show the functions jumped through as frames of their
+// own when the caller's DWARF call site names the function it called and a unique chain of
+// tail-call sites leads from it to the function that runs - and number frames with them. The
+// CLI does the same, so that its frame numbers are gdb's.
+
+#define TAIL_CHAIN_MAX 8      // functions jumped through between a caller and its callee
+#define TAIL_DIES_MAX 20000u  // DIEs searched for call sites in one function
+
+// @name up to a suffix the compiler added ("x.constprop.0", "x.isra.0", "x.cold").
+static bool same_function(const char *a, const char *b)
+{
+	if (!a || !b)
+		return false;
+	size_t na = strcspn(a, "."), nb = strcspn(b, ".");
+	return na == nb && na && !strncmp(a, b, na);
+}
+
+static bool attr_flag(Dwarf_Die *die, unsigned name)
+{
+	Dwarf_Attribute attr;
+	bool flag = false;
+	return dwarf_attr(die, name, &attr) && dwarf_formflag(&attr, &flag) == 0 && flag;
+}
+
+// The function call site @site calls (its DIE into @ret). False when it names none.
+static bool call_origin(Dwarf_Die *site, Dwarf_Die *ret)
+{
+	Dwarf_Attribute attr;
+	if (!dwarf_attr(site, DW_AT_call_origin, &attr) &&
+	    !dwarf_attr(site, DW_AT_abstract_origin, &attr))
+		return false;
+	return dwarf_formref_die(&attr, ret) != NULL;
+}
+
+// Where control returns after call site @site (the address after its call or jump).
+static bool site_return_pc(Dwarf_Die *site, Dwarf_Addr *ret)
+{
+	Dwarf_Attribute attr;
+	if (dwarf_attr(site, DW_AT_call_return_pc, &attr) ||
+	    dwarf_attr(site, DW_AT_low_pc, &attr))
+		return dwarf_formaddr(&attr, ret) == 0;
+	return false;
+}
+
+struct site_search {
+	Dwarf_Addr return_pc; // find the site returning here (0: collect tail calls)
+	bool found;
+	Dwarf_Die site;
+	Dwarf_Die tails[TAIL_CHAIN_MAX]; // tail-call sites (collect mode)
+	uint32_t tail_count;
+	Dwarf_Addr blind[TAIL_CHAIN_MAX]; // return pcs of sites that name no function
+	uint32_t blind_count;
+	bool too_many;
+	uint32_t dies;
+};
+
+// Searches the children of @die (a function, or blocks and inlined calls inside it) for call
+// sites, bounded by TAIL_DIES_MAX.
+static void search_sites(Dwarf_Die *die, struct site_search *q, int depth)
+{
+	Dwarf_Die child;
+	if (depth > 16 || dwarf_child(die, &child) != 0)
+		return;
+	do {
+		if (++q->dies > TAIL_DIES_MAX || q->found)
+			return;
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_call_site || tag == DW_TAG_GNU_call_site) {
+			Dwarf_Addr at;
+			if (q->return_pc) {
+				if (site_return_pc(&child, &at) && at == q->return_pc) {
+					q->site = child;
+					q->found = true;
+				}
+			} else if (!dwarf_hasattr(&child, DW_AT_call_origin) &&
+				   !dwarf_hasattr(&child, DW_AT_abstract_origin)) {
+				if (q->blind_count < TAIL_CHAIN_MAX && site_return_pc(&child, &at))
+					q->blind[q->blind_count++] = at;
+				if (attr_flag(&child, DW_AT_call_tail_call) ||
+				    attr_flag(&child, DW_AT_GNU_tail_call))
+					q->too_many = true; // a jump through a pointer
+			} else if (attr_flag(&child, DW_AT_call_tail_call) ||
+				   attr_flag(&child, DW_AT_GNU_tail_call)) {
+				if (q->tail_count < TAIL_CHAIN_MAX)
+					q->tails[q->tail_count++] = child;
+				else
+					q->too_many = true;
+			}
+		} else if (tag == DW_TAG_lexical_block || tag == DW_TAG_inlined_subroutine) {
+			search_sites(&child, q, depth + 1);
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+// The out-of-line instance of function @fn, which has its code and call sites: @fn itself when
+// it has code, else the subprogram of its unit whose abstract origin it is (a function also
+// inlined elsewhere is described once abstractly). False when there is none.
+static bool concrete_function(Dwarf_Die *fn, Dwarf_Die *ret)
+{
+	Dwarf_Addr low;
+	if (dwarf_lowpc(fn, &low) == 0 || dwarf_hasattr(fn, DW_AT_ranges)) {
+		*ret = *fn;
+		return true;
+	}
+	Dwarf_Die cu, child;
+	if (attr_flag(fn, DW_AT_declaration) || !dwarf_diecu(fn, &cu, NULL, NULL) ||
+	    dwarf_child(&cu, &child) != 0)
+		return false;
+	Dwarf_Off want = dwarf_dieoffset(fn);
+	uint32_t seen = 0;
+	do {
+		Dwarf_Attribute attr;
+		Dwarf_Die origin;
+		if (dwarf_tag(&child) == DW_TAG_subprogram &&
+		    dwarf_attr(&child, DW_AT_abstract_origin, &attr) &&
+		    dwarf_formref_die(&attr, &origin) && dwarf_dieoffset(&origin) == want &&
+		    dwarf_lowpc(&child, &low) == 0) {
+			*ret = child;
+			return true;
+		}
+	} while (++seen < TAIL_DIES_MAX && dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+#define TAIL_SYMBOLS_MAX 200000 // symbols searched for a function defined in another unit
+
+// The out-of-line function named @name in @mod, found by its ELF symbol (a call site in one
+// compilation unit names a function of another only by a declaration). False when none.
+static bool function_by_name(Dwfl_Module *mod, const char *name, Dwarf_Die *ret,
+			     Dwarf_Addr *ret_bias)
+{
+	int n = name ? dwfl_module_getsymtab(mod) : -1;
+	for (int i = 0; i < n && i < TAIL_SYMBOLS_MAX; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *s = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		// versioned names ("sem_wait@@GLIBC_2.34") name the same function
+		size_t len = strlen(name);
+		if (!s || GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_shndx == SHN_UNDEF ||
+		    strncmp(s, name, len) || (s[len] && s[len] != '@'))
+			continue;
+		Dwarf_Addr bias = 0;
+		Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+		Dwarf_Die *scopes = NULL;
+		int m = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+		bool found = false;
+		for (int j = 0; j < m && !found; j++)
+			if (dwarf_tag(&scopes[j]) == DW_TAG_subprogram) {
+				*ret = scopes[j];
+				found = true;
+			}
+		free(scopes);
+		if (found)
+			*ret_bias = bias;
+		return found;
+	}
+	return false;
+}
+
+struct named_search {
+	const char *name;
+	Dwfl_Module *skip; // already searched
+	Dwarf_Die die;
+	Dwarf_Addr bias;
+	bool found;
+};
+
+static int search_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+			 void *arg)
+{
+	(void)userdata, (void)name, (void)start;
+	struct named_search *q = arg;
+	if (mod != q->skip && function_by_name(mod, q->name, &q->die, &q->bias))
+		q->found = true;
+	return q->found ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+// The function named @name in @mod, else in any module of @mod's Dwfl (a call into another
+// library: libc's sem_wait called from the interpreter).
+static bool function_anywhere(Dwfl *dwfl, Dwfl_Module *mod, const char *name, Dwarf_Die *ret,
+			      Dwarf_Addr *ret_bias)
+{
+	if (!name)
+		return false;
+	if (function_by_name(mod, name, ret, ret_bias))
+		return true;
+	struct named_search q = {name, mod, {0}, 0, false};
+	dwfl_getmodules(dwfl, search_module, &q, 0);
+	if (q.found) {
+		*ret = q.die;
+		*ret_bias = q.bias;
+	}
+	return q.found;
+}
+
+struct tail_chain {
+	Dwarf_Addr pcs[TAIL_CHAIN_MAX]; // return pcs of the tail calls, outermost first
+	uint32_t count;
+	uint32_t paths; // chains found (only one is believed)
+};
+
+// Follows tail-call sites from function @fn to one named @callee; appends to @path (depth
+// @n). Counts the chains found in @out, keeping the first.
+// Follows tail-call sites from function @fn (of a module loaded with @bias) to one named
+// @callee; appends the sites' return addresses to @path (depth @n). Counts the chains found in
+// @out, keeping the first.
+static void follow_tails(Dwfl *dwfl, Dwfl_Module *mod, Dwarf_Die *fn, Dwarf_Addr bias,
+			 const char *callee, Dwarf_Addr *path, uint32_t n, struct tail_chain *out)
+{
+	Dwarf_Die code;
+	if (n >= TAIL_CHAIN_MAX || out->paths > 1)
+		return;
+	if (!concrete_function(fn, &code) &&
+	    !function_anywhere(dwfl, mod, die_function(fn), &code, &bias))
+		return;
+	struct site_search q = {0};
+	search_sites(&code, &q, 0);
+	if (q.too_many) {
+		out->paths = 2; // cannot tell
+		return;
+	}
+	for (uint32_t i = 0; i < q.tail_count && out->paths <= 1; i++) {
+		Dwarf_Die target;
+		Dwarf_Addr at;
+		// A jump through a pointer could lead anywhere: the chain is not known for sure
+		// (gdb gives up there too).
+		if (!call_origin(&q.tails[i], &target) || !site_return_pc(&q.tails[i], &at)) {
+			out->paths = 2;
+			return;
+		}
+		// Another call returning to the same place (code the compiler merged) names
+		// nothing: which one jumped cannot be told (gdb gives up there too).
+		for (uint32_t j = 0; j < q.blind_count; j++)
+			if (q.blind[j] == at) {
+				out->paths = 2;
+				return;
+			}
+		path[n] = at + bias;
+		if (same_function(die_function(&target), callee)) {
+			if (++out->paths == 1) {
+				memcpy(out->pcs, path, (n + 1) * sizeof(*path));
+				out->count = n + 1;
+			}
+		} else {
+			follow_tails(dwfl, mod, &target, bias, callee, path, n + 1, out);
+		}
+	}
+}
+
+// The tail calls between the frame whose return address is @pc (in @mod) and the previous
+// frame, which runs @callee: their return pcs (absolute), innermost first, into @ret.
+// Returns how many (0 when there are none or they cannot be told for sure).
+static uint32_t tail_calls(Dwfl *dwfl, Dwfl_Module *mod, Dwarf_Addr pc, const char *callee,
+			   Dwarf_Addr *ret)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = callee && callee[0] ? dwfl_module_addrdie(mod, pc - 1, &bias) : NULL;
+	Dwarf_Die *scopes = NULL;
+	int n = cu ? dwarf_getscopes(cu, pc - 1 - bias, &scopes) : 0;
+	// The concrete function around the call: dwarf_getscopes follows an inlined call into
+	// its abstract definition; the chain of concrete DIEs is dwarf_getscopes_die's.
+	Dwarf_Die *concrete = NULL;
+	int m = 0;
+	for (int i = 0; i < n && !concrete; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_subprogram)
+			break;
+		if (tag == DW_TAG_inlined_subroutine &&
+		    (m = dwarf_getscopes_die(&scopes[i], &concrete)) <= 0)
+			break;
+	}
+	Dwarf_Die *in = concrete ? concrete : scopes;
+	int count = concrete ? m : n, fn = -1;
+	for (int i = 0; i < count && fn < 0; i++)
+		if (dwarf_tag(&in[i]) == DW_TAG_subprogram)
+			fn = i;
+	struct site_search q = {pc - bias, false, {0}, {{0}}, 0, {0}, 0, false, 0};
+	if (fn >= 0)
+		search_sites(&in[fn], &q, 0);
+	free(concrete);
+	free(scopes);
+	Dwarf_Die origin;
+	if (!q.found || !call_origin(&q.site, &origin) ||
+	    same_function(die_function(&origin), callee))
+		return 0;
+	struct tail_chain chain = {0};
+	Dwarf_Addr path[TAIL_CHAIN_MAX];
+	follow_tails(dwfl, mod, &origin, bias, callee, path, 0, &chain);
+	if (chain.paths != 1)
+		return 0;
+	for (uint32_t i = 0; i < chain.count; i++)
+		ret[i] = chain.pcs[chain.count - 1 - i];
+	return chain.count;
+}
+
+// Gives @fn the frames @lookup names in @mod (or one nameless frame): @f holds tid, pc, sp.
+static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
+		       struct pyu_unwound *f, bool tail);
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
@@ -215,6 +521,24 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	// A return address points after the call: look up the call itself.
 	Dwarf_Addr lookup = activation ? pc : pc - 1;
 	struct pyu_unwound f = {w->tid, pc, sp, NULL, NULL, NULL, -1, NULL};
+	Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
+	Dwarf_Addr tails[TAIL_CHAIN_MAX];
+	uint32_t ntails = !activation && mod ? tail_calls(w->dwfl, mod, pc, w->callee, tails) : 0;
+	for (uint32_t i = 0; i < ntails; i++) {
+		struct pyu_unwound t = {w->tid, tails[i], sp, NULL, NULL, NULL, -1, NULL};
+		if (give_frames(w, dwfl_addrmodule(w->dwfl, tails[i] - 1), tails[i] - 1, &t,
+				true) != DWARF_CB_OK)
+			return DWARF_CB_ABORT;
+	}
+	return give_frames(w, mod, lookup, &f, false);
+}
+
+// A function jumped through (@tail) is one frame, named as gdb names it: by the innermost
+// function at the jump; it does not change the callee the next tail calls lead to.
+static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
+		       struct pyu_unwound *fp, bool tail)
+{
+	struct pyu_unwound f = *fp;
 	struct named_pc *slot = w->names ? &w->names[(lookup ^ (lookup >> 12)) % NAME_CACHE]
 					 : NULL;
 	struct named_frame found[MAX_INLINED + 1] = {{NULL, NULL, -1}};
@@ -225,11 +549,16 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		frames = slot->frames;
 		count = slot->count;
 	} else {
-		Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
 		if (mod) {
 			f.library = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 			count = name_frames(w, mod, lookup, found);
 		}
+		// The file as the target maps it: a core's modules are named by the loader's
+		// short names (libc.so.6), a live process's by full paths; both name the same
+		// file in their mappings, the form every view shows.
+		const struct pyu_mapping *m = pyu_target_find_mapping(w->t, lookup);
+		if (m && m->path && m->path[0] == '/')
+			f.library = m->path;
 		if (slot && count <= NAMED_FRAMES) {
 			slot->pc = lookup;
 			slot->library = f.library;
@@ -237,7 +566,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 			memcpy(slot->frames, found, count * sizeof(*found));
 		}
 	}
-	for (uint32_t i = 0; i < count; i++) {
+	const char *real = frames[count - 1].function;
+	if (!tail)
+		snprintf(w->callee, sizeof(w->callee), "%s", real ? real : "");
+	for (uint32_t i = 0; i < (tail ? 1 : count); i++) {
 		if (w->frames >= PYU_UNWIND_MAX_FRAMES)
 			return DWARF_CB_ABORT;
 		f.function = frames[i].function;
@@ -256,6 +588,7 @@ static int thread_cb(Dwfl_Thread *thread, void *arg)
 	struct walk *w = arg;
 	w->tid = dwfl_thread_tid(thread);
 	w->frames = 0;
+	w->callee[0] = '\0';
 	int rc = dwfl_thread_getframes(thread, frame_cb, w);
 	if (w->err)
 		return DWARF_CB_ABORT;
@@ -270,6 +603,89 @@ static int thread_cb(Dwfl_Thread *thread, void *arg)
 	return DWARF_CB_OK;
 }
 
+#define MAPS_LINE_MAX 8192 // longer lines (a path near PATH_MAX) are not file mappings we use
+
+struct proc_module {
+	char *path;
+	uint64_t low, high;
+	uint64_t ino;
+	unsigned dev_major, dev_minor;
+};
+
+// Reports @m to @dwfl and forgets it. Returns false when elfutils refused it.
+static bool report_module(Dwfl *dwfl, struct proc_module *m)
+{
+	bool ok = true;
+	if (m->path)
+		ok = dwfl_report_module(dwfl, m->path, m->low, m->high) != NULL;
+	free(m->path);
+	m->path = NULL;
+	return ok;
+}
+
+// Reports the files a live process maps, as dwfl_linux_proc_report() does, with one
+// difference: a module starts only at a mapping of its file's start (offset 0). libffi 3.5
+// maps a page of its own text (its static closure trampolines) by itself, below the library;
+// elfutils took that page for the library's start, placed every address of libffi 8 KiB off,
+// and unwound out of its closure frames with the wrong CFI into garbage. gdb places modules by
+// their load address and is not misled. Such a stray page becomes no module: only a pc inside
+// the trampoline itself (a few instructions) cannot be unwound. The vDSO is reported under the
+// name dwfl_linux_proc_find_elf() reads from the process's memory.
+static int report_proc_maps(Dwfl *dwfl, pid_t pid)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(name, "r");
+	if (!f)
+		return -1;
+	struct proc_module cur = {0};
+	char *line = malloc(MAPS_LINE_MAX);
+	int rc = line ? 0 : -1;
+	while (!rc && fgets(line, MAPS_LINE_MAX, f)) {
+		size_t len = strlen(line);
+		if (len && line[len - 1] == '\n')
+			line[--len] = '\0';
+		else if (!feof(f)) { // cut: skip the rest of it
+			int c;
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				;
+			continue;
+		}
+		uint64_t start, end, offset, ino;
+		unsigned dmajor, dminor;
+		int at = -1;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &start, &end, &offset, &dmajor, &dminor, &ino, &at) < 6 || at <= 0)
+			continue;
+		const char *file = line + at + strspn(line + at, " \t");
+		if (!strcmp(file, "[vdso]")) {
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)pid);
+			if (!report_module(dwfl, &cur) || !dwfl_report_module(dwfl, name, start, end))
+				rc = -1;
+			continue;
+		}
+		if (file[0] != '/' || (ino == 0 && dmajor == 0 && dminor == 0))
+			continue;
+		if (cur.path && ino == cur.ino && dmajor == cur.dev_major &&
+		    dminor == cur.dev_minor && !strcmp(file, cur.path)) {
+			cur.high = end;
+			continue;
+		}
+		if (!report_module(dwfl, &cur))
+			rc = -1;
+		if (offset != 0)
+			continue; // a piece of a file away from the file's start (above)
+		cur = (struct proc_module){strdup(file), start, end, ino, dmajor, dminor};
+		if (!cur.path)
+			rc = -1;
+	}
+	if (!report_module(dwfl, &cur))
+		rc = -1;
+	free(line);
+	fclose(f);
+	return rc;
+}
+
 static struct pyu_error *dwfl_failure(const char *what)
 {
 	return pyu_error_create(PYU_ERR_IO, "elfutils could not %s: %s", what, dwfl_errmsg(-1));
@@ -281,6 +697,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		return pyu_error_create(PYU_ERR_ARGUMENT,
 					"native frames are unwound only in live processes and cores");
 	struct walk w = {0};
+	w.t = t;
 	w.fn = fn;
 	w.arg = arg;
 	Elf *elf = NULL;
@@ -290,7 +707,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		if (!w.dwfl)
 			return dwfl_failure("start");
 		dwfl_report_begin(w.dwfl);
-		if (dwfl_linux_proc_report(w.dwfl, t->live_pid) != 0)
+		if (report_proc_maps(w.dwfl, (pid_t)t->live_pid) != 0)
 			err = dwfl_failure("read the process's mappings");
 		else if (dwfl_report_end(w.dwfl, NULL, NULL) != 0)
 			err = dwfl_failure("list the process's modules");

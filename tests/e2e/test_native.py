@@ -6,7 +6,12 @@
 # side's order is checked by where known functions sit: qsort between the Python callback it
 # calls and the Python caller, libc's memset inner to the Python frame that called it, eval
 # calls re-entered from C (__getattr__, sorted(key=...)) and inline recursion in order. A core
-# whose stack was cut must give the "not merged" line, never an interleaving.
+# whose stack was cut must give the "not merged" line, never an interleaving. On Debian's
+# python3.11, real libraries call back into Python (tests/targets/native_libs.py: lxml's XPath
+# extension function, libyaml reading a Python stream through PyYAML's C loader, numpy's
+# frompyfunc): their frames must sit between the callback and its caller, the stripped
+# modules' nameless frames must say which module they are, and the native frames must be those
+# of the debugger's own bt (gdb's for the CLI; each debugger's own for its py-bt, level for level).
 #
 #   tests/e2e/test_native.py [-j N] [FILTER...]     (make test-native)
 import json
@@ -112,8 +117,9 @@ def libname(f):
     return os.path.basename(f.get("library") or "")
 
 
-def check_thread(tt, t, where):
-    """Problems with one merged thread (JSON) against its truth entry."""
+def check_thread(tt, t, where, extension_frame=None):
+    """Problems with one merged thread (JSON) against its truth entry. @extension_frame: whether
+    gdb's own backtrace has a frame of _testcapi in the vectorcall thread (None: unknown)."""
     scenario = scenario_of(tt)
     label = "%s thread %s" % (where, scenario)
     frames = t["frames"]
@@ -145,12 +151,23 @@ def check_thread(tt, t, where):
             problems.append("%s: the innermost frame is not the native crash site" % label)
     elif scenario == "getattr":
         order((is_py("__getattr__"), "__getattr__"), (is_py("run_getattr"), "run_getattr"))
+    elif scenario == "vectorcall":
+        # _testcapi's own function (test_pyobject_vectorcall where symbols name it) is no
+        # interpreter plumbing: --native shows it between the callback and its caller whenever
+        # gdb's bt has it (a build may compile it to a tail call: then no frame is there).
+        ext = (lambda f: f["kind"] == "native" and libname(f).startswith("_testcapi"),
+               "a frame of _testcapi")
+        if extension_frame:
+            order((is_py("vectorcall_blocks"), "vectorcall_blocks"), ext,
+                  (is_py("run_vectorcall"), "run_vectorcall"))
+        elif extension_frame is False and position(frames, ext[0]) >= 0:
+            problems.append("%s: a frame of _testcapi that gdb's bt does not have" % label)
     elif scenario == "sorted":
         order((is_py("key_blocks"), "key_blocks"), (is_py("run_sorted"), "run_sorted"))
     return problems
 
 
-def check_doc(truth, doc, where, unmergeable=()):
+def check_doc(truth, doc, where, unmergeable=(), extension_frame=None):
     """Every thread of the truth merged and in order; @unmergeable: scenarios allowed to be
     reported "not merged" (with their Python frames intact) - never merged wrongly."""
     problems = []
@@ -166,15 +183,30 @@ def check_doc(truth, doc, where, unmergeable=()):
                 problems.append("%s: unmerged thread %s lost Python frames"
                                 % (where, scenario_of(tt)))
             continue
-        problems += check_thread(tt, t, where)
+        problems += check_thread(tt, t, where, extension_frame)
     if problems:
         raise AssertionError("\n".join(problems))
 
 
+def has_extension_frame(bt_text):
+    """Whether gdb's own backtrace (no frame filters) has a frame in _testcapi: the truth for
+    the vectorcall thread (no other thread runs code of _testcapi)."""
+    return any(l.startswith("#") and "_testcapi" in l for l in bt_text.splitlines())
+
+
 def cli_unmergeable(py):
-    # elfutils cannot unwind through the static closure trampolines of libffi 3.5 (Debian
-    # unstable): the qsort thread's native stack ends at the trampoline there. gdb can.
-    return ("qsort",) if py.label.startswith("sid-") else ()
+    # None: libffi 3.5's static trampoline page (mapped apart from the library, below it) no
+    # longer misplaces libffi for elfutils (core/unwind.c), so the CLI unwinds its closures.
+    return ()
+
+
+def check_full_paths(doc, where):
+    """Every library the CLI names is the full path the target maps, live and in a core."""
+    short = sorted({f["library"] for t in doc.get("threads", []) for f in t["frames"]
+                    if f["kind"] == "native" and f.get("library")
+                    and not os.path.isabs(f["library"])})
+    if short:
+        raise AssertionError("%s: libraries named without their path: %s" % (where, short))
 
 
 def debuggers(py):
@@ -189,20 +221,30 @@ def case_park(py):
     def run():
         with Target(py, "native") as t:
             unm = cli_unmergeable(py)
-            check_doc(t.truth, cli_json(t.pid), "cli live", unm)
+            ext = None
+            gdb_live = None
+            if debuggers(py):
+                gdb_live = debugger_json("gdb", ["-p", str(t.pid)], backtraces=True)
+                ext = has_extension_frame(gdb_live[1][1])
+            doc = cli_json(t.pid)
+            check_doc(t.truth, doc, "cli live", unm, ext)
+            check_full_paths(doc, "cli live")
             for kind in debuggers(py):
-                doc, texts = debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
-                check_doc(t.truth, doc, kind + " live")
+                doc, texts = gdb_live if kind == "gdb" else \
+                    debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
+                check_doc(t.truth, doc, kind + " live", (), ext)
                 check_bt_decoration(kind, texts, "live")
             core = t.gcore()
             # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the
             # unstable builds' root) zero in its cores: no native stack can be unwound there.
-            gunm = ("qsort", "getattr", "sorted", "recursion", "main") \
+            gunm = ("qsort", "getattr", "sorted", "recursion", "main", "vectorcall") \
                 if t.gcore_warnings else unm
-            check_doc(t.truth, cli_json(core, t.executable), "cli gdb core", gunm)
+            doc = cli_json(core, t.executable)
+            check_doc(t.truth, doc, "cli gdb core", gunm, ext)
+            check_full_paths(doc, "cli gdb core")
             if debuggers(py):
                 check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb gdb core",
-                          gunm if t.gcore_warnings else ())
+                          gunm if t.gcore_warnings else (), ext)
     return run
 
 
@@ -210,12 +252,159 @@ def case_crash(py):
     def run():
         with Target(py, "native", mode="crash") as t:
             core = t.crash_core()
-            check_doc(t.truth, cli_json(core, t.executable), "cli kernel core",
-                      cli_unmergeable(py))
+            ext = None
+            gdb_doc = None
             if debuggers(py):
-                check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb kernel core")
+                gdb_doc, texts = debugger_json("gdb", [t.executable, core], backtraces=True)
+                ext = has_extension_frame(texts[1])
+            doc = cli_json(core, t.executable)
+            check_doc(t.truth, doc, "cli kernel core", cli_unmergeable(py), ext)
+            check_full_paths(doc, "cli kernel core")
+            if debuggers(py):
+                check_doc(t.truth, gdb_doc, "gdb kernel core", (), ext)
                 check_doc(t.truth, debugger_doc("lldb", ["-c", core, t.executable]),
-                          "lldb kernel core")
+                          "lldb kernel core", (), ext)
+    return run
+
+
+# ---- real libraries calling back into Python (tests/targets/native_libs.py) -----------------
+
+# scenario: (the Python function the library calls, the caller, the library's module, whether
+# Cython made it, the C library under it that calls back)
+LIBRARIES = {
+    "lxml": ("blocks_in_callback", "run_lxml", "etree", True, "libxml2"),
+    "yaml": ("read", "run_yaml", "_yaml", True, "libyaml"),
+    "numpy": ("blocks_in_callback", "run_numpy", "_multiarray_umath", False, None),
+}
+LIBRARY_PYTHONS = ("debian-3.11",)  # Debian's python3-lxml, -yaml and -numpy are built for it
+
+
+def own_backtraces(kind, text):
+    """The debugger's own backtrace of every thread: {kernel tid: [(level, pc)]}, the frames
+    it gives an address (gdb: '#N  0x... in', lldb: 'frame #N: 0x...')."""
+    import re
+    head = re.compile(r"^Thread \d+ \(.*?LWP (\d+)" if kind == "gdb"
+                      else r"^\W*thread #\d+: tid = (\d+)")
+    line = re.compile(r"^#(\d+)\s+(0x[0-9a-f]+) in " if kind == "gdb"
+                      else r"^\W*frame #(\d+): (0x[0-9a-f]+)")
+    out, cur = {}, None
+    for l in text.splitlines():
+        m = head.match(l)
+        if m:
+            cur = out.setdefault(int(m.group(1)), [])
+            continue
+        m = line.match(l)
+        if m and cur is not None:
+            cur.append((int(m.group(1)), int(m.group(2), 16)))
+    return out
+
+
+def check_library_thread(t, scenario, where, own=None, exact=False):
+    """One library thread of a merged doc: the library's frames between the Python callback
+    and its caller, its nameless frames naming the module, and the native frames as the
+    debugger's own backtrace @own [(level, pc)] has them - @exact: the same levels (the
+    debugger's own py-bt), else the same frames in the same order (the CLI's unwinder, which
+    makes no frames for tail calls the way gdb does from DWARF call sites)."""
+    callee, caller, module, cython, clib = LIBRARIES[scenario]
+    label = "%s thread %s" % (where, scenario)
+    frames = t["frames"]
+    problems = []
+    of_module = lambda f: f["kind"] == "native" and libname(f).startswith(module + ".")  # noqa
+    idx = [position(frames, is_py(callee)), position(frames, of_module),
+           position(frames, is_py(caller))]
+    if any(i < 0 for i in idx) or idx != sorted(idx):
+        problems.append("%s: expected %s < a frame of %s < %s, found at %s"
+                        % (label, callee, module, caller, idx))
+    if clib and position(frames, lambda f: f["kind"] == "native"
+                         and libname(f).startswith(clib)) < 0:
+        problems.append("%s: no frame of %s" % (label, clib))
+    for f in frames:
+        if of_module(f) and not f.get("function") and (
+                f.get("extension_module") != module or f.get("cython") is not cython):
+            problems.append("%s: frame at %s does not say it is %s module %s: %s" % (
+                label, f["pc"], "Cython" if cython else "extension", module, f))
+            break
+    if own:
+        native = [(f["level"], int(f["pc"], 16)) for f in frames if f["kind"] == "native"]
+        if exact:
+            have = dict(own)
+            wrong = [(lv, hex(pc)) for lv, pc in native if lv in have and have[lv] != pc]
+            if wrong:
+                problems.append("%s: levels and pcs %s differ from the debugger's own bt %s"
+                                % (label, wrong[:4], [(lv, hex(pc)) for lv, pc in own][:30]))
+        else:
+            pcs = [pc for _, pc in own]
+            at = 0
+            # the innermost pc (and the calls inlined there) gdb prints without an address
+            for _, pc in [n for n in native if n[1] != native[0][1]] if native else []:
+                while at < len(pcs) and pcs[at] != pc:
+                    at += 1
+                if at == len(pcs):
+                    problems.append("%s: native frame 0x%x is not in gdb's bt (in order): %s"
+                                    % (label, pc, [hex(p) for p in pcs][:30]))
+                    break
+                at += 1
+    return problems
+
+
+def check_libraries(truth, doc, where, own=None, exact=False, unmergeable=()):
+    """Every thread as check_doc; the library threads as check_library_thread."""
+    check_doc(truth, doc, where, unmergeable)
+    threads = {t["thread_id"]: t for t in doc.get("threads", [])}
+    problems = []
+    for tt in truth["threads"]:
+        scenario = scenario_of(tt)
+        t = threads.get(tt["thread_id"])
+        if scenario in LIBRARIES and t and t.get("merge_error") is None:
+            problems += check_library_thread(
+                t, scenario, where,
+                (own or {}).get(t.get("native_thread_id") or tt.get("native_thread_id")),
+                exact)
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
+def libraries_present(truth, where):
+    missing = sorted(set(LIBRARIES) - {scenario_of(tt) for tt in truth["threads"]})
+    if missing:
+        raise AssertionError("%s: the target could not import %s (Debian's python3-lxml, "
+                             "python3-yaml, python3-numpy: make deps)" % (where, missing))
+
+
+def case_libraries_park(py):
+    def run():
+        with Target(py, "native_libs") as t:
+            libraries_present(t.truth, "live")
+            gdb_doc, gdb_texts = debugger_json("gdb", ["-p", str(t.pid)], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(t.pid), "cli live", own, exact=True)
+            check_libraries(t.truth, gdb_doc, "gdb live", own, exact=True)
+            lldb_doc, lldb_texts = debugger_json("lldb", ["-p", str(t.pid)], backtraces=True)
+            check_libraries(t.truth, lldb_doc, "lldb live",
+                            own_backtraces("lldb", lldb_texts[0]), exact=True)
+            core = t.gcore()
+            gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(core, t.executable), "cli gdb core", own,
+                            exact=True)
+            check_libraries(t.truth, gdb_doc, "gdb gdb core", own, exact=True)
+    return run
+
+
+def case_libraries_crash(py):
+    def run():
+        with Target(py, "native_libs", mode="crash") as t:
+            core = t.crash_core()
+            libraries_present(t.truth, "kernel core")
+            gdb_doc, gdb_texts = debugger_json("gdb", [t.executable, core], backtraces=True)
+            own = own_backtraces("gdb", gdb_texts[1])
+            check_libraries(t.truth, cli_json(core, t.executable), "cli kernel core", own,
+                            exact=True)
+            check_libraries(t.truth, gdb_doc, "gdb kernel core", own, exact=True)
+            lldb_doc, lldb_texts = debugger_json("lldb", ["-c", core, t.executable],
+                                                 backtraces=True)
+            check_libraries(t.truth, lldb_doc, "lldb kernel core",
+                            own_backtraces("lldb", lldb_texts[0]), exact=True)
     return run
 
 
@@ -224,6 +413,9 @@ def cases():
     for py in selected():
         out.append(("native %s/live+gcore" % py.label, case_park(py)))
         out.append(("native %s/crash" % py.label, case_crash(py)))
+        if py.label in LIBRARY_PYTHONS:
+            out.append(("native-libs %s/live+gcore" % py.label, case_libraries_park(py)))
+            out.append(("native-libs %s/crash" % py.label, case_libraries_crash(py)))
     return out
 
 

@@ -4,7 +4,9 @@
 #
 # Threads whose stacks cross between Python and C: a Python callback called by libc's qsort
 # through ctypes (Python -> C -> Python), a __getattr__ and a sorted(key=...) that re-enter the
-# eval loop from C, and a plain recursion that 3.11+ runs inline. Each blocks for good on
+# eval loop from C, a plain recursion that 3.11+ runs inline and (3.8+) a C extension's own
+# function with "vectorcall" in its name between two Python frames (_testcapi's
+# pyobject_vectorcall, which --native must show: it is not the interpreter's). Each blocks for good on
 # pyu_truth.HOLD; crash mode adds the thread that crashes in ctypes.memset(0, 0, 1). Runs on
 # 2.7 and 3.6+.
 import ctypes
@@ -56,6 +58,24 @@ def run_sorted():
     return sorted([2, 1], key=key_blocks)
 
 
+def vectorcall_blocks():
+    arrive()
+    HOLD.acquire()
+
+
+def run_vectorcall():
+    import _testcapi
+    _testcapi.pyobject_vectorcall(vectorcall_blocks, (), None)
+
+
+def has_vectorcall():
+    try:
+        import _testcapi
+    except ImportError:
+        return False
+    return hasattr(_testcapi, "pyobject_vectorcall")
+
+
 def recurse(n):
     if n == 0:
         arrive()
@@ -73,8 +93,11 @@ def main(argv):
     outdir = os.path.abspath(argv[1])
     mode = argv[2] if len(argv) > 2 else "park"
     sys.setrecursionlimit(DEPTH + 500)
-    pyu_truth.start(outdir, mode, [("qsort", run_qsort, ()), ("getattr", run_getattr, ()),
-                                   ("sorted", run_sorted, ()), ("recursion", recurse, (DEPTH,))])
+    scenarios = [("qsort", run_qsort, ()), ("getattr", run_getattr, ()),
+                 ("sorted", run_sorted, ()), ("recursion", recurse, (DEPTH,))]
+    if has_vectorcall():
+        scenarios.append(("vectorcall", run_vectorcall, ()))
+    pyu_truth.start(outdir, mode, scenarios)
     main_blocks()
 
 

@@ -163,6 +163,28 @@ START_TEST(test_no_native)
 }
 END_TEST
 
+// --native hides the interpreter's own frames only: a C extension's function named like
+// plumbing (_testcapi's test_pyobject_vectorcall) between two Python frames stays, and so do
+// its nameless frames; the same names in the interpreter's image are hidden.
+START_TEST(test_extension_vectorcall)
+{
+	uint64_t markers[] = {0xa150, 0xa650};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 2);
+	native(s, 0xa000, 0, "futex_wait", "libc.so.6");                 // N0
+	native(s, 0xa100, 0, NULL, "libpython3.12.so");                  // N1 eval (callee)
+	native(s, 0xa200, 0, "_PyObject_VectorcallTstate", "libpython3.12.so"); // N2 plumbing
+	native(s, 0xa300, 0, "PyObject_Vectorcall", "libpython3.12.so"); // N3 plumbing
+	native(s, 0xa400, 0, "test_pyobject_vectorcall", "_testcapi.so"); // N4 the extension's
+	native(s, 0xa500, 0, NULL, "_testcapi.so");                      // N5 nameless, its own
+	native(s, 0xa600, 0, NULL, "libpython3.12.so");                  // N6 eval (caller)
+	native(s, 0xa700, 0, "cfunction_vectorcall_O", "libpython3.12.so"); // N7 plumbing
+	native(s, 0xa800, 0, "main", "python3");                         // N8
+	merged(s, false, true, "N0 P0 N4 N5 P1 N8");
+	merged(s, true, true, "N0 P0 N1 N2 N3 N4 N5 P1 N6 N7 N8");
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
 START_TEST(test_plumbing_names)
 {
 	ck_assert(pyu_native_is_plumbing("_PyEval_EvalFrameDefault"));
@@ -186,6 +208,7 @@ static Suite *native_suite(void)
 	tcase_add_test(tc, test_bad_markers);
 	tcase_add_test(tc, test_eval_symbol);
 	tcase_add_test(tc, test_no_native);
+	tcase_add_test(tc, test_extension_vectorcall);
 	tcase_add_test(tc, test_plumbing_names);
 	suite_add_tcase(s, tc);
 	return s;
