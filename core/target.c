@@ -994,6 +994,17 @@ static struct pyu_error *relocate_mappings(struct pyu_target *t)
 	return NULL;
 }
 
+// A target whose files are named from the dynamic linker's list: files not found before may
+// be found now. Fails only when out of memory.
+static struct pyu_error *name_more_files(struct pyu_target *t)
+{
+	if (!t->names_from_linkmap)
+		return NULL;
+	struct pyu_error *err = pyu_linkmap_name_files(t);
+	pyu_target_flush_cache(t); // pages of the files named now read differently
+	return err;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,
 						     const char *to)
 {
@@ -1014,7 +1025,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const
 	maps[t->path_map_count].from = f;
 	maps[t->path_map_count].to = to_copy;
 	t->path_map_count++;
-	return relocate_mappings(t);
+	struct pyu_error *err = relocate_mappings(t);
+	return err ? err : name_more_files(t);
 }
 
 static void forget_file_checks(struct pyu_target *t)
@@ -1042,7 +1054,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const 
 	t->sysroot = copy[0] ? copy : NULL;
 	if (!t->sysroot)
 		free(copy);
-	return relocate_mappings(t);
+	struct pyu_error *err = relocate_mappings(t);
+	return err ? err : name_more_files(t);
 }
 
 PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, const char *dir)
@@ -1061,7 +1074,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, con
 		return &pyu_error_nomem;
 	dirs[t->search_dir_count++] = copy;
 	forget_file_checks(t); // files judged missing may be found now
-	return NULL;
+	return name_more_files(t);
 }
 
 struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
