@@ -1466,6 +1466,35 @@ struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t
 	return r;
 }
 
+// On an architecture whose registers name a system call only while a thread is in one: the
+// claim of @r holds when the call instruction lies right before its pc; it is dropped (no
+// call) when another one is there. While the code cannot be read (a core without the file the
+// code is in) *ret says unknown and @r keeps its claim: a sysroot given later may tell.
+static void check_syscall_insn(struct pyu_target *t, struct pyu_thread_record *r,
+			       struct pyu_thread_status *ret)
+{
+	const struct pyu_arch *a = t->arch;
+	if (!r->check_insn || !a || !a->syscall_insn || r->status.syscall < 0)
+		return;
+	uint8_t insn[16];
+	uint32_t len = a->syscall_insn_len;
+	struct pyu_error *err = len <= sizeof(insn) && r->pc >= len
+		? pyu_target_read(t, r->pc - len, insn, len)
+		: pyu_error_create(PYU_ERR_FAULT, "no instruction");
+	if (err) {
+		pyu_error_destroy(err);
+		ret->syscall = PYU_SYSCALL_UNKNOWN;
+		ret->has_args = false;
+		return;
+	}
+	r->check_insn = false;
+	if (memcmp(insn, a->syscall_insn, len) != 0) {
+		r->status.syscall = -1;
+		r->status.has_args = false;
+	}
+	*ret = r->status;
+}
+
 void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_t count,
 				struct pyu_thread_status *ret)
 {
@@ -1481,6 +1510,7 @@ void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_
 		for (size_t k = 0; tids[i] > 0 && k < t->status_count; k++)
 			if (t->statuses[k].tid == tids[i]) {
 				ret[i] = t->statuses[k].status;
+				check_syscall_insn(t, &t->statuses[k], &ret[i]);
 				break;
 			}
 }

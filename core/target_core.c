@@ -858,6 +858,10 @@ static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 		memcpy(r->status.args, args, sizeof(args));
 		r->status.has_args = true;
 	}
+	if (r && a->syscall_insn && note_reg(&a->pc, type, desc, descsz, &v)) {
+		r->pc = (uint64_t)v;
+		r->check_insn = true;
+	}
 }
 
 static uint64_t timeval_ns(const unsigned char *tv)

@@ -52,6 +52,10 @@ struct pyu_auxv {
 struct pyu_thread_record {
 	int64_t tid;
 	struct pyu_thread_status status;
+	// The status's system call is only a claim until the call instruction is seen before
+	// @pc (architectures with pyu_arch.syscall_insn); checked when first asked for.
+	uint64_t pc;
+	bool check_insn;
 };
 
 struct pyu_target {
