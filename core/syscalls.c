@@ -32,6 +32,7 @@ static const struct pyu_arch arches[] = {
 		.names = pyu_syscalls_x86_64,
 		.name_count = &pyu_syscalls_x86_64_count,
 		.pc = X86_64_REG(16), // rip
+		.dwarf_sp = 7,        // rsp
 	},
 	{
 		.e_machine = 183, // EM_AARCH64
@@ -46,6 +47,7 @@ static const struct pyu_arch arches[] = {
 		.names = pyu_syscalls_aarch64,
 		.name_count = &pyu_syscalls_aarch64_count,
 		.pc = AARCH64_REG(32),
+		.dwarf_sp = 31,
 		.syscall_insn = aarch64_svc,
 		.syscall_insn_len = sizeof(aarch64_svc),
 	},
