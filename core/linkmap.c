@@ -287,6 +287,44 @@ static uint64_t r_debug_from_loader(struct pyu_target *t, struct pyu_elf *exe,
 	return addr;
 }
 
+#define AT_PHDR 3
+#define AT_PHNUM 5
+#define AT_BASE 7
+#define AT_ENTRY 9
+#define AT_EXECFN 31
+#define MAX_AUXV 1024
+
+PYU_PUBLIC struct pyu_error *pyu_target_set_auxv(struct pyu_target *t, const uint64_t *pairs,
+						 uint32_t count)
+{
+	if (!t || (count && !pairs) || count > MAX_AUXV)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_target_set_auxv: bad argument");
+	if (t->read_statuses || t->core_fd >= 0)
+		return NULL; // /proc or the core's own notes say it first-hand
+	struct pyu_auxv a = {0};
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t key = pairs[2 * i], val = pairs[2 * i + 1];
+		if (key == AT_PHDR)
+			a.phdr = val;
+		else if (key == AT_PHNUM)
+			a.phnum = val;
+		else if (key == AT_BASE)
+			a.base = val;
+		else if (key == AT_ENTRY)
+			a.entry = val;
+		else if (key == AT_EXECFN)
+			a.execfn = val;
+	}
+	t->auxv = a;
+	for (size_t i = 0; i < t->mapping_count; i++)
+		if (t->mappings[i].path && t->mappings[i].path[0] == '/')
+			return NULL; // the debugger named the files
+	t->names_from_linkmap = a.phdr != 0;
+	struct pyu_error *err = pyu_linkmap_name_files(t);
+	pyu_target_flush_cache(t);
+	return err;
+}
+
 struct pyu_error *pyu_linkmap_name_files(struct pyu_target *t)
 {
 	if (!t->auxv.phdr)

@@ -5,7 +5,8 @@
 # (qemu_PROGRAM_DATE_PID.core: no NT_FILE, no code pages), so every read of such a core finds
 # the files from the dynamic linker's list in its memory. Per interpreter, one crash of the rich
 # scenario is read by the CLI (JSON and text, --sysroot alone, the executable alone, files
-# through --search-path, the crashing thread's system call), by gdb-multiarch and by lldb; one
+# through --search-path, the crashing thread's system call, native frames merged through
+# elfutils' aarch64 unwinder), by gdb-multiarch and by lldb; one
 # crash of the values zoo is read with --locals; one live target is read through gdb-multiarch
 # on qemu's gdb stub. Emulation is slow: one target per case, run 2 at a time.
 #
@@ -51,7 +52,71 @@ class QemuTarget(Target):
                         command=self._command(entry, mode))
 
     def _command(self, entry, mode):
+        if mode == "park":
+            # Live: qemu's gdb stub on a Unix socket (no network); the guest waits for gdb.
+            return ["qemu-aarch64", "-g", os.path.join(self.workdir_for_socket(), "gdb.sock"),
+                    "-L", entry["sysroot"], entry["path"]]
         return ["qemu-aarch64", "-L", entry["sysroot"], entry["path"]]
+
+    def workdir_for_socket(self):
+        if not hasattr(self, "_sockdir"):
+            import tempfile
+            self._sockdir = tempfile.mkdtemp(prefix="pyu-gdbstub-")
+        return self._sockdir
+
+    def _wait_truth(self):
+        if self.mode == "park":
+            self._start_gdb()
+        return Target._wait_truth(self)
+
+    def _start_gdb(self):
+        """gdb-multiarch on the stub: it lets the guest run to its truth, then (once the
+        test interrupts qemu with SIGINT, which the stub reports as a stop) reads it."""
+        sock = os.path.join(self.workdir_for_socket(), "gdb.sock")
+        deadline = time.time() + 60
+        while not os.path.exists(sock):
+            if time.time() > deadline or self.proc.poll() is not None:
+                raise HarnessError("qemu made no gdb socket:\n%s" % self._stderr_tail())
+            time.sleep(0.05)
+        root = self.sysroot
+        cmd = ["gdb-multiarch", "-nx", "-q", "-batch", "-iex", "set pagination off",
+               "-iex", "set debuginfod enabled off", "-iex", "set sysroot " + root,
+               "-ex", "file " + self.entry["path"],
+               "-ex", "target remote | socat - UNIX-CONNECT:" + sock,
+               "-ex", "continue", "-ex", "source " + debuggers.GDB_PLUGIN,
+               "-ex", "echo " + debuggers.MARK + "\\n", "-ex", "py-bt --all --json",
+               "-ex", "echo " + debuggers.MARK + "\\n", "-ex", "py-bt --all --native",
+               "-ex", "echo " + debuggers.MARK + "\\n", "-ex", "kill"]
+        self.gdb = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+
+    def gdb_reads(self):
+        """Stops the guest (SIGINT to qemu: the stub reports it to gdb) and returns what gdb
+        printed: (py-bt --all --json, py-bt --all --native, stderr)."""
+        os.kill(self.proc.pid, signal.SIGINT)
+        try:
+            out, err = self.gdb.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            self.gdb.kill()
+            out, err = self.gdb.communicate()
+            raise HarnessError("gdb-multiarch gave no answer:\n%s\n%s"
+                               % (out.decode(errors="replace")[-2000:],
+                                  err.decode(errors="replace")[-2000:]))
+        parts = out.decode("utf-8", "replace").split(debuggers.MARK)
+        if len(parts) < 4:
+            raise HarnessError("gdb-multiarch output cut short:\n%s\n%s"
+                               % (out.decode(errors="replace")[-3000:],
+                                  err.decode(errors="replace")[-2000:]))
+        return parts[1].strip(), parts[2], err.decode("utf-8", "replace")
+
+    def close(self):
+        gdb = getattr(self, "gdb", None)
+        if gdb is not None and gdb.poll() is None:
+            gdb.kill()
+            gdb.wait()
+        Target.close(self)
+        if hasattr(self, "_sockdir"):
+            shutil.rmtree(self._sockdir, ignore_errors=True)
 
     def start(self):
         # qemu writes the guest's core, then ends by the same signal: a directory named
@@ -147,8 +212,17 @@ def crash_case(entry):
             assert len(blocked) >= len(t.truth["threads"]) - 2, \
                 "threads blocked on HOLD not shown in futex:\n%s" % "\n".join(
                     l for l in text.splitlines() if l.startswith("Thread "))
-            # gdb-multiarch and lldb on the same core print what the CLI prints.
             want = frames_text(text)
+            # --native: elfutils' aarch64 unwinder over the same core (the files from the
+            # link map); every thread's Python frames placed in its native stack.
+            rc, native, err = cli("bt", "--native", "--sysroot", root, core)
+            assert rc == 0, err
+            assert "not merged" not in native, "native frames not merged:\n%s" % native[:3000]
+            assert re.search(r"^native #\d+ +0x[0-9a-f]+ in PyThread_acquire_lock_timed ",
+                             native, re.M) or re.search(r"^native #\d+ .* in \?\? \(\) from "
+                                                        r".*libc\.so", native, re.M), native[:3000]
+            assert frames_text(native) == want, "--native changed the Python frames"
+            # gdb-multiarch and lldb on the same core print what the CLI prints.
             rc, out, err = debuggers._run(
                 ["gdb-multiarch", "-nx", "-q", "-batch", "-iex", "set pagination off",
                  "-iex", "set debuginfod enabled off", "-iex", "set sysroot " + root,
@@ -163,6 +237,27 @@ def crash_case(entry):
             got = frames_text(out)
             assert got == want, "lldb py-bt differs from the CLI:\n%s\n---\n%s\n%s" \
                 % ("\n".join(got[:20]), "\n".join(want[:20]), err[-1500:])
+    return run
+
+
+def live_case(entry):
+    def run():
+        with QemuTarget(entry, "scenario", "park") as t:
+            doc_text, native, err = t.gdb_reads()
+            try:
+                doc = json.loads(doc_text)
+            except ValueError:
+                raise AssertionError("py-bt --json through the stub is not JSON:\n%s\n%s"
+                                     % (doc_text[:2000], err[-2000:]))
+            check_document(t.truth, doc, "live through gdb-multiarch on qemu's stub")
+            # --native through gdb: gdb's own aarch64 unwinder (no DWARF in Debian's
+            # binaries) loses its way in the asyncio thread's stack; every other thread's
+            # Python frames are placed in its native stack.
+            headers = len(re.findall(r"^Thread 0x", native, re.M))
+            apart = native.count("not merged")
+            assert headers == len(t.truth["threads"]) and "native #" in native and apart <= 1, \
+                "native frames through the stub: %d of %d threads not merged:\n%s" \
+                % (apart, headers, native[:3000])
     return run
 
 
@@ -184,6 +279,7 @@ def main():
     cases = []
     for e in entries:
         cases.append(("%s/crash" % e["label"], crash_case(e)))
+        cases.append(("%s/live" % e["label"], live_case(e)))
     return run_cases(cases, jobs=2, prefix="test-arm")
 
 
