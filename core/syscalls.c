@@ -7,6 +7,8 @@
 
 extern const char *const pyu_syscalls_x86_64[];
 extern const uint32_t pyu_syscalls_x86_64_count;
+extern const char *const pyu_syscalls_aarch64[];
+extern const uint32_t pyu_syscalls_aarch64_count;
 
 #define NT_PRSTATUS 1
 // struct elf_prstatus of 64-bit Linux: the registers (pr_reg) start at byte 112.
@@ -14,6 +16,10 @@ extern const uint32_t pyu_syscalls_x86_64_count;
 // x86-64's struct user_regs_struct: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi
 // orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs, 8 bytes each.
 #define X86_64_REG(i) {NT_PRSTATUS, PR_REG + 8 * (i), 8}
+// aarch64's struct user_pt_regs: x0 - x30, sp, pc, pstate, 8 bytes each.
+#define AARCH64_REG(i) {NT_PRSTATUS, PR_REG + 8 * (i), 8}
+// aarch64's system call instruction, svc #0, as it lies in memory (little-endian).
+static const uint8_t aarch64_svc[] = {0x01, 0x00, 0x00, 0xd4};
 
 static const struct pyu_arch arches[] = {
 	{
@@ -25,6 +31,25 @@ static const struct pyu_arch arches[] = {
 		.debugger_registers = "orig_rax rdi rsi rdx r10 r8 r9",
 		.names = pyu_syscalls_x86_64,
 		.name_count = &pyu_syscalls_x86_64_count,
+		.pc = X86_64_REG(16), // rip
+		.dwarf_sp = 7,        // rsp
+	},
+	{
+		.e_machine = 183, // EM_AARCH64
+		.name = "aarch64",
+		// x8 holds the number and x0 - x5 the arguments, but only while the thread is in
+		// the call (the registers say nothing of it otherwise): the instruction before pc
+		// must be svc.
+		.syscall_nr = AARCH64_REG(8),
+		.args = {AARCH64_REG(0), AARCH64_REG(1), AARCH64_REG(2), AARCH64_REG(3),
+			 AARCH64_REG(4), AARCH64_REG(5)},
+		.debugger_registers = "",
+		.names = pyu_syscalls_aarch64,
+		.name_count = &pyu_syscalls_aarch64_count,
+		.pc = AARCH64_REG(32),
+		.dwarf_sp = 31,
+		.syscall_insn = aarch64_svc,
+		.syscall_insn_len = sizeof(aarch64_svc),
 	},
 };
 

@@ -30,6 +30,12 @@ struct pyu_arch {
 	const char *debugger_registers;
 	const char *const *names; // indexed by number; NULL entries for unused numbers
 	const uint32_t *name_count;
+	struct pyu_note_reg pc; // the program counter (where a stopped thread resumes)
+	int dwarf_sp;           // the DWARF number of the stack pointer (native unwinding)
+	// When set, syscall_nr and args tell of a system call only if these bytes lie right
+	// before pc (the call instruction): the architecture keeps no "not in a call" value.
+	const uint8_t *syscall_insn;
+	uint32_t syscall_insn_len;
 };
 
 // The architecture of cores whose ELF header says @e_machine, or NULL. Cannot fail.

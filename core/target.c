@@ -1137,6 +1137,17 @@ static struct pyu_error *relocate_mappings(struct pyu_target *t)
 	return NULL;
 }
 
+// A target whose files are named from the dynamic linker's list: files not found before may
+// be found now. Fails only when out of memory.
+static struct pyu_error *name_more_files(struct pyu_target *t)
+{
+	if (!t->names_from_linkmap)
+		return NULL;
+	struct pyu_error *err = pyu_linkmap_name_files(t);
+	pyu_target_flush_cache(t); // pages of the files named now read differently
+	return err;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,
 						     const char *to)
 {
@@ -1157,7 +1168,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const
 	maps[t->path_map_count].from = f;
 	maps[t->path_map_count].to = to_copy;
 	t->path_map_count++;
-	return relocate_mappings(t);
+	struct pyu_error *err = relocate_mappings(t);
+	return err ? err : name_more_files(t);
 }
 
 static void forget_file_checks(struct pyu_target *t)
@@ -1185,7 +1197,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_sysroot(struct pyu_target *t, const 
 	t->sysroot = copy[0] ? copy : NULL;
 	if (!t->sysroot)
 		free(copy);
-	return relocate_mappings(t);
+	struct pyu_error *err = relocate_mappings(t);
+	return err ? err : name_more_files(t);
 }
 
 PYU_PUBLIC struct pyu_error *pyu_target_set_cwd(struct pyu_target *t, const char *dir)
@@ -1216,7 +1229,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_search_dir(struct pyu_target *t, con
 		return &pyu_error_nomem;
 	dirs[t->search_dir_count++] = copy;
 	forget_file_checks(t); // files judged missing may be found now
-	return NULL;
+	return name_more_files(t);
 }
 
 struct pyu_error *pyu_target_set_executable(struct pyu_target *t, const char *target_path,
@@ -1626,6 +1639,35 @@ struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t
 	return r;
 }
 
+// On an architecture whose registers name a system call only while a thread is in one: the
+// claim of @r holds when the call instruction lies right before its pc; it is dropped (no
+// call) when another one is there. While the code cannot be read (a core without the file the
+// code is in) *ret says unknown and @r keeps its claim: a sysroot given later may tell.
+static void check_syscall_insn(struct pyu_target *t, struct pyu_thread_record *r,
+			       struct pyu_thread_status *ret)
+{
+	const struct pyu_arch *a = t->arch;
+	if (!r->check_insn || !a || !a->syscall_insn || r->status.syscall < 0)
+		return;
+	uint8_t insn[16];
+	uint32_t len = a->syscall_insn_len;
+	struct pyu_error *err = len <= sizeof(insn) && r->pc >= len
+		? pyu_target_read(t, r->pc - len, insn, len)
+		: pyu_error_create(PYU_ERR_FAULT, "no instruction");
+	if (err) {
+		pyu_error_destroy(err);
+		ret->syscall = PYU_SYSCALL_UNKNOWN;
+		ret->has_args = false;
+		return;
+	}
+	r->check_insn = false;
+	if (memcmp(insn, a->syscall_insn, len) != 0) {
+		r->status.syscall = -1;
+		r->status.has_args = false;
+	}
+	*ret = r->status;
+}
+
 void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_t count,
 				struct pyu_thread_status *ret)
 {
@@ -1641,6 +1683,7 @@ void pyu_target_thread_statuses(struct pyu_target *t, const int64_t *tids, size_
 		for (size_t k = 0; tids[i] > 0 && k < t->status_count; k++)
 			if (t->statuses[k].tid == tids[i]) {
 				ret[i] = t->statuses[k].status;
+				check_syscall_insn(t, &t->statuses[k], &ret[i]);
 				break;
 			}
 }

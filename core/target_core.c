@@ -49,7 +49,11 @@
 #define SIGINFO_ADDR_OFFSET 16
 // Signals whose si_addr is the faulting address (when si_code > 0, i.e. sent by the kernel).
 #define FAULT_SIGNAL(sig) ((sig) == 4 || (sig) == 5 || (sig) == 7 || (sig) == 8 || (sig) == 11)
+#define AT_PHDR 3
+#define AT_PHNUM 5
+#define AT_BASE 7
 #define AT_ENTRY 9
+#define AT_EXECFN 31
 #define PRSTATUS_PID_OFFSET 32 // struct elf_prstatus: siginfo(12) cursig(2+2) sigpend sighold
 #define PRSTATUS_PPID_OFFSET 36
 #define PRSTATUS_UTIME_OFFSET 48   // struct timeval pr_utime, then pr_stime
@@ -790,8 +794,17 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 			n->fname[PRPSINFO_FNAME_LEN] = '\0';
 		} else if (core && type == NT_AUXV) {
 			for (uint64_t i = 0; i + 16 <= descsz; i += 16) {
-				if (pyu_le64(desc + i) == AT_ENTRY)
-					n->entry = pyu_le64(desc + i + 8);
+				uint64_t key = pyu_le64(desc + i), val = pyu_le64(desc + i + 8);
+				if (key == AT_ENTRY)
+					n->entry = t->auxv.entry = val;
+				else if (key == AT_PHDR)
+					t->auxv.phdr = val;
+				else if (key == AT_PHNUM)
+					t->auxv.phnum = val;
+				else if (key == AT_BASE)
+					t->auxv.base = val;
+				else if (key == AT_EXECFN)
+					t->auxv.execfn = val;
 			}
 		} else if (core && type == NT_SIGINFO && n->prstatus_seen == 1 &&
 			   descsz >= SIGINFO_ADDR_OFFSET + 8) {
@@ -851,6 +864,10 @@ static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 	if (found == PYU_SYSCALL_ARGS && (r || (r = pyu_target_status_record(t, tid)))) {
 		memcpy(r->status.args, args, sizeof(args));
 		r->status.has_args = true;
+	}
+	if (r && a->syscall_insn && note_reg(&a->pc, type, desc, descsz, &v)) {
+		r->pc = (uint64_t)v;
+		r->check_insn = true;
 	}
 }
 
@@ -974,42 +991,7 @@ static struct pyu_error *place_executable(struct pyu_target *t, const struct cor
 		}
 		bias = n->entry - pyu_elf_entry(elf);
 	}
-	struct pyu_elf_segment seg;
-	for (size_t i = 0; !err && pyu_elf_load_segment(elf, i, &seg); i++) {
-		uint64_t start = (seg.vaddr & ~(uint64_t)(PYU_PAGE_SIZE - 1)) + bias;
-		uint64_t end = seg.vaddr + seg.memsz + bias;
-		uint64_t offset = seg.offset & ~(uint64_t)(PYU_PAGE_SIZE - 1);
-		if (end < start || end - start > (1ull << 40) || seg.filesz == 0)
-			continue;
-		// Only the file-backed part: .bss beyond it is anonymous memory.
-		uint64_t file_end = seg.vaddr + seg.filesz + bias;
-		if (file_end < end)
-			end = file_end;
-		end = (end + PYU_PAGE_SIZE - 1) & ~(uint64_t)(PYU_PAGE_SIZE - 1);
-		struct pyu_mapping *m = (struct pyu_mapping *)pyu_target_find_mapping(t, start);
-		if (m && m->start == start && !m->path) {
-			char *path = strdup(executable), *local = strdup(executable);
-			if (!path || !local) {
-				free(path);
-				free(local);
-				err = &pyu_error_nomem;
-				break;
-			}
-			m->path = path;
-			m->local_path = local;
-			m->offset = offset;
-			if (m->end > end) { // the rest is the anonymous .bss, not the file
-				uint64_t rest_end = m->end;
-				bool r = m->readable, w = m->writable, x = m->executable;
-				m->end = end;
-				err = pyu_target_add_mapping_perms(t, end, rest_end, 0, r, w, x, NULL);
-			}
-		} else if (!m && !pyu_target_find_mapping(t, end - 1)) {
-			err = pyu_target_add_mapping_perms(t, start, end, offset, (seg.flags & 4) != 0,
-							   (seg.flags & 2) != 0, (seg.flags & 1) != 0,
-							   executable);
-		}
-	}
+	err = pyu_target_place_file(t, elf, executable, executable, bias);
 	pyu_elf_close(elf);
 	return err;
 }
@@ -1022,6 +1004,7 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 	struct pyu_error *err = read_phdrs(c, path, &note_segs, &note_count);
 	struct core_notes notes = {0};
 	t->arch = err ? NULL : pyu_arch_by_machine(c->machine);
+	t->machine = err ? 0 : c->machine;
 	unsigned char **bufs = NULL;
 	if (!err && note_count > 0) {
 		bufs = calloc(note_count, sizeof(*bufs));
@@ -1067,6 +1050,11 @@ static struct pyu_error *load_core(struct pyu_target *t, struct core_backend *c,
 		const char *exe = core_executable(&notes);
 		// Without a name for it in the core, the executable can only name itself.
 		err = pyu_target_set_executable(t, exe ? exe : executable, executable);
+	}
+	if (!err && notes.file_count == 0 && t->auxv.phdr) {
+		// No file names in the notes: the dynamic linker's list in memory has them.
+		t->names_from_linkmap = true;
+		err = pyu_linkmap_name_files(t);
 	}
 	for (size_t i = 0; bufs && i < note_count; i++)
 		free(bufs[i]);

@@ -45,9 +45,19 @@ struct pyu_file_check {
 	bool matches;
 };
 
+// What the auxiliary vector says about where the program and its loader are (linkmap.c); 0
+// for an entry the target did not give.
+struct pyu_auxv {
+	uint64_t phdr, phnum, entry, base, execfn; // AT_PHDR, AT_PHNUM, AT_ENTRY, AT_BASE, AT_EXECFN
+};
+
 struct pyu_thread_record {
 	int64_t tid;
 	struct pyu_thread_status status;
+	// The status's system call is only a claim until the call instruction is seen before
+	// @pc (architectures with pyu_arch.syscall_insn); checked when first asked for.
+	uint64_t pc;
+	bool check_insn;
 };
 
 struct pyu_target {
@@ -109,6 +119,13 @@ struct pyu_target {
 	// /proc when asked, for a batch of threads at once (read_statuses: fills ret[i] for
 	// tids[i], leaving what it cannot read; NULL for other backends).
 	const struct pyu_arch *arch;
+	// The target's ELF machine (a core's e_machine; 0: unknown, any file will do).
+	uint16_t machine;
+	// A target that names no files (a core without NT_FILE): they are named from the dynamic
+	// linker's list in its memory (pyu_linkmap_name_files), found from this auxiliary vector,
+	// again whenever where files are looked for changes.
+	struct pyu_auxv auxv;
+	bool names_from_linkmap;
 	struct pyu_thread_record *statuses;
 	size_t status_count, status_cap;
 	void (*read_statuses)(struct pyu_target *t, const int64_t *tids, size_t count,
@@ -197,5 +214,19 @@ struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t
 struct pyu_error *pyu_target_add_mapping_perms(struct pyu_target *t, uint64_t start,
 					       uint64_t end, uint64_t offset, bool readable,
 					       bool writable, bool executable, const char *path);
+
+struct pyu_elf;
+// Names the mappings where the ELF file @elf (@local_path here, @target_path as the target
+// names it) is loaded at @bias: its PT_LOAD segments' file-backed pages; a mapping already
+// named is left alone, and a segment the target has no mapping for gets one. On error (out of
+// memory), some segments may be named.
+struct pyu_error *pyu_target_place_file(struct pyu_target *t, struct pyu_elf *elf,
+					const char *target_path, const char *local_path,
+					uint64_t bias);
+
+// Names the files of @t from the dynamic linker's list of loaded objects in its memory
+// (linkmap.c), starting from t->auxv; files not found here stay unnamed. Does nothing without
+// AT_PHDR. Returns an error only when out of memory (some files may be named then).
+struct pyu_error *pyu_linkmap_name_files(struct pyu_target *t);
 
 #endif

@@ -28,15 +28,6 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 
-// The DWARF number of the stack pointer register.
-#if defined(__x86_64__)
-#define SP_REGNO 7
-#elif defined(__aarch64__)
-#define SP_REGNO 31
-#else
-#error "no stack pointer register number for this architecture"
-#endif
-
 // What a pc names (function, library, source line), remembered for the whole unwind: the
 // threads of one process return into the same few hundred call sites, and elfutils looks a
 // symbol up by scanning the whole symbol table (a file with DWARF and a full .symtab, like a
@@ -82,6 +73,7 @@ struct walk {
 	// The real function of the last frame given, for the tail calls between it and its
 	// caller (tail_calls()); "" at a thread's start.
 	char callee[128];
+	int sp_regno; // the DWARF number of the target's stack pointer; -1: not known
 };
 
 static char *debuginfo_path; // libdwfl's default search path; never written
@@ -516,7 +508,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (w->frames >= PYU_UNWIND_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &activation) || !pc)
 		return DWARF_CB_ABORT;
 	Dwarf_Word sp = 0;
-	if (dwfl_frame_reg(state, SP_REGNO, &sp) != 0)
+	if (w->sp_regno < 0 || dwfl_frame_reg(state, (unsigned)w->sp_regno, &sp) != 0)
 		sp = 0;
 	// A return address points after the call: look up the call itself.
 	Dwarf_Addr lookup = activation ? pc : pc - 1;
@@ -691,6 +683,25 @@ static struct pyu_error *dwfl_failure(const char *what)
 	return pyu_error_create(PYU_ERR_IO, "elfutils could not %s: %s", what, dwfl_errmsg(-1));
 }
 
+// A core that names no files: its objects as the target found them (linkmap.c: the dynamic
+// linker's list, the files here after the sysroot and search directories), one module per
+// file at the start of its first mapping. A file that cannot be reported is left out (its
+// frames are unnamed and the unwind may stop there).
+static void report_mapped_files(struct pyu_target *t, Dwfl *dwfl)
+{
+	for (size_t i = 0; i < t->mapping_count; i++) {
+		const struct pyu_mapping *m = &t->mappings[i];
+		if (!m->path || !m->local_path || m->offset != 0 || m->path[0] != '/')
+			continue;
+		bool first = true;
+		for (size_t k = 0; k < i && first; k++)
+			if (t->mappings[k].path && strcmp(t->mappings[k].path, m->path) == 0)
+				first = false;
+		if (first)
+			dwfl_report_elf(dwfl, m->path, m->local_path, -1, m->start, false);
+	}
+}
+
 struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void *arg)
 {
 	if (!t || !fn || (!t->live_pid && t->core_fd < 0))
@@ -700,6 +711,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 	w.t = t;
 	w.fn = fn;
 	w.arg = arg;
+	w.sp_regno = t->arch ? t->arch->dwarf_sp : -1;
 	Elf *elf = NULL;
 	struct pyu_error *err = NULL;
 	if (t->live_pid) {
@@ -724,11 +736,13 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 						elf_errmsg(-1));
 		}
 		dwfl_report_begin(w.dwfl);
-		if (dwfl_core_file_report(w.dwfl, elf, t->exe_local_path) < 0)
+		if (t->names_from_linkmap)
+			report_mapped_files(t, w.dwfl);
+		else if (dwfl_core_file_report(w.dwfl, elf, t->exe_local_path) < 0)
 			err = dwfl_failure("read the core's mappings");
-		else if (dwfl_report_end(w.dwfl, NULL, NULL) != 0)
+		if (!err && dwfl_report_end(w.dwfl, NULL, NULL) != 0)
 			err = dwfl_failure("list the core's modules");
-		else if (dwfl_core_file_attach(w.dwfl, elf) < 0)
+		else if (!err && dwfl_core_file_attach(w.dwfl, elf) < 0)
 			err = dwfl_failure("read the core's threads");
 	}
 	if (!err)

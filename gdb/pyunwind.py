@@ -67,7 +67,8 @@ class GdbView(core.DebuggerView):
                     .look_for_files(*self._file_settings())
         yield "through gdb's memory reads", \
             lambda: core.Target.open_reader(lib, self._read, self._mappings(), self._threads(),
-                                            self._registers)
+                                            self._registers) \
+            .look_for_files(*self._file_settings()).set_auxv(self._auxv())
 
     @staticmethod
     def _file_settings():
@@ -81,6 +82,24 @@ class GdbView(core.DebuggerView):
         if sysroot.startswith("target:"):
             sysroot = sysroot[len("target:"):]
         return sysroot or None, [d for d in search.split(":") if d]
+
+    @staticmethod
+    def _auxv():
+        """(type, value) of each entry of `info auxv` (a remote stub that gives no mapping
+        list gives this: the core finds the files from it)."""
+        try:
+            text = gdb.execute("info auxv", to_string=True)
+        except gdb.error:
+            return []
+        pairs = []
+        for line in text.splitlines():
+            words = line.split('"', 1)[0].split()  # AT_EXECFN's value is followed by the name
+            if len(words) >= 3 and words[0].isdigit():
+                try:
+                    pairs.append((int(words[0]), int(words[-1], 0)))
+                except ValueError:
+                    continue
+        return pairs
 
     def _read(self, addr, size):
         try:

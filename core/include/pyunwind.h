@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 6
+#define PYU_ABI_VERSION 7
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -103,6 +103,13 @@ PYU_PUBLIC const char *pyu_target_syscall_registers(const struct pyu_target *t);
 PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *t, int64_t tid,
 							     const uint64_t *values,
 							     uint32_t count);
+// Hands in the target's auxiliary vector as the debugger read it (gdb's `info auxv`): @count
+// (type, value) pairs in @pairs. For a target whose debugger gives no mapping list (a remote
+// stub, such as qemu-user's): its files are then named from the dynamic linker's list in its
+// memory, found from AT_PHDR (or AT_BASE) and AT_EXECFN, and looked for under the sysroot, in
+// the search directories and where they are. Does nothing for a live process or core target.
+PYU_PUBLIC struct pyu_error *pyu_target_set_auxv(struct pyu_target *t, const uint64_t *pairs,
+						 uint32_t count);
 // Files named @from (a path prefix) in the target are read from @to on this machine: for a core
 // from another machine or container. Applies to mappings added afterwards and to core notes.
 PYU_PUBLIC struct pyu_error *pyu_target_add_path_map(struct pyu_target *t, const char *from,

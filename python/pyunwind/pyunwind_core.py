@@ -6,7 +6,7 @@ import ctypes
 import os
 import shlex
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -109,6 +109,7 @@ class Library(object):
             "pyu_target_set_thread_registers": (P, [P, ctypes.c_int64,
                                                     ctypes.POINTER(ctypes.c_uint64),
                                                     ctypes.c_uint32]),
+            "pyu_target_set_auxv": (P, [P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]),
             "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
             "pyu_target_set_sysroot": (P, [P, ctypes.c_char_p]),
             "pyu_target_add_search_dir": (P, [P, ctypes.c_char_p]),
@@ -254,6 +255,16 @@ class Target(_Handle):
             t.close()
             raise
         return t
+
+    def set_auxv(self, pairs):
+        """The auxiliary vector as the debugger read it, (type, value) pairs: for a target
+        the debugger gives no mapping list, its files are found from the dynamic linker's list
+        in its memory."""
+        pairs = [(int(k), int(v) & 0xFFFFFFFFFFFFFFFF) for k, v in pairs]
+        if pairs:
+            arr = (ctypes.c_uint64 * (2 * len(pairs)))(*[x for p in pairs for x in p])
+            self.lib.check(self.lib.lib.pyu_target_set_auxv(self.handle, arr, len(pairs)))
+        return self
 
     def look_for_files(self, sysroot=None, search_dirs=()):
         """Where the target's files are looked for (the debugger's sysroot and search
