@@ -299,7 +299,11 @@ static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		pyu_strbuf_puts(sb, sep);
 		pyu_strbuf_puts(sb, words);
 		if (pyu_in_syscall(a)) {
-			if (a->syscall_name) {
+			if (a->restarted_name) {
+				pyu_strbuf_puts(sb, " (");
+				pyu_strbuf_puts(sb, a->restarted_name);
+				pyu_strbuf_puts(sb, ", restarted)");
+			} else if (a->syscall_name) {
 				pyu_strbuf_puts(sb, " (");
 				pyu_strbuf_puts(sb, a->syscall_name);
 				pyu_strbuf_putc(sb, ')');
@@ -854,7 +858,7 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	pyu_strbuf_putc(sb, '}');
 }
 
-// "syscall", "state", "signal", "fault_address", "cpu_seconds" of a thread (README).
+// "syscall", "restarted", "state", "signal", "fault_address", "cpu_seconds" of a thread (README).
 static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 {
 	pyu_strbuf_puts(sb, ", \"syscall\": ");
@@ -867,6 +871,8 @@ static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		snprintf(nr, sizeof(nr), "%" PRId64, a->syscall);
 		pyu_strbuf_json_cstr(sb, nr);
 	}
+	pyu_strbuf_puts(sb, ", \"restarted\": ");
+	pyu_strbuf_json_cstr(sb, a->restarted_name);
 	pyu_strbuf_puts(sb, ", \"state\": ");
 	pyu_strbuf_json_cstr(sb, pyu_state_words(a->state));
 	pyu_strbuf_puts(sb, ", \"signal\": ");

@@ -845,6 +845,10 @@ static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 		memcpy(r->status.args, args, sizeof(args));
 		r->status.has_args = true;
 	}
+	if (note_reg(&a->pc, type, desc, descsz, &v) && (r || (r = pyu_target_status_record(t, tid)))) {
+		r->status.pc = (uint64_t)v;
+		r->status.has_pc = true;
+	}
 }
 
 static uint64_t timeval_ns(const unsigned char *tv)

@@ -130,6 +130,17 @@ static void parse_syscall(const char *buf, struct pyu_thread_status *ret)
 		at = end;
 	}
 	ret->has_args = i == PYU_SYSCALL_ARGS;
+	if (!ret->has_args)
+		return;
+	strtoull(at, &end, 16); // the stack pointer
+	if (end == at)
+		return;
+	at = end;
+	unsigned long long pc = strtoull(at, &end, 16);
+	if (end != at) {
+		ret->pc = pc;
+		ret->has_pc = true;
+	}
 }
 
 // "RUNTIME_NS WAIT_NS TIMESLICES": the time on a CPU, user and system together. A kernel
