@@ -86,6 +86,11 @@ static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th
 		if (arch && st->syscall == arch->restart_nr) {
 			// The registers still hold the interrupted wait's arguments.
 			a->restarted_name = restarted_wait(s->target, arch, st);
+			if (!a->restarted_name && st->has_args)
+				a->restarted_name = pyu_syscall_restarted_by_args(st->args);
+			if (!a->restarted_name) // live: where the kernel says it sleeps
+				a->restarted_name = pyu_syscall_of_wchan(st->wchan,
+									 st->has_args ? st->args : NULL);
 			a->state = a->restarted_name
 				? state_of_wait(pyu_syscall_wait_kind(a->restarted_name,
 						st->has_args ? st->args : NULL))

@@ -119,6 +119,50 @@ static const struct {
 	{"pause", PYU_WAIT_SLEEP, -1},
 };
 
+const char *pyu_syscall_of_wchan(const char *wchan, const uint64_t *args)
+{
+	if (!wchan)
+		return NULL;
+	if (strstr(wchan, "futex"))
+		return "futex";
+	if (strstr(wchan, "poll")) // poll_schedule_timeout: of the waits resumed so, poll's
+		return "poll";
+	if (strstr(wchan, "nanosleep")) // clock_nanosleep(clockid, flags, ...): a small first
+		return args && args[0] < 64 ? "clock_nanosleep" : "nanosleep";
+	return NULL;
+}
+
+#define LOW_PAGE 4096u // no pointer a wait is given points below it
+#define FUTEX_FLAGS 0x180u // FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME
+
+const char *pyu_syscall_restarted_by_args(const uint64_t *args)
+{
+	if (!args)
+		return NULL;
+	uint64_t cmd = args[1] & ~(uint64_t)FUTEX_FLAGS;
+	bool futex = (cmd == 0 || (cmd == 9 && args[5] != 0)) && args[0] >= LOW_PAGE &&
+		     args[0] % 4 == 0 && args[3] >= LOW_PAGE; // resumed: it had a timeout
+	bool poll = args[1] <= (1u << 20) && args[2] <= INT32_MAX &&
+		    (args[1] == 0 || args[0] >= LOW_PAGE);
+	bool clock_sleep = args[0] < 64 && args[1] <= 1 && args[2] >= LOW_PAGE;
+	bool sleep = args[0] >= LOW_PAGE && args[1] >= LOW_PAGE;
+	// glibc waits with FUTEX_WAIT_BITSET and a bitset of all ones: that says futex even where
+	// the same registers would make a poll() of 9 + flags descriptors.
+	if (futex && cmd == 9 && args[5] == UINT32_MAX)
+		return "futex";
+	const char *found = NULL;
+	unsigned n = 0;
+	if (futex)
+		found = "futex", n++;
+	if (poll)
+		found = "poll", n++;
+	if (clock_sleep)
+		found = "clock_nanosleep", n++;
+	if (sleep && !poll)
+		found = "nanosleep", n++;
+	return n == 1 ? found : NULL;
+}
+
 bool pyu_syscall_restartable(const char *name)
 {
 	for (size_t i = 0; name && i < sizeof(waits) / sizeof(waits[0]); i++)

@@ -55,6 +55,16 @@ const char *pyu_syscall_name(const struct pyu_arch *arch, int64_t nr);
 // -1 when they do not say. What a thread blocked in @arch->restart_nr was waiting in: the
 // kernel keeps it at the call instruction of the wait it interrupted. Cannot fail.
 int64_t pyu_syscall_before_pc(const struct pyu_arch *arch, const uint8_t *code, size_t len);
+// The restartable wait (pyu_syscall_restartable) whose kernel function a thread in the
+// restart call sleeps in, by that function's name @wchan (/proc's wchan: "futex_do_wait",
+// "poll_schedule_timeout", "hrtimer_nanosleep"); @args (NULL when unknown) tell nanosleep
+// from clock_nanosleep. NULL when @wchan names none of them. Cannot fail.
+const char *pyu_syscall_of_wchan(const char *wchan, const uint64_t *args);
+// The restartable wait whose arguments @args (as a thread in the restart call still holds
+// them) look like: a futex wait with a timeout ({uaddr, FUTEX_WAIT[_BITSET] | flags, val,
+// timeout}), poll ({fds, nfds, timeout}), clock_nanosleep ({clock, flags, request}) or
+// nanosleep ({request, remainder}); NULL when they fit none, or more than one. Cannot fail.
+const char *pyu_syscall_restarted_by_args(const uint64_t *args);
 // Whether call @name is one the kernel resumes through the restart call when a signal or a
 // debugger interrupts it (a timed futex wait, poll, nanosleep, clock_nanosleep). Cannot fail.
 bool pyu_syscall_restartable(const char *name);
