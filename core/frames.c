@@ -205,7 +205,8 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 		chunks[nc][2] = hdr[2];
 		c = hdr[0];
 	}
-	sf->addrs = malloc(PYU_MAX_FRAMES * sizeof(*sf->addrs));
+	size_t cap = 256;
+	sf->addrs = malloc(cap * sizeof(*sf->addrs));
 	if (!sf->addrs)
 		return;
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
@@ -222,6 +223,15 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 			if (sf->n >= PYU_MAX_FRAMES) {
 				complete = false;
 				break;
+			}
+			if (sf->n == cap) {
+				uint64_t *grown = realloc(sf->addrs, 2 * cap * sizeof(*grown));
+				if (!grown) {
+					complete = false;
+					break;
+				}
+				sf->addrs = grown;
+				cap *= 2;
 			}
 			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
 			uint64_t code = err ? 0 : pyu_get_u64(buf, l->iframe.code) & ~l->stackref_mask;

@@ -59,7 +59,10 @@ struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t versi
 					  bool debug_build);
 
 // Walker limits.
-#define PYU_MAX_FRAMES 10000       // per thread
+// Frames per thread: far above any recursion a real program reaches (3.11+ recurses in Python
+// without the C stack, to whatever sys.setrecursionlimit allows); a chain longer is corrupt.
+// Loops are caught by cycle detection, not by this bound.
+#define PYU_MAX_FRAMES 1000000
 #define PYU_MAX_THREADS_WALKED 4096 // per interpreter
 #define PYU_MAX_INTERPRETERS 256
 #define PYU_MAX_CODES 65536        // distinct code objects per snapshot

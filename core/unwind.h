@@ -9,7 +9,7 @@
 #include "error.h"
 #include "target.h"
 
-#define PYU_UNWIND_MAX_FRAMES 10000 // per thread
+#define PYU_UNWIND_MAX_FRAMES 8000000 // per thread: as PYU_MAX_NATIVE_FRAMES (native.h)
 
 // One frame of thread @tid, innermost first; or, when @error is set, why @tid could not be
 // unwound at all. Strings are valid only during the call; NULL / -1 when unknown.

@@ -200,17 +200,42 @@ START_TEST(test_repeated_frames)
 
 	static char want[64 << 10];
 	size_t w = (size_t)snprintf(want, sizeof(want), "Thread 0x1000 (tid 7), holds the GIL:\n");
-	for (int i = 0; i < N - 1; i++)
+	// As traceback folds them: the first three frames of the run on line 5 (one file, one
+	// name: the instruction does not count), then how many more.
+	for (int i = 0; i < 3; i++)
 		w += (size_t)snprintf(want + w, sizeof(want) - w,
 				      "#%-2d File \"%s\", line 5, in C.f\n"
 				      "        return foo(a,\n"
 				      "               %s\n",
 				      i, path, i % 7 == 3 ? "^^^^^^" : "^^^");
+	w += (size_t)snprintf(want + w, sizeof(want) - w,
+			      "    [Previous line repeated %d more times]\n", N - 1 - 3);
 	snprintf(want + w, sizeof(want) - w,
 		 "#%d File \"%s\", line 8, in <module>\n        main()\n", N - 1, path);
 	char *out = bt(&s, 0, PYU_FMT_SOURCE, 0);
 	expect_str(out, want);
 	free(out);
+	// A limit counts the folded frames too: 3 shown, 7 folded, the rest not shown.
+	w = (size_t)snprintf(want, sizeof(want), "Thread 0x1000 (tid 7), holds the GIL:\n");
+	for (int i = 0; i < 3; i++)
+		w += (size_t)snprintf(want + w, sizeof(want) - w,
+				      "#%-2d File \"%s\", line 5, in C.f\n", i, path);
+	snprintf(want + w, sizeof(want) - w, "    [Previous line repeated 7 more times]\n"
+		 "(%d more frames not shown: limit 10)\n", N - 10);
+	out = bt(&s, 0, 0, 10);
+	expect_str(out, want);
+	free(out);
+	// 2.7's traceback folds nothing: every frame is printed.
+	s.hexversion = 0x020712f0;
+	out = bt(&s, 0, 0, 0);
+	for (int i = 0; i < N - 1; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "\n#%-2d File ", i);
+		ck_assert_msg(strstr(out, line), "frame %d missing", i);
+	}
+	ck_assert_ptr_null(strstr(out, "repeated"));
+	free(out);
+	s.hexversion = 0x030c01f0;
 
 	out = bt(&s, 0, PYU_FMT_JSON, 0);
 	const char *p = out;
