@@ -78,7 +78,20 @@ struct walk {
 	struct pyu_error *err;   // from @fn: stops everything
 	int64_t tid;
 	uint32_t frames;
+	uint32_t max_frames; // per thread: PYU_UNWIND_MAX_FRAMES, of a core fewer (unwind.h)
 };
+
+// At @w's bound of frames for a thread: the thread's unwinding ends with an error saying so
+// (DWARF_CB_ABORT returned), once.
+static int past_bound(struct walk *w)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "native stack unwound only to its %u innermost frames%s",
+		 w->max_frames, w->max_frames < PYU_UNWIND_MAX_FRAMES ? " (of a core)" : "");
+	struct pyu_unwound f = {w->tid, 0, 0, NULL, NULL, NULL, -1, msg};
+	w->err = w->fn(w->arg, &f);
+	return DWARF_CB_ABORT;
+}
 
 static char *debuginfo_path; // libdwfl's default search path; never written
 
@@ -207,7 +220,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	Dwarf_Addr pc;
 	bool activation;
 	// A pc of 0 is where an unwinder that lost its way ends, not a frame.
-	if (w->frames >= PYU_UNWIND_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &activation) || !pc)
+	if (w->frames >= w->max_frames)
+		return past_bound(w);
+	if (!dwfl_frame_pc(state, &pc, &activation) || !pc)
 		return DWARF_CB_ABORT;
 	Dwarf_Word sp = 0;
 	if (dwfl_frame_reg(state, SP_REGNO, &sp) != 0)
@@ -238,8 +253,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		}
 	}
 	for (uint32_t i = 0; i < count; i++) {
-		if (w->frames >= PYU_UNWIND_MAX_FRAMES)
-			return DWARF_CB_ABORT;
+		if (w->frames >= w->max_frames)
+			return past_bound(w);
 		f.function = frames[i].function;
 		f.file = frames[i].file;
 		f.line = frames[i].line;
@@ -283,6 +298,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 	struct walk w = {0};
 	w.fn = fn;
 	w.arg = arg;
+	w.max_frames = t->live_pid ? PYU_UNWIND_MAX_FRAMES : PYU_UNWIND_MAX_CORE_FRAMES;
 	Elf *elf = NULL;
 	struct pyu_error *err = NULL;
 	if (t->live_pid) {
