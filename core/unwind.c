@@ -87,7 +87,7 @@ static int past_bound(struct walk *w)
 {
 	char msg[128];
 	snprintf(msg, sizeof(msg), "native stack unwound only to its %u innermost frames%s",
-		 w->max_frames, w->max_frames < PYU_UNWIND_MAX_FRAMES ? " (of a core)" : "");
+		 w->max_frames, w->max_frames < PYU_UNWIND_MAX_FRAMES ? " of a core" : "");
 	struct pyu_unwound f = {w->tid, 0, 0, NULL, NULL, NULL, -1, msg};
 	w->err = w->fn(w->arg, &f);
 	return DWARF_CB_ABORT;
