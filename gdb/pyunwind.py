@@ -184,7 +184,7 @@ class GdbView(core.DebuggerView):
 
 
 _UNNAMED = ("??",)
-_MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES: a thread 1,000,000 Python frames deep
+_MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
 class _Libraries(object):

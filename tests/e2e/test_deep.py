@@ -6,8 +6,9 @@
 # Live (CLI, gdb), from a gdb core (CLI, lldb) and from a kernel crash core (CLI, gdb, lldb):
 # each front end on two of the sources, as each read of 30,005 frames (180,000 native ones up
 # to 3.10) costs seconds. Merged with the native stack (py-bt --native) by the CLI live and
-# (3.11+) from cores, by gdb live (3.11+, and 3.10), by lldb from the kernel core (3.11+). The truth is what the thread said of its own stack
-# (traceback.extract_stack, traceback.format_stack) right before it parked or crashed.
+# (3.11+) from cores, by gdb live (3.11+, and 3.10), by lldb from the kernel core (3.11+). The
+# truth is what the thread said of its own stack (traceback.extract_stack,
+# traceback.format_stack) right before it parked or crashed.
 #
 #   tests/e2e/test_deep.py [-j N] [FILTER...]     (make test-deep)
 import json
