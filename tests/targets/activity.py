@@ -7,8 +7,9 @@
 # spinning in Python, in no system call at all (at the lowest scheduling priority, so that it
 # costs a busy machine little). Two more wait with a timeout, the waits the kernel resumes
 # through restart_syscall once an attach has interrupted them: one in poll() on the pipe (every
-# version; 3.15's calls ppoll, which the kernel resumes as itself), one in Event.wait() (3.x: a futex wait with a timeout; 2.7's polls in short
-# sleeps). The main thread waits on the lock. Crash mode adds the thread
+# version; 3.15's calls ppoll, which the kernel resumes as itself), one in Event.wait() (3.x:
+# a futex wait with a timeout; 2.7's polls in short sleeps). The main thread waits on the
+# lock. Crash mode adds the thread
 # that crashes in ctypes.memset(0, 0, 1); right before, once /proc says every waiting thread is
 # inside its system call, it writes OUTDIR/activity.json: those system calls' numbers by
 # thread id, and the spinning thread's CPU time (clock ticks) as /proc gave it then. Runs on
