@@ -225,7 +225,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 // guard regions out of its cores), the chain is continued at the data-stack frame right below
 // the lowest one already seen: that is the Python caller the entry frame would have led to.
 
-#define MAX_CHUNKS 64
+#define MAX_CHUNKS 65536 // a data stack PYU_MAX_FRAMES deep takes thousands of 16 KB chunks
 #define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
 #define MIN_CHUNK (16u << 10) // _PY_DATA_STACK_CHUNK_SIZE: no chunk is smaller
 #define PYU_PAGE_BYTES 4096u    // pages as the target's page cache keeps them
@@ -253,13 +253,19 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 	const struct pyu_layout *l = &w->rt->layout;
 	sf->loaded = true;
 	bool complete = true;
-	uint64_t chunks[MAX_CHUNKS][3]; // address, previous, top (slots)
-	size_t nc = 0;
+	uint64_t (*chunks)[3] = NULL; // address, previous, top (slots)
+	size_t nc = 0, chunk_cap = 0;
 	for (uint64_t c = st->chunk; c; nc++) {
 		uint64_t hdr[3];
-		struct pyu_error *err = nc < MAX_CHUNKS ? pyu_target_read(w->t, c, hdr, sizeof(hdr))
-							: NULL;
-		if (nc >= MAX_CHUNKS || err) {
+		if (nc == chunk_cap && nc < MAX_CHUNKS) {
+			size_t n = chunk_cap ? 2 * chunk_cap : 64;
+			uint64_t(*grown)[3] = realloc(chunks, n * sizeof(*chunks));
+			if (grown)
+				chunks = grown, chunk_cap = n;
+		}
+		struct pyu_error *err = nc < chunk_cap ? pyu_target_read(w->t, c, hdr, sizeof(hdr))
+						       : NULL;
+		if (nc >= chunk_cap || err) {
 			pyu_error_destroy(err);
 			complete = false;
 			break;
@@ -271,8 +277,10 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 	}
 	size_t cap = 256;
 	sf->addrs = malloc(cap * sizeof(*sf->addrs));
-	if (!sf->addrs)
+	if (!sf->addrs) {
+		free(chunks);
 		return;
+	}
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
 	for (size_t i = nc; i-- > 0;) {
 		uint64_t data = chunks[i][0] + CHUNK_DATA;
@@ -310,6 +318,7 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 			a += 8 * (uint64_t)fs;
 		}
 	}
+	free(chunks);
 	sf->complete = complete;
 	sf->sorted = malloc((sf->n ? sf->n : 1) * sizeof(*sf->sorted));
 	if (!sf->sorted) {
