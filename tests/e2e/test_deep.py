@@ -142,10 +142,10 @@ def check_json(doc, deep, where, limit=None):
                                  want[first] if first < len(want) else None))
 
 
-def check_native(lines, deep, where):
-    """py-bt --native of the deep thread: merged, every Python frame placed."""
-    text = "\n".join(lines)
-    if "not merged" in text:
+def check_native(lines, deep, where, unreadable=False):
+    """py-bt --native of the deep thread: merged (@unreadable: gdb left native stacks out of
+    the core, so it may be shown apart), every Python frame shown."""
+    if not unreadable and any("not merged" in l for l in lines):
         raise AssertionError("%s: %s" % (where, [l for l in lines if "not merged" in l]))
     numbers = [int(m.group(1)) for m in map(PYU_FRAME.match, lines) if m]
     folds = sum(int(m.group(1)) for m in map(FOLD.match, lines) if m)
@@ -196,7 +196,10 @@ def check_source(py, t, core, where, kinds):
     # the CLI unwinds at most 10,000 native frames of a core, too few for 3.10's 180,000.
     if core is None or version(py) > NATIVE_EVAL_NESTS:
         lines = thread_text(cli("--native", "--no-source", *src), tid)
-        check_native(lines, deep, "cli %s --native" % where)
+        # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the unstable
+        # builds' root) zero in its cores: no native stack can be unwound from those.
+        check_native(lines, deep, "cli %s --native" % where,
+                     unreadable=where == "gdb core" and bool(t.gcore_warnings))
 
 
 def case_park(py):
