@@ -4,6 +4,9 @@
 // knows of its kernel thread (target.h: /proc, a core's notes, a debugger's registers) and the
 // crash a core records; the numbers named by the architecture's table (syscalls.c).
 #include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
 
 #include "activity.h"
 #include "stacks.h"
@@ -25,6 +28,25 @@ static enum pyu_state state_of_wait(enum pyu_wait_kind kind)
 	return PYU_STATE_SYSCALL;
 }
 
+// The timed wait a thread blocked in the restart call resumes, by the call its code made at
+// @st's PC (the kernel keeps the thread there, to make the call again); NULL when the code
+// cannot be read or does not say, or names a call the kernel does not restart so.
+static const char *restarted_wait(struct pyu_target *t, const struct pyu_arch *arch,
+				  const struct pyu_thread_status *st)
+{
+	uint8_t code[16];
+	size_t len = arch->call_code_len;
+	if (!st->has_pc || len == 0 || len > sizeof(code) || st->pc < len)
+		return NULL;
+	struct pyu_error *err = pyu_target_read(t, st->pc - len, code, len);
+	if (err) {
+		pyu_error_destroy(err);
+		return NULL;
+	}
+	const char *name = pyu_syscall_name(arch, pyu_syscall_before_pc(arch, code, len));
+	return pyu_syscall_restartable(name) ? name : NULL;
+}
+
 // Fills thread @th's activity from what its kernel thread's status @st says and the crash the
 // target records.
 static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th,
@@ -43,6 +65,19 @@ static void fill_activity(const struct pyu_stacks *s, struct pyu_thread_info *th
 		a->syscall_name = pyu_syscall_name(arch, st->syscall);
 		a->state = state_of_wait(pyu_syscall_wait_kind(a->syscall_name,
 							       st->has_args ? st->args : NULL));
+		if (arch && st->syscall == arch->restart_nr) {
+			// The registers still hold the interrupted wait's arguments.
+			a->restarted_name = restarted_wait(s->target, arch, st);
+			if (!a->restarted_name && st->has_args)
+				a->restarted_name = pyu_syscall_restarted_by_args(st->args);
+			if (!a->restarted_name) // live: where the kernel says it sleeps
+				a->restarted_name = pyu_syscall_of_wchan(st->wchan,
+									 st->has_args ? st->args : NULL);
+			a->state = a->restarted_name
+				? state_of_wait(pyu_syscall_wait_kind(a->restarted_name,
+						st->has_args ? st->args : NULL))
+				: PYU_STATE_RESTARTED;
+		}
 	}
 	struct pyu_crash crash;
 	if (pyu_target_crash(s->target, &crash) && pyu_crash_is_crash(&crash) &&
@@ -117,6 +152,8 @@ const char *pyu_state_words(enum pyu_state state)
 		return "sleeping";
 	case PYU_STATE_SYSCALL:
 		return "in a system call";
+	case PYU_STATE_RESTARTED:
+		return "in a restarted timed wait";
 	case PYU_STATE_UNKNOWN:
 		break;
 	}

@@ -15,6 +15,7 @@ enum pyu_state {
 	PYU_STATE_IO,       // waiting for I/O
 	PYU_STATE_SLEEP,    // sleeping
 	PYU_STATE_SYSCALL,  // in some other system call
+	PYU_STATE_RESTARTED, // in a timed wait the kernel resumed, which one not known
 };
 
 // All zero: nothing known.
@@ -22,6 +23,10 @@ struct pyu_activity {
 	enum pyu_state state;
 	int64_t syscall;          // the call's number; meaningful when pyu_in_syscall()
 	const char *syscall_name; // static; NULL when none or the number has no name here
+	// A timed wait an earlier signal or attach interrupted, which the kernel resumes through
+	// restart_syscall (the syscall above): the wait it resumes (its code says which, as
+	// the registers no longer do; the state is that wait's); NULL when not known.
+	const char *restarted_name; // static
 	int32_t signal;           // the fatal signal the thread received; 0 for none
 	bool has_fault_address;
 	uint64_t fault_address;   // where the fault was, for SIGSEGV and the like

@@ -601,7 +601,11 @@ static void text_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		pyu_strbuf_puts(sb, sep);
 		pyu_strbuf_puts(sb, words);
 		if (pyu_in_syscall(a)) {
-			if (a->syscall_name) {
+			if (a->restarted_name) {
+				pyu_strbuf_puts(sb, " (");
+				pyu_strbuf_puts(sb, a->restarted_name);
+				pyu_strbuf_puts(sb, ", restarted)");
+			} else if (a->syscall_name) {
 				pyu_strbuf_puts(sb, " (");
 				pyu_strbuf_puts(sb, a->syscall_name);
 				pyu_strbuf_putc(sb, ')');
@@ -751,6 +755,52 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 		text_locals(sb, s, f, "    ");
 }
 
+// Repeated frames folded as the target's traceback module folds them (StackSummary.format,
+// 3.6+; 2.7's prints every frame): of a run of frames with the same file, line and function
+// name, the first REPEAT_CUTOFF are shown and the rest said in one line.
+#define REPEAT_CUTOFF 3
+#define FIRST_FOLDING 0x03060000u
+
+struct fold {
+	bool on;        // the target's traceback folds
+	const struct pyu_code_info *code; // of the current run; NULL: no run (an error frame)
+	int32_t line;
+	uint32_t count; // frames of the run so far
+};
+
+static void fold_flush(struct pyu_strbuf *sb, struct fold *fo)
+{
+	if (fo->on && fo->count > REPEAT_CUTOFF) {
+		uint32_t more = fo->count - REPEAT_CUTOFF;
+		pyu_strbuf_printf(sb, "    [Previous line repeated %u more time%s]\n", more,
+				  more == 1 ? "" : "s");
+	}
+	*fo = (struct fold){.on = fo->on};
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+// Whether frame @f (code @c, NULL for an error frame) is to be shown, or folded into the run
+// of frames like it before it (the line saying so printed when the run ends, fold_flush).
+static bool fold_shows(struct pyu_strbuf *sb, struct fold *fo, const struct pyu_code_info *c,
+		       const struct pyu_frame_info *f)
+{
+	if (!fo->on)
+		return true;
+	bool same = c && fo->code && f->loc.line != PYU_NO_LINE && f->loc.line == fo->line &&
+		    (c == fo->code || (same_text(c->filename, fo->code->filename) &&
+				       same_text(c->name, fo->code->name)));
+	if (!same) {
+		fold_flush(sb, fo);
+		fo->code = f->loc.line != PYU_NO_LINE ? c : NULL;
+		fo->line = f->loc.line;
+	}
+	return ++fo->count <= REPEAT_CUTOFF;
+}
+
 // A thread's stack; a thread nested through interpreters goes on with each caller's frames
 // after a line naming the switch ("--- interpreter 1 → 0 ---"), numbered on.
 static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32_t thread,
@@ -767,9 +817,11 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
 	uint32_t number = 0, hidden = 0, cur = thread;
 	const struct pyu_thread_info *prev = NULL;
+	struct fold fo = {.on = s->hexversion >= FIRST_FOLDING};
 	for (uint32_t hop = 0; hop <= s->thread_count; hop++) {
 		const struct pyu_thread_info *t = &s->threads[cur];
 		if (prev && !hidden) {
+			fold_flush(sb, &fo);
 			pyu_strbuf_puts(sb, "--- interpreter ");
 			put_int_or(sb, prev->interpreter_id, prev->interpreter_id < 0, "?");
 			pyu_strbuf_puts(sb, " \xe2\x86\x92 "); // →
@@ -777,16 +829,21 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 			pyu_strbuf_puts(sb, " ---\n");
 		}
 		for (uint32_t i = 0; i < t->frame_count; i++) {
-			if (limit && number >= limit)
-				hidden++;
-			else
+			if (limit && number >= limit) {
+				if (!hidden++)
+					fold_flush(sb, &fo);
+			} else if (fold_shows(sb, &fo, code_of(s, &t->frames[i]), &t->frames[i])) {
 				text_frame(sb, s, cur, i, number++, flags, cache, memos);
+			} else {
+				number++;
+			}
 		}
 		prev = t;
 		if (!t->outer || t->outer > s->thread_count)
 			break;
 		cur = t->outer - 1;
 	}
+	fold_flush(sb, &fo);
 	if (hidden)
 		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n", hidden,
 				  hidden == 1 ? "" : "s", limit);
@@ -898,15 +955,22 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 		pyu_strbuf_puts(sb, "; both shown apart)\n");
 	}
 	uint32_t shown = limit && limit < m.count ? limit : m.count;
+	struct fold fo = {.on = s->hexversion >= FIRST_FOLDING};
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct pyu_merge_item *it = &m.items[i];
-		if (it->python)
-			text_frame(sb, s, thread, it->index, it->index, flags, cache, memos);
-		else if (it->cython)
+		if (!it->python)
+			fold_flush(sb, &fo); // a native frame between ends a run
+		if (it->python) {
+			const struct pyu_frame_info *f = &th->frames[it->index];
+			if (fold_shows(sb, &fo, code_of(s, f), f))
+				text_frame(sb, s, thread, it->index, it->index, flags, cache,
+					   memos);
+		} else if (it->cython)
 			text_cython_frame(sb, &th->native[it->index], it->index, flags, cache);
 		else
 			text_native_frame(sb, &th->native[it->index], it->index);
 	}
+	fold_flush(sb, &fo);
 	if (shown < m.count)
 		pyu_strbuf_printf(sb, "(%u more frame%s not shown: limit %u)\n", m.count - shown,
 				  m.count - shown == 1 ? "" : "s", limit);
@@ -1154,7 +1218,7 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	pyu_strbuf_putc(sb, '}');
 }
 
-// "syscall", "state", "signal", "fault_address", "cpu_seconds" of a thread (README).
+// "syscall", "restarted", "state", "signal", "fault_address", "cpu_seconds" of a thread (README).
 static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 {
 	pyu_strbuf_puts(sb, ", \"syscall\": ");
@@ -1167,6 +1231,8 @@ static void json_activity(struct pyu_strbuf *sb, const struct pyu_activity *a)
 		snprintf(nr, sizeof(nr), "%" PRId64, a->syscall);
 		pyu_strbuf_json_cstr(sb, nr);
 	}
+	pyu_strbuf_puts(sb, ", \"restarted\": ");
+	pyu_strbuf_json_cstr(sb, a->restarted_name);
 	pyu_strbuf_puts(sb, ", \"state\": ");
 	pyu_strbuf_json_cstr(sb, pyu_state_words(a->state));
 	pyu_strbuf_puts(sb, ", \"signal\": ");

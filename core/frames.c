@@ -92,6 +92,62 @@ static bool cycle_seen(struct cycle *c, uint64_t addr)
 	return false;
 }
 
+static uint32_t depth_bound(const struct pyu_walk *w)
+{
+	return w->max_frames ? w->max_frames : PYU_MAX_FRAMES;
+}
+
+// Follows the chain from @addr (through the link at @link of each frame, to a NULL link or
+// @stop) without decoding it. Returns true with *tail the frame PYU_TAIL_FRAMES links before
+// the end (@addr itself when the chain is shorter) and *skipped the links between @addr and
+// *tail; false when the chain cannot be followed to its end (unreadable, a cycle, longer
+// than PYU_MAX_SKIPPED links): then nothing past the bound can be trusted.
+static bool skip_to_tail(struct pyu_walk *w, uint64_t addr, int32_t link, uint64_t stop,
+			 uint64_t *tail, uint64_t *skipped)
+{
+	uint64_t ring[PYU_TAIL_FRAMES];
+	uint64_t n = 0;
+	struct cycle cyc = {0, 1, 0};
+	while (addr && addr != stop) {
+		if (n >= PYU_MAX_SKIPPED || cycle_seen(&cyc, addr))
+			return false;
+		ring[n % PYU_TAIL_FRAMES] = addr;
+		n++;
+		struct pyu_error *err = pyu_target_read_u64(w->t, addr + (uint64_t)link, &addr);
+		if (err) {
+			pyu_error_destroy(err);
+			return false;
+		}
+	}
+	if (n == 0)
+		return false;
+	*skipped = n > PYU_TAIL_FRAMES ? n - PYU_TAIL_FRAMES : 0;
+	*tail = n > PYU_TAIL_FRAMES ? ring[n % PYU_TAIL_FRAMES] : ring[0];
+	return true;
+}
+
+// At the depth bound: an error frame saying how many frames are left out, and in *addr the
+// first of the outermost ones to read on with (*tailed set); or, when the chain's end cannot
+// be reached, the error frame that ends the walk (returned in *end).
+static struct pyu_error *pass_bound(struct pyu_walk *w, struct pyu_thread_info *th,
+				    uint32_t *cap, uint64_t *addr, int32_t link, uint64_t stop,
+				    bool *tailed, bool *end)
+{
+	uint64_t tail, skipped;
+	*end = true;
+	if (!skip_to_tail(w, *addr, link, stop, &tail, &skipped))
+		return push_error(th, cap, *addr, "depth limit of %u frames reached",
+				  depth_bound(w));
+	*end = false;
+	*tailed = true;
+	struct pyu_error *err = push_error(th, cap, *addr,
+					   "%" PRIu64 " frame links left out past the depth bound "
+					   "of %u frames; the outermost %u follow", skipped,
+					   depth_bound(w), PYU_TAIL_FRAMES);
+	*addr = tail;
+	return err;
+}
+
 // A PyFrameObject chain (2.7 - 3.10).
 static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 					    struct pyu_thread_info *th, uint32_t *cap)
@@ -100,10 +156,18 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 	struct cycle cyc = {0, 1, 0};
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
+	bool tailed = false;
 	for (uint32_t depth = 0; addr; depth++) {
-		if (depth >= PYU_MAX_FRAMES)
-			return push_error(th, cap, addr, "depth limit of %d frames reached",
-					  PYU_MAX_FRAMES);
+		if (depth >= depth_bound(w) + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
+			if (tailed)
+				return push_error(th, cap, addr, "depth limit of %u frames reached",
+						  depth_bound(w));
+			bool end;
+			err = pass_bound(w, th, cap, &addr, l->frame.f_back, 0, &tailed, &end);
+			if (err || end)
+				return err;
+			cyc = (struct cycle){0, 1, 0};
+		}
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
@@ -161,7 +225,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 // guard regions out of its cores), the chain is continued at the data-stack frame right below
 // the lowest one already seen: that is the Python caller the entry frame would have led to.
 
-#define MAX_CHUNKS 64
+#define MAX_CHUNKS 65536 // a data stack PYU_MAX_FRAMES deep takes thousands of 16 KB chunks
 #define CHUNK_DATA 24 // offsetof(_PyStackChunk, data): previous, size, top come first
 #define MIN_CHUNK (16u << 10) // _PY_DATA_STACK_CHUNK_SIZE: no chunk is smaller
 #define PYU_PAGE_BYTES 4096u    // pages as the target's page cache keeps them
@@ -189,13 +253,19 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 	const struct pyu_layout *l = &w->rt->layout;
 	sf->loaded = true;
 	bool complete = true;
-	uint64_t chunks[MAX_CHUNKS][3]; // address, previous, top (slots)
-	size_t nc = 0;
+	uint64_t (*chunks)[3] = NULL; // address, previous, top (slots)
+	size_t nc = 0, chunk_cap = 0;
 	for (uint64_t c = st->chunk; c; nc++) {
 		uint64_t hdr[3];
-		struct pyu_error *err = nc < MAX_CHUNKS ? pyu_target_read(w->t, c, hdr, sizeof(hdr))
-							: NULL;
-		if (nc >= MAX_CHUNKS || err) {
+		if (nc == chunk_cap && nc < MAX_CHUNKS) {
+			size_t n = chunk_cap ? 2 * chunk_cap : 64;
+			uint64_t(*grown)[3] = realloc(chunks, n * sizeof(*chunks));
+			if (grown)
+				chunks = grown, chunk_cap = n;
+		}
+		struct pyu_error *err = nc < chunk_cap ? pyu_target_read(w->t, c, hdr, sizeof(hdr))
+						       : NULL;
+		if (nc >= chunk_cap || err) {
 			pyu_error_destroy(err);
 			complete = false;
 			break;
@@ -205,9 +275,12 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 		chunks[nc][2] = hdr[2];
 		c = hdr[0];
 	}
-	sf->addrs = malloc(PYU_MAX_FRAMES * sizeof(*sf->addrs));
-	if (!sf->addrs)
+	size_t cap = 256;
+	sf->addrs = malloc(cap * sizeof(*sf->addrs));
+	if (!sf->addrs) {
+		free(chunks);
 		return;
+	}
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
 	for (size_t i = nc; i-- > 0;) {
 		uint64_t data = chunks[i][0] + CHUNK_DATA;
@@ -223,6 +296,15 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 				complete = false;
 				break;
 			}
+			if (sf->n == cap) {
+				uint64_t *grown = realloc(sf->addrs, 2 * cap * sizeof(*grown));
+				if (!grown) {
+					complete = false;
+					break;
+				}
+				sf->addrs = grown;
+				cap *= 2;
+			}
 			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
 			uint64_t code = err ? 0 : pyu_get_u64(buf, l->iframe.code) & ~l->stackref_mask;
 			if (!err)
@@ -236,6 +318,7 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 			a += 8 * (uint64_t)fs;
 		}
 	}
+	free(chunks);
 	sf->complete = complete;
 	sf->sorted = malloc((sf->n ? sf->n : 1) * sizeof(*sf->sorted));
 	if (!sf->sorted) {
@@ -445,7 +528,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			 l->iframe.is_entry != PYU_NO_FIELD;
 	uint32_t run_start = th->frame_count, cframe_steps = 0;
 	uint64_t cframe = by_cframe && !st->first_unknown ? st->cframe : 0;
-	bool cframe_ends = false;
+	bool cframe_ends = false, tailed = false;
 	if (st->chunk && st->top)
 		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
@@ -461,9 +544,23 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
-		if (depth >= PYU_MAX_FRAMES)
-			return push_error(th, cap, addr, "depth limit of %d frames reached",
-					  PYU_MAX_FRAMES);
+		if (depth >= depth_bound(w) + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
+			if (tailed)
+				return push_error(th, cap, addr, "depth limit of %u frames reached",
+						  depth_bound(w));
+			bool end;
+			err = pass_bound(w, th, cap, &addr, l->iframe.previous, base_frame, &tailed,
+					 &end);
+			if (err || end)
+				return err;
+			// What runs the frames past the gap is not known: no native placement, no
+			// resuming from the data stack.
+			cyc = (struct cycle){0, 1, 0};
+			by_cframe = false;
+			cframe = 0;
+			can_resume = false;
+			run_start = th->frame_count;
+		}
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);

@@ -397,6 +397,10 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 			m.merged = s->placement == PYU_PLACE_BY_EVAL_SYMBOL
 				? place_by_symbol(s, th, m.runner, m.reason)
 				: place_by_marker(th, m.runner, m.reason);
+		if (!m.merged && th->native_error) { // what cut the native stack short says why
+			size_t len = strlen(m.reason);
+			snprintf(m.reason + len, sizeof(m.reason) - len, " (%s)", th->native_error);
+		}
 	}
 	if (!m.merged) {
 		free(m.runner);

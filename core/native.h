@@ -8,7 +8,9 @@
 #include "error.h"
 #include "stacks.h"
 
-#define PYU_MAX_NATIVE_FRAMES 10000 // per thread
+// Native frames per thread: up to 3.10 every Python call nests C calls of the eval loop, so a
+// stack as deep as PYU_MAX_FRAMES allows takes several native frames for each.
+#define PYU_MAX_NATIVE_FRAMES 8000000 // 8 x PYU_MAX_FRAMES (runtime.h)
 #define PYU_MERGE_REASON 256
 
 // One line of a merged stack: Python frame @index of the thread, or native frame @index -

@@ -60,7 +60,15 @@ struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t versi
 					  bool debug_build);
 
 // Walker limits.
-#define PYU_MAX_FRAMES 10000       // per thread
+// Frames per thread: far above any recursion a real program reaches (3.11+ recurses in Python
+// without the C stack, to whatever sys.setrecursionlimit allows); a chain longer is corrupt.
+// Loops are caught by cycle detection, not by this bound.
+#define PYU_MAX_FRAMES 1000000
+// Past that bound, the chain is followed without decoding (cycle-checked, up to
+// PYU_MAX_SKIPPED links) to its end, and its PYU_TAIL_FRAMES outermost frames - the thread's
+// entry point - are read after an error frame saying how many were left out between.
+#define PYU_TAIL_FRAMES 64
+#define PYU_MAX_SKIPPED (16u * PYU_MAX_FRAMES)
 #define PYU_MAX_THREADS_WALKED 4096 // per interpreter
 #define PYU_MAX_INTERPRETERS 256
 #define PYU_MAX_CODES 65536        // distinct code objects per snapshot
@@ -78,6 +86,7 @@ struct pyu_walk {
 	struct pyu_runtime *rt;
 	struct pyu_stacks *s;
 	struct pyu_code_cache *codes;
+	uint32_t max_frames; // frames read per thread before its outermost ones; 0: PYU_MAX_FRAMES
 	// Frames with a frame object, whose f_lineno (set while a tracer runs) overrides the
 	// line table: read for every thread at once after the walk (frames.c), since each is in
 	// a frame object of its own, scattered over the heap.

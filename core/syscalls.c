@@ -21,6 +21,16 @@ extern const uint32_t pyu_syscalls_aarch64_count;
 // aarch64's system call instruction, svc #0, as it lies in memory (little-endian).
 static const uint8_t aarch64_svc[] = {0x01, 0x00, 0x00, 0xd4};
 
+// x86-64: `mov $imm32, %eax` (b8 imm32) right before `syscall` (0f 05), as the C libraries'
+// wrappers of the waits compile to.
+static int64_t x86_64_call_before_pc(const uint8_t *c)
+{
+	if (c[0] != 0xb8 || c[5] != 0x0f || c[6] != 0x05)
+		return -1;
+	return (int64_t)((uint32_t)c[1] | (uint32_t)c[2] << 8 | (uint32_t)c[3] << 16 |
+			 (uint32_t)c[4] << 24);
+}
+
 static const struct pyu_arch arches[] = {
 	{
 		.e_machine = 62, // EM_X86_64
@@ -28,11 +38,14 @@ static const struct pyu_arch arches[] = {
 		.syscall_nr = X86_64_REG(15),                     // orig_rax
 		.args = {X86_64_REG(14), X86_64_REG(13), X86_64_REG(12), // rdi rsi rdx
 			 X86_64_REG(7), X86_64_REG(9), X86_64_REG(8)},    // r10 r8 r9
-		.debugger_registers = "orig_rax rdi rsi rdx r10 r8 r9",
+		.pc = X86_64_REG(16),                             // rip
+		.restart_nr = 219,                                // restart_syscall
+		.call_code_len = 7,
+		.call_before_pc = x86_64_call_before_pc,
+		.debugger_registers = "orig_rax rdi rsi rdx r10 r8 r9 rip",
 		.names = pyu_syscalls_x86_64,
 		.name_count = &pyu_syscalls_x86_64_count,
-		.pc = X86_64_REG(16), // rip
-		.dwarf_sp = 7,        // rsp
+		.dwarf_sp = 7, // rsp
 	},
 	{
 		.e_machine = 183, // EM_AARCH64
@@ -47,6 +60,7 @@ static const struct pyu_arch arches[] = {
 		.names = pyu_syscalls_aarch64,
 		.name_count = &pyu_syscalls_aarch64_count,
 		.pc = AARCH64_REG(32),
+		.restart_nr = 128, // restart_syscall (no call_before_pc: the call is not in the code)
 		.dwarf_sp = 31,
 		.syscall_insn = aarch64_svc,
 		.syscall_insn_len = sizeof(aarch64_svc),
@@ -79,14 +93,25 @@ const char *pyu_syscall_name(const struct pyu_arch *arch, int64_t nr)
 	return arch->names[nr];
 }
 
+int64_t pyu_syscall_before_pc(const struct pyu_arch *arch, const uint8_t *code, size_t len)
+{
+	if (!arch || !arch->call_before_pc || len < arch->call_code_len)
+		return -1;
+	int64_t nr = arch->call_before_pc(code + len - arch->call_code_len);
+	return nr >= 0 && (uint64_t)nr < *arch->name_count ? nr : -1;
+}
+
 // System calls a thread waits in, by name (the same on every architecture). @sleep_if_zero:
-// the argument that, when 0, means no file descriptor is watched (-1: none).
+// the argument that, when 0, means no file descriptor is watched (-1: none). @restartable:
+// the kernel resumes it through the restart call when interrupted (restart blocks of Linux's
+// futex, poll and hrtimer sleeps).
 static const struct {
 	const char *name;
 	enum pyu_wait_kind kind;
 	int sleep_if_zero;
+	bool restartable;
 } waits[] = {
-	{"futex", PYU_WAIT_LOCK, -1},
+	{"futex", PYU_WAIT_LOCK, -1, true},
 	{"futex_wait", PYU_WAIT_LOCK, -1},
 	{"futex_waitv", PYU_WAIT_LOCK, -1},
 	{"read", PYU_WAIT_IO, -1},
@@ -108,16 +133,68 @@ static const struct {
 	{"epoll_wait", PYU_WAIT_IO, -1},
 	{"epoll_pwait", PYU_WAIT_IO, -1},
 	{"epoll_pwait2", PYU_WAIT_IO, -1},
-	{"poll", PYU_WAIT_IO, 1},    // poll(fds, nfds, timeout)
+	{"poll", PYU_WAIT_IO, 1, true}, // poll(fds, nfds, timeout)
 	{"ppoll", PYU_WAIT_IO, 1},
 	{"select", PYU_WAIT_IO, 0},  // select(nfds, ...)
 	{"pselect6", PYU_WAIT_IO, 0},
 	{"io_getevents", PYU_WAIT_IO, -1},
 	{"io_uring_enter", PYU_WAIT_IO, -1},
-	{"nanosleep", PYU_WAIT_SLEEP, -1},
-	{"clock_nanosleep", PYU_WAIT_SLEEP, -1},
+	{"nanosleep", PYU_WAIT_SLEEP, -1, true},
+	{"clock_nanosleep", PYU_WAIT_SLEEP, -1, true},
 	{"pause", PYU_WAIT_SLEEP, -1},
 };
+
+const char *pyu_syscall_of_wchan(const char *wchan, const uint64_t *args)
+{
+	if (!wchan)
+		return NULL;
+	if (strstr(wchan, "futex"))
+		return "futex";
+	if (strstr(wchan, "poll")) // poll_schedule_timeout: of the waits resumed so, poll's
+		return "poll";
+	if (strstr(wchan, "nanosleep")) // clock_nanosleep(clockid, flags, ...): a small first
+		return args && args[0] < 64 ? "clock_nanosleep" : "nanosleep";
+	return NULL;
+}
+
+#define LOW_PAGE 4096u // no pointer a wait is given points below it
+#define FUTEX_FLAGS 0x180u // FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME
+
+const char *pyu_syscall_restarted_by_args(const uint64_t *args)
+{
+	if (!args)
+		return NULL;
+	uint64_t cmd = args[1] & ~(uint64_t)FUTEX_FLAGS;
+	bool futex = (cmd == 0 || (cmd == 9 && args[5] != 0)) && args[0] >= LOW_PAGE &&
+		     args[0] % 4 == 0 && args[3] >= LOW_PAGE; // resumed: it had a timeout
+	bool poll = args[1] <= (1u << 20) && args[2] <= INT32_MAX &&
+		    (args[1] == 0 || args[0] >= LOW_PAGE);
+	bool clock_sleep = args[0] < 64 && args[1] <= 1 && args[2] >= LOW_PAGE;
+	bool sleep = args[0] >= LOW_PAGE && args[1] >= LOW_PAGE;
+	// glibc waits with FUTEX_WAIT_BITSET and a bitset of all ones: that says futex even where
+	// the same registers would make a poll() of 9 + flags descriptors.
+	if (futex && cmd == 9 && args[5] == UINT32_MAX)
+		return "futex";
+	const char *found = NULL;
+	unsigned n = 0;
+	if (futex)
+		found = "futex", n++;
+	if (poll)
+		found = "poll", n++;
+	if (clock_sleep)
+		found = "clock_nanosleep", n++;
+	if (sleep && !poll)
+		found = "nanosleep", n++;
+	return n == 1 ? found : NULL;
+}
+
+bool pyu_syscall_restartable(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(waits) / sizeof(waits[0]); i++)
+		if (strcmp(waits[i].name, name) == 0)
+			return waits[i].restartable;
+	return false;
+}
 
 enum pyu_wait_kind pyu_syscall_wait_kind(const char *name, const uint64_t *args)
 {

@@ -7,6 +7,7 @@
 #define PYU_SYSCALLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define PYU_SYSCALL_ARGS 6
@@ -25,12 +26,19 @@ struct pyu_arch {
 	const char *name;
 	struct pyu_note_reg syscall_nr;            // < 0 when the thread is in no system call
 	struct pyu_note_reg args[PYU_SYSCALL_ARGS]; // as the call received them
+	struct pyu_note_reg pc;                      // the thread's program counter
+	// The number of the call that resumes a timed wait the kernel interrupted (a debugger's
+	// attach, a signal): the thread's registers then name it, not the wait (-1: none).
+	int64_t restart_nr;
+	// The call number the @call_code_len bytes of code ending at a thread's PC load and make,
+	// or -1 (NULL: the architecture's code is not read).
+	uint32_t call_code_len;
+	int64_t (*call_before_pc)(const uint8_t *code);
 	// The same registers as gdb and lldb name them, space-separated: the number, then the
-	// arguments ("" for one the debuggers do not show).
+	// arguments, then the program counter ("" for one the debuggers do not show).
 	const char *debugger_registers;
 	const char *const *names; // indexed by number; NULL entries for unused numbers
 	const uint32_t *name_count;
-	struct pyu_note_reg pc; // the program counter (where a stopped thread resumes)
 	int dwarf_sp;           // the DWARF number of the stack pointer (native unwinding)
 	// When set, syscall_nr and args tell of a system call only if these bytes lie right
 	// before pc (the call instruction): the architecture keeps no "not in a call" value.
@@ -46,6 +54,25 @@ const struct pyu_arch *pyu_arch_host(void);
 // The name of system call @nr ("futex"), or NULL when @arch has none by that number.
 // Cannot fail.
 const char *pyu_syscall_name(const struct pyu_arch *arch, int64_t nr);
+
+// The system call the @len bytes of code @code, which end at a thread's PC, have just made
+// (the instruction that loads a constant call number, then the one that makes the call), or
+// -1 when they do not say. What a thread blocked in @arch->restart_nr was waiting in: the
+// kernel keeps it at the call instruction of the wait it interrupted. Cannot fail.
+int64_t pyu_syscall_before_pc(const struct pyu_arch *arch, const uint8_t *code, size_t len);
+// The restartable wait (pyu_syscall_restartable) whose kernel function a thread in the
+// restart call sleeps in, by that function's name @wchan (/proc's wchan: "futex_do_wait",
+// "poll_schedule_timeout", "hrtimer_nanosleep"); @args (NULL when unknown) tell nanosleep
+// from clock_nanosleep. NULL when @wchan names none of them. Cannot fail.
+const char *pyu_syscall_of_wchan(const char *wchan, const uint64_t *args);
+// The restartable wait whose arguments @args (as a thread in the restart call still holds
+// them) look like: a futex wait with a timeout ({uaddr, FUTEX_WAIT[_BITSET] | flags, val,
+// timeout}), poll ({fds, nfds, timeout}), clock_nanosleep ({clock, flags, request}) or
+// nanosleep ({request, remainder}); NULL when they fit none, or more than one. Cannot fail.
+const char *pyu_syscall_restarted_by_args(const uint64_t *args);
+// Whether call @name is one the kernel resumes through the restart call when a signal or a
+// debugger interrupts it (a timed futex wait, poll, nanosleep, clock_nanosleep). Cannot fail.
+bool pyu_syscall_restartable(const char *name);
 
 // What a thread blocked in a system call is waiting for.
 enum pyu_wait_kind {

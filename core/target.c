@@ -1724,6 +1724,10 @@ PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *
 		memcpy(r->status.args, values + 1, sizeof(r->status.args));
 		r->status.has_args = true;
 	}
+	if (count >= 2 + PYU_SYSCALL_ARGS) {
+		r->status.pc = values[1 + PYU_SYSCALL_ARGS];
+		r->status.has_pc = true;
+	}
 	return NULL;
 }
 

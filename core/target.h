@@ -99,6 +99,11 @@ struct pyu_thread_status {
 			   // or was stopped in user code); PYU_SYSCALL_UNKNOWN when not known
 	uint64_t args[6];  // that call's arguments; meaningful when has_args
 	bool has_args;
+	bool has_pc;
+	uint64_t pc;       // the thread's program counter; meaningful when has_pc
+	// Live, a thread in the architecture's restart call: the kernel function it sleeps in
+	// (/proc/PID/task/TID/wchan, "futex_do_wait"); "" when not read.
+	char wchan[48];
 	int64_t cpu_ns;    // user + system CPU time in nanoseconds; -1 when not known
 };
 // Fills *ret for thread @tid (unknown parts marked as such: a thread the target does not know

@@ -865,9 +865,13 @@ static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 		memcpy(r->status.args, args, sizeof(args));
 		r->status.has_args = true;
 	}
-	if (r && a->syscall_insn && note_reg(&a->pc, type, desc, descsz, &v)) {
-		r->pc = (uint64_t)v;
-		r->check_insn = true;
+	if (note_reg(&a->pc, type, desc, descsz, &v) && (r || (r = pyu_target_status_record(t, tid)))) {
+		r->status.pc = (uint64_t)v;
+		r->status.has_pc = true;
+		if (a->syscall_insn) {
+			r->pc = (uint64_t)v;
+			r->check_insn = true;
+		}
 	}
 }
 

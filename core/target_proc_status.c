@@ -1,5 +1,6 @@
 // target_proc_status.c - what a live process's threads are doing, from /proc/PID/task/TID:
-// `syscall` (the call a thread is blocked in and its arguments, or "running") and `schedstat`
+// `syscall` (the call a thread is blocked in and its arguments, or "running"; `wchan` too for
+// a timed wait the kernel resumes through its restart call) and `schedstat`
 // (its CPU time in nanoseconds; `stat`'s clock ticks where that file says nothing).
 // Each file costs three system calls (open, read, close), and on a process of 100 threads they
 // cost more than reading all the stacks: a batch of threads keeps its files open until all are
@@ -130,6 +131,17 @@ static void parse_syscall(const char *buf, struct pyu_thread_status *ret)
 		at = end;
 	}
 	ret->has_args = i == PYU_SYSCALL_ARGS;
+	if (!ret->has_args)
+		return;
+	strtoull(at, &end, 16); // the stack pointer
+	if (end == at)
+		return;
+	at = end;
+	unsigned long long pc = strtoull(at, &end, 16);
+	if (end != at) {
+		ret->pc = pc;
+		ret->has_pc = true;
+	}
 }
 
 // "RUNTIME_NS WAIT_NS TIMESLICES": the time on a CPU, user and system together. A kernel
@@ -183,6 +195,15 @@ void pyu_proc_thread_statuses(struct pyu_target *t, const int64_t *tids, size_t 
 			continue;
 		if (read_task_file(p, &files, tids[i], "syscall", buf, sizeof(buf)))
 			parse_syscall(buf, &ret[i]);
+		// A timed wait the kernel resumes: where the thread sleeps says which.
+		if (t->arch && ret[i].syscall == t->arch->restart_nr &&
+		    read_task_file(p, &files, tids[i], "wchan", buf, sizeof(buf))) {
+			size_t n = strcspn(buf, "\n");
+			if (n >= sizeof(ret[i].wchan))
+				n = sizeof(ret[i].wchan) - 1;
+			memcpy(ret[i].wchan, buf, n);
+			ret[i].wchan[n] = '\0';
+		}
 		if (!read_task_file(p, &files, tids[i], "schedstat", buf, sizeof(buf)) ||
 		    !parse_schedstat(buf, &ret[i])) {
 			if (ticks == 0)

@@ -74,7 +74,20 @@ struct walk {
 	// caller (tail_calls()); "" at a thread's start.
 	char callee[128];
 	int sp_regno; // the DWARF number of the target's stack pointer; -1: not known
+	uint32_t max_frames; // per thread: PYU_UNWIND_MAX_FRAMES, of a core fewer (unwind.h)
 };
+
+// At @w's bound of frames for a thread: the thread's unwinding ends with an error saying so
+// (DWARF_CB_ABORT returned), once.
+static int past_bound(struct walk *w)
+{
+	char msg[128];
+	snprintf(msg, sizeof(msg), "native stack unwound only to its %u innermost frames%s",
+		 w->max_frames, w->max_frames < PYU_UNWIND_MAX_FRAMES ? " of a core" : "");
+	struct pyu_unwound f = {w->tid, 0, 0, NULL, NULL, NULL, -1, msg};
+	w->err = w->fn(w->arg, &f);
+	return DWARF_CB_ABORT;
+}
 
 static char *debuginfo_path; // libdwfl's default search path; never written
 
@@ -505,7 +518,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	Dwarf_Addr pc;
 	bool activation;
 	// A pc of 0 is where an unwinder that lost its way ends, not a frame.
-	if (w->frames >= PYU_UNWIND_MAX_FRAMES || !dwfl_frame_pc(state, &pc, &activation) || !pc)
+	if (w->frames >= w->max_frames)
+		return past_bound(w);
+	if (!dwfl_frame_pc(state, &pc, &activation) || !pc)
 		return DWARF_CB_ABORT;
 	Dwarf_Word sp = 0;
 	if (w->sp_regno < 0 || dwfl_frame_reg(state, (unsigned)w->sp_regno, &sp) != 0)
@@ -562,8 +577,8 @@ static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 	if (!tail)
 		snprintf(w->callee, sizeof(w->callee), "%s", real ? real : "");
 	for (uint32_t i = 0; i < (tail ? 1 : count); i++) {
-		if (w->frames >= PYU_UNWIND_MAX_FRAMES)
-			return DWARF_CB_ABORT;
+		if (w->frames >= w->max_frames)
+			return past_bound(w);
 		f.function = frames[i].function;
 		f.file = frames[i].file;
 		f.line = frames[i].line;
@@ -712,6 +727,7 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 	w.fn = fn;
 	w.arg = arg;
 	w.sp_regno = t->arch ? t->arch->dwarf_sp : -1;
+	w.max_frames = t->live_pid ? PYU_UNWIND_MAX_FRAMES : PYU_UNWIND_MAX_CORE_FRAMES;
 	Elf *elf = NULL;
 	struct pyu_error *err = NULL;
 	if (t->live_pid) {

@@ -206,7 +206,7 @@ class GdbView(core.DebuggerView):
 
 
 _UNNAMED = ("??",)
-_MAX_NATIVE_FRAMES = 10000
+_MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
 class _Libraries(object):

@@ -248,7 +248,7 @@ class LldbView(core.DebuggerView):
             yield th.GetThreadID(), 0, (lambda th=th: _native_frames(th))
 
 
-_MAX_NATIVE_FRAMES = 10000
+_MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
 def _native_frames(thread):

@@ -9,3 +9,10 @@ test-native: all
 .PHONY: test-activity
 test-activity: all
 	@nice /usr/bin/python3 tests/e2e/test_activity.py
+
+# A thread 30,005 Python frames deep end to end: read whole, folded as the target's traceback
+# folds it, exact limits; the CLI, gdb and lldb on every interpreter of the matrix (live, gdb
+# core, kernel crash core).
+.PHONY: test-deep
+test-deep: all
+	@nice /usr/bin/python3 tests/e2e/test_deep.py

@@ -97,9 +97,9 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t
 // architecture pyunwind has no table for. Static string. Cannot fail.
 PYU_PUBLIC const char *pyu_target_syscall_registers(const struct pyu_target *t);
 // Hands in those registers of thread @tid as the debugger read them, in that order (@count of
-// them; fewer than all: the arguments are unknown), so that py-bt can say what a thread of a
-// callback target is doing. A live process or core target reads its own (/proc, the core's
-// notes) and ignores these.
+// them; fewer than all: the arguments, or the program counter after them, are unknown), so
+// that py-bt can say what a thread of a callback target is doing. A live process or core
+// target reads its own (/proc, the core's notes) and ignores these.
 PYU_PUBLIC struct pyu_error *pyu_target_set_thread_registers(struct pyu_target *t, int64_t tid,
 							     const uint64_t *values,
 							     uint32_t count);

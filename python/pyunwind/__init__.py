@@ -337,6 +337,9 @@ class Thread:
     signal: Optional[str] = field(default=None, compare=False)
     fault_address: Optional[int] = field(default=None, compare=False)
     cpu_seconds: Optional[float] = field(default=None, compare=False)
+    #: In ``syscall`` "restart_syscall" (a timed wait an earlier signal or attach interrupted,
+    #: which the kernel resumes so): the wait it resumes ("futex"), None when not known.
+    restarted: Optional[str] = field(default=None, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Thread":
@@ -346,7 +349,8 @@ class Thread:
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
                    d.get("frames_omitted", 0), d.get("exception"), d.get("syscall"),
                    d.get("state"), d.get("signal"),
-                   _address(fault) if fault is not None else None, d.get("cpu_seconds"))
+                   _address(fault) if fault is not None else None, d.get("cpu_seconds"),
+                   d.get("restarted"))
 
     def __iter__(self) -> Iterator[Frame]:
         return iter(self.frames)

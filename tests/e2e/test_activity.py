@@ -28,8 +28,9 @@ TICK = 1.0 / CLK_TCK
 
 # x86-64 numbers of the calls these threads wait in (the kernel reports numbers).
 SYSCALLS = {0: "read", 7: "poll", 23: "select", 35: "nanosleep", 202: "futex",
-            230: "clock_nanosleep", 270: "pselect6"}
-STATES = {"futex": "waiting on a lock", "read": "waiting for I/O",
+            219: "restart_syscall", 230: "clock_nanosleep", 270: "pselect6", 271: "ppoll"}
+STATES = {"futex": "waiting on a lock", "read": "waiting for I/O", "poll": "waiting for I/O",
+          "ppoll": "waiting for I/O",
           "clock_nanosleep": "sleeping", "nanosleep": "sleeping",
           "select": "sleeping", "pselect6": "sleeping"}  # select(0, ...): no descriptors
 
@@ -37,10 +38,12 @@ STATES = {"futex": "waiting on a lock", "read": "waiting for I/O",
 def expected_calls(py, scenario):
     """The calls a thread of @scenario may wait in on @py: time.sleep() is select(0, ...)
     (glibc: pselect6) up to 3.10 and clock_nanosleep from 3.11."""
-    if scenario in ("lock", "main"):
+    if scenario in ("lock", "main", "timed-event"):
         return ("futex",)
     if scenario == "pipe":
         return ("read",)
+    if scenario == "timed-poll":
+        return ("poll", "ppoll")  # 3.15's poll objects call ppoll
     if tuple(int(x) for x in py.version.split(".")[:2]) >= (3, 11):
         return ("clock_nanosleep",)
     return ("select", "pselect6")
@@ -56,6 +59,27 @@ def proc_syscall(pid, tid):
     if not first or first[0] == "running" or int(first[0]) < 0:
         return None
     return int(first[0])
+
+
+# What a thread blocked in restart_syscall waits in, as the kernel names the function it
+# sleeps in (/proc/PID/task/TID/wchan): the truth for a timed wait an attach interrupted.
+WCHAN_CALLS = (("futex", "futex"), ("poll", "poll"), ("nanosleep", "clock_nanosleep"))
+
+
+def proc_restarted(pid, tid):
+    """The wait thread @tid of @pid resumed through restart_syscall, by its wchan, or None."""
+    with open("/proc/%d/task/%d/wchan" % (pid, tid)) as f:
+        wchan = f.read().strip()
+    for part, call in WCHAN_CALLS:
+        if part in wchan:
+            return call
+    return None
+
+
+def proc_call(pid, tid):
+    """The name of the call thread @tid waits in, a resumed timed wait by its own name."""
+    name = SYSCALLS.get(proc_syscall(pid, tid))
+    return proc_restarted(pid, tid) if name == "restart_syscall" else name
 
 
 def proc_cpu(pid, tid):
@@ -111,8 +135,7 @@ def settle_live(py, t, timeout=120):
                                     "system call: %s then %s)" % (spin_before, now))
                 spin_before = now
                 continue
-            nr = proc_syscall(t.pid, tid)
-            name = SYSCALLS.get(nr, nr)
+            name = proc_call(t.pid, tid)
             if name not in expected_calls(py, sc):
                 problems.append("thread %s (%s) is in %r, not %s" % (tid, sc, name,
                                                                      expected_calls(py, sc)))
@@ -166,7 +189,10 @@ def header_words(th):
         parts.append(th["signal"] + (" (fault address %s)" % th["fault_address"]
                                      if th["fault_address"] else ""))
     if th["state"] and not (th["signal"] and th["state"] == "running"):
-        parts.append(th["state"] + (" (%s)" % th["syscall"] if th["syscall"] else ""))
+        if th.get("restarted"):
+            parts.append("%s (%s, restarted)" % (th["state"], th["restarted"]))
+        else:
+            parts.append(th["state"] + (" (%s)" % th["syscall"] if th["syscall"] else ""))
     if th["cpu_seconds"] is not None:
         parts.append("%.2f s CPU" % th["cpu_seconds"])
     return ", ".join(parts)
@@ -196,9 +222,17 @@ def check(py, t, doc, text, where, calls, cpu=None, crash=None, registers=True, 
             want = (None, "running")
         else:
             want = None
-        if want is not None and (th["syscall"], th["state"]) != want:
-            problems.append("%s: syscall %r, state %r; want %r, %r" % (
-                label, th["syscall"], th["state"], want[0], want[1]))
+        got = (th["syscall"], th["state"])
+        if want is not None and want[0] is not None and th["syscall"] == "restart_syscall":
+            # A timed wait an earlier read interrupted: the raw call stays in "syscall", the
+            # wait it resumes is named beside it and gives the state.
+            got = (th["restarted"], th["state"])
+        elif th.get("restarted") is not None:
+            problems.append("%s: restarted %r, but the call is %r" % (
+                label, th["restarted"], th["syscall"]))
+        if want is not None and got != want:
+            problems.append("%s: syscall %r (restarted %r), state %r; want %r, %r" % (
+                label, th["syscall"], th.get("restarted"), th["state"], want[0], want[1]))
         if crash and tid == crash[0]:
             if (th["signal"], th["fault_address"]) != crash[1:]:
                 problems.append("%s: signal %r at %r, want %r at %r" % (
@@ -252,11 +286,43 @@ def strip_cpu(heads):
     return dict((k, re.sub(r", \d+\.\d\d s CPU$", "", v)) for k, v in heads.items())
 
 
+def await_restarts(t, calls, timeout=60):
+    """Waits until every timed wait of @t waits through restart_syscall, in the call @calls
+    says by the kernel's word (wchan): what a read that stopped the process makes of them once
+    it lets go."""
+    deadline = time.time() + timeout
+    while True:
+        problems = []
+        for tt in t.truth["threads"]:
+            tid, sc = tt["native_thread_id"], scenario_of(tt)
+            # ppoll is resumed as itself: only the others wait through restart_syscall.
+            if not sc.startswith("timed-") or calls[tid] == "ppoll":
+                continue
+            nr = proc_syscall(t.pid, tid)
+            if SYSCALLS.get(nr) != "restart_syscall" or proc_restarted(t.pid, tid) != calls[tid]:
+                problems.append("thread %s (%s) is in %r (wchan: %r), not a restarted %s"
+                                % (tid, sc, SYSCALLS.get(nr, nr), proc_restarted(t.pid, tid),
+                                   calls[tid]))
+        if not problems:
+            return
+        if time.time() > deadline:
+            raise AssertionError("after a read: " + "; ".join(problems))
+        time.sleep(0.05)
+
+
 def case_park(py):
     def run():
         with Target(py, "activity") as t:
             calls = settle_live(py, t)
             spin = t.thread("spin")["native_thread_id"]
+            # A first read interrupts the timed waits: every read after it (all of those
+            # checked below) sees them resumed through restart_syscall.
+            first = headers(cli(t.pid))
+            for tid, head in first.items():
+                if tid in calls and ": %s (%s)," % (STATES[calls[tid]], calls[tid]) not in head:
+                    raise AssertionError("cli live, first read: thread %s: %r, not in %s"
+                                         % (tid, head, calls[tid]))
+            await_restarts(t, calls)
             with t.stopped():
                 # Stopped, a thread still runs for a moment each time the CLI seizes and lets
                 # go of it (ptrace wakes it from its group stop), and that may carry its CPU

@@ -38,13 +38,13 @@ TRACEBACK = "Traceback (most recent call last)"
 
 # ---- running commands ---------------------------------------------------------------------
 
-def gdb_outputs(target_args, commands, env=None, extra=()):
+def gdb_outputs(target_args, commands, env=None, extra=(), timeout=120):
     """Runs @commands in one gdb; returns (status, [output per command], stderr)."""
     cmds = list(extra)
     for c in commands:
         cmds += [GDB_SEP, c]
     cmds.append(GDB_SEP)
-    rc, out, err = gdb_batch(target_args, cmds, env=_reads_env(env))
+    rc, out, err = gdb_batch(target_args, cmds, env=_reads_env(env), timeout=timeout)
     parts = out.split(SEP + "\n")
     if len(parts) < len(commands) + 2:
         raise AssertionError("gdb did not run every command (status %d):\n%s\n%s"
@@ -52,7 +52,7 @@ def gdb_outputs(target_args, commands, env=None, extra=()):
     return rc, parts[1:len(commands) + 1], err
 
 
-def lldb_outputs(target_args, commands, env=None):
+def lldb_outputs(target_args, commands, env=None, timeout=120):
     # lldb -b stops at the first command that fails; a sourced file with -e false does not, so
     # error cases can be followed by more commands.
     # lldb's stop reports (which may arrive late, inside a later command's output) kept to
@@ -67,7 +67,7 @@ def lldb_outputs(target_args, commands, env=None):
         f.write("\n".join(cmds) + "\n")
     try:
         rc, out, err = lldb_batch(target_args, ["command source -e false -s false " + script],
-                                  env=_reads_env(env))
+                                  env=_reads_env(env), timeout=timeout)
     finally:
         os.unlink(script)
     parts = re.split(r"(?m)^" + re.escape(SEP) + r"\n", out)
@@ -105,10 +105,10 @@ def strip_stop_reports(text):
     return _STOP_REPORT.sub("", text)
 
 
-def run_debugger(debugger, target_args, commands, env=None):
+def run_debugger(debugger, target_args, commands, env=None, timeout=120):
     if debugger == "gdb":
-        return gdb_outputs(target_args, commands, env)
-    return lldb_outputs(target_args, commands, env)
+        return gdb_outputs(target_args, commands, env, timeout=timeout)
+    return lldb_outputs(target_args, commands, env, timeout=timeout)
 
 
 def parse_json(text, what):

@@ -84,7 +84,10 @@ def check_text(truth, target):
     rc, out, err = cli("bt", target)
     assert rc == 0, "pyunwind bt %s: status %d: %s" % (target, rc, err.strip())
     headers = len(re.findall(r"^Thread 0x[0-9a-f]+", out, re.M))
-    frames = len(re.findall(r'^#\d+ +File "', out, re.M))
+    # Runs of repeated frames (the recursion) folded as traceback folds them: counted too.
+    frames = len(re.findall(r'^#\d+ +File "', out, re.M)) + sum(
+        int(n) for n in re.findall(r"^ +\[Previous line repeated (\d+) more times?\]$", out,
+                                   re.M))
     want = sum(len(t["frames"]) for t in truth["threads"])
     assert headers == len(truth["threads"]) and frames == want, \
         "text: %d thread headers and %d frames, truth has %d and %d:\n%s" \

@@ -5,7 +5,11 @@
 # One thread per way of waiting: on a lock (pyu_truth.HOLD, a futex), on a pipe nobody writes
 # to (read), in a long sleep (clock_nanosleep on 3.11+, select(0, ...) before), and one
 # spinning in Python, in no system call at all (at the lowest scheduling priority, so that it
-# costs a busy machine little). The main thread waits on the lock. Crash mode adds the thread
+# costs a busy machine little). Two more wait with a timeout, the waits the kernel resumes
+# through restart_syscall once an attach has interrupted them: one in poll() on the pipe (every
+# version; 3.15's calls ppoll, which the kernel resumes as itself), one in Event.wait() (3.x:
+# a futex wait with a timeout; 2.7's polls in short sleeps). The main thread waits on the
+# lock. Crash mode adds the thread
 # that crashes in ctypes.memset(0, 0, 1); right before, once /proc says every waiting thread is
 # inside its system call, it writes OUTDIR/activity.json: those system calls' numbers by
 # thread id, and the spinning thread's CPU time (clock ticks) as /proc gave it then. Runs on
@@ -13,6 +17,7 @@
 import ctypes
 import json
 import os
+import select
 import sys
 import threading
 import time
@@ -34,6 +39,19 @@ def wait_lock():
 def wait_pipe():
     arrive()
     os.read(PIPE[0], 1)
+
+
+def wait_timed_poll():
+    poller = select.poll()
+    poller.register(PIPE[0], select.POLLIN)
+    arrive()
+    poller.poll(10 ** 9)  # milliseconds: days
+
+
+def wait_timed_event():
+    event = threading.Event()
+    arrive()
+    event.wait(10 ** 6)
 
 
 def wait_sleep():
@@ -87,9 +105,12 @@ def run_crash(outdir, reporter_box, spinner):
 def main(argv):
     outdir = os.path.abspath(argv[1])
     mode = argv[2] if len(argv) > 2 else "park"
+    waits = [("lock", wait_lock), ("pipe", wait_pipe), ("sleep", wait_sleep),
+             ("timed-poll", wait_timed_poll)]
+    if sys.version_info[0] >= 3:
+        waits.append(("timed-event", wait_timed_event))
     threads = [threading.Thread(target=fn, name="scenario-" + name)
-               for name, fn in (("lock", wait_lock), ("pipe", wait_pipe),
-                                ("sleep", wait_sleep), ("spin", spin))]
+               for name, fn in waits + [("spin", spin)]]
     spinner = threads[-1]
     reporter_box = []
     if mode == "crash":
@@ -100,7 +121,7 @@ def main(argv):
         t.daemon = True
         t.start()
     exclude = [crasher.ident] if mode == "crash" else []
-    reporter_box.append(pyu_truth.start_reporter(outdir, 5, mode, exclude,
+    reporter_box.append(pyu_truth.start_reporter(outdir, len(waits) + 2, mode, exclude,
                                                  restless=[spinner.ident]))
     arrive()
     HOLD.acquire()

@@ -200,17 +200,42 @@ START_TEST(test_repeated_frames)
 
 	static char want[64 << 10];
 	size_t w = (size_t)snprintf(want, sizeof(want), "Thread 0x1000 (tid 7), holds the GIL:\n");
-	for (int i = 0; i < N - 1; i++)
+	// As traceback folds them: the first three frames of the run on line 5 (one file, one
+	// name: the instruction does not count), then how many more.
+	for (int i = 0; i < 3; i++)
 		w += (size_t)snprintf(want + w, sizeof(want) - w,
 				      "#%-2d File \"%s\", line 5, in C.f\n"
 				      "        return foo(a,\n"
 				      "               %s\n",
 				      i, path, i % 7 == 3 ? "^^^^^^" : "^^^");
+	w += (size_t)snprintf(want + w, sizeof(want) - w,
+			      "    [Previous line repeated %d more times]\n", N - 1 - 3);
 	snprintf(want + w, sizeof(want) - w,
 		 "#%d File \"%s\", line 8, in <module>\n        main()\n", N - 1, path);
 	char *out = bt(&s, 0, PYU_FMT_SOURCE, 0);
 	expect_str(out, want);
 	free(out);
+	// A limit counts the folded frames too: 3 shown, 7 folded, the rest not shown.
+	w = (size_t)snprintf(want, sizeof(want), "Thread 0x1000 (tid 7), holds the GIL:\n");
+	for (int i = 0; i < 3; i++)
+		w += (size_t)snprintf(want + w, sizeof(want) - w,
+				      "#%-2d File \"%s\", line 5, in C.f\n", i, path);
+	snprintf(want + w, sizeof(want) - w, "    [Previous line repeated 7 more times]\n"
+		 "(%d more frames not shown: limit 10)\n", N - 10);
+	out = bt(&s, 0, 0, 10);
+	expect_str(out, want);
+	free(out);
+	// 2.7's traceback folds nothing: every frame is printed.
+	s.hexversion = 0x020712f0;
+	out = bt(&s, 0, 0, 0);
+	for (int i = 0; i < N - 1; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "\n#%-2d File ", i);
+		ck_assert_msg(strstr(out, line), "frame %d missing", i);
+	}
+	ck_assert_ptr_null(strstr(out, "repeated"));
+	free(out);
+	s.hexversion = 0x030c01f0;
 
 	out = bt(&s, 0, PYU_FMT_JSON, 0);
 	const char *p = out;
@@ -341,7 +366,7 @@ START_TEST(test_all_threads_errors_and_escaping)
 		"\"free_threaded\": false},\n"
 		" \"threads\": [\n"
 		"  {\"thread_id\": 140000000000001, \"native_thread_id\": 11, \"holds_gil\": true, "
-		"\"name\": \"Main\\\"Thread\", \"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"state\": null, \"signal\": null, "
+		"\"name\": \"Main\\\"Thread\", \"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"restarted\": null, \"state\": null, \"signal\": null, "
 		"\"fault_address\": null, \"cpu_seconds\": null, "
 		"\"tstate_address\": \"0x1000\", "
 		"\"frames_omitted\": 0,\n"
@@ -353,7 +378,7 @@ START_TEST(test_all_threads_errors_and_escaping)
 		"    {\"kind\": \"error\", \"reason\": \"frame not in the core\", \"address\": "
 		"\"0x7f00dead0000\"}]},\n"
 		"  {\"thread_id\": 140000000000002, \"native_thread_id\": null, \"holds_gil\": null, "
-		"\"name\": null, \"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"state\": null, \"signal\": null, "
+		"\"name\": null, \"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"restarted\": null, \"state\": null, \"signal\": null, "
 		"\"fault_address\": null, \"cpu_seconds\": null, "
 		"\"tstate_address\": \"0x1000\", \"frames_omitted\": 0,\n"
 		"   \"frames\": [\n"
@@ -362,7 +387,7 @@ START_TEST(test_all_threads_errors_and_escaping)
 		"\"instruction_offset\": null, \"code_address\": \"0xdef\", \"frame_address\": "
 		"\"0x200\"}]},\n"
 		"  {\"thread_id\": 3, \"native_thread_id\": 12, \"holds_gil\": false, \"name\": null, "
-		"\"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"state\": null, \"signal\": null, "
+		"\"exception\": null, \"interpreter_id\": 0, \"continues\": null, \"syscall\": null, \"restarted\": null, \"state\": null, \"signal\": null, "
 		"\"fault_address\": null, \"cpu_seconds\": null, \"tstate_address\": \"0x1000\", \"frames_omitted\": 0,\n"
 		"   \"frames\": []}],\n"
 		" \"errors\": [\"thread list ended early\"],\n"

@@ -107,21 +107,70 @@ START_TEST(test_deep_recursion)
 }
 END_TEST
 
-START_TEST(test_depth_limit)
+// A chain far deeper than the old cap of 10,000 frames is read whole, to its entry frame:
+// only a cycle or PYU_MAX_FRAMES (far above any recursion limit) stops a walk.
+START_TEST(test_deep_chain)
 {
+	enum { DEEP = 30005 };
+	ck_assert_int_gt(PYU_MAX_FRAMES, 30 * DEEP);
 	struct fake_py p;
 	fp_init(&p, 0x030c01f0);
-	uint64_t code = fp_code(&p, "rec", 1, 4);
+	uint64_t code = fp_code(&p, "rec", 1, 4), entry = fp_code(&p, "main", 1, 4);
 	uint64_t ts = fp_thread(&p, 1, 1);
-	uint64_t f = 0;
-	for (int i = 0; i < PYU_MAX_FRAMES + 50; i++)
+	uint64_t f = fp_frame(&p, entry, 2, 0, 0);
+	for (int i = 1; i < DEEP; i++)
 		f = fp_frame(&p, code, 2, f, 0);
 	fp_set_top(&p, ts, f);
 	struct pyu_stacks *s = fp_collect(&p);
-	ck_assert_uint_eq(s->threads[0].frame_count, PYU_MAX_FRAMES + 1);
-	expect_err(&s->threads[0].frames[PYU_MAX_FRAMES], "depth limit");
+	ck_assert_uint_eq(s->threads[0].frame_count, DEEP);
+	expect_py(s, &s->threads[0].frames[0], "rec", 4, 4);
+	expect_py(s, &s->threads[0].frames[DEEP - 1], "main", 4, 4);
 	pyu_stacks_destroy(s);
 	fm_destroy(&p.m);
+}
+END_TEST
+
+// Past the depth bound the thread's outermost frames (its entry point) are still read, after
+// an error frame saying exactly how many links were left out; a chain whose end cannot be
+// reached past the bound (here a cycle) ends at the bound.
+START_TEST(test_bound_keeps_entry)
+{
+	enum { DEEP = 300, BOUND = 100 };
+	for (int cyclic = 0; cyclic < 2; cyclic++) {
+		struct fake_py p;
+		fp_init(&p, versions[_i]);
+		uint64_t code = fp_code(&p, "rec", 1, 4), entry = fp_code(&p, "main", 1, 4);
+		uint64_t ts = fp_thread(&p, 1, 1);
+		uint64_t f = fp_frame(&p, entry, 2, 0, 0), outermost = f, middle = 0;
+		for (int i = 1; i < DEEP; i++) {
+			f = fp_frame(&p, code, 2, f, 0);
+			if (i == DEEP / 2)
+				middle = f;
+		}
+		const struct pyu_layout *l = p.l;
+		if (cyclic)
+			fm_u64(&p.m, outermost + (uint64_t)(l->chain == PYU_CHAIN_FRAME_OBJECT
+							 ? l->frame.f_back : l->iframe.previous),
+			       middle);
+		fp_set_top(&p, ts, f);
+		struct pyu_stacks *s = fp_collect_bounded(&p, BOUND);
+		const struct pyu_thread_info *th = &s->threads[0];
+		for (int i = 0; i < BOUND; i++)
+			expect_py(s, &th->frames[i], "rec", 4, 4);
+		if (cyclic) {
+			ck_assert_uint_eq(th->frame_count, BOUND + 1);
+			expect_err(&th->frames[BOUND], "depth limit of 100 frames");
+		} else {
+			ck_assert_uint_eq(th->frame_count, BOUND + 1 + PYU_TAIL_FRAMES);
+			expect_err(&th->frames[BOUND], "136 frame links left out past the depth "
+				   "bound of 100 frames; the outermost 64 follow");
+			for (uint32_t i = BOUND + 1; i < th->frame_count - 1; i++)
+				expect_py(s, &th->frames[i], "rec", 4, 4);
+			expect_py(s, &th->frames[th->frame_count - 1], "main", 4, 4);
+		}
+		pyu_stacks_destroy(s);
+		fm_destroy(&p.m);
+	}
 }
 END_TEST
 
@@ -607,8 +656,9 @@ static Suite *frames_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_basic_chain, 0, NVERSIONS);
 	tcase_add_loop_test(tc, test_deep_recursion, 0, NVERSIONS);
-	tcase_add_test(tc, test_depth_limit);
+	tcase_add_test(tc, test_deep_chain);
 	tcase_add_loop_test(tc, test_cycle, 0, NVERSIONS);
+	tcase_add_loop_test(tc, test_bound_keeps_entry, 0, NVERSIONS);
 	tcase_add_loop_test(tc, test_damaged_frames, 0, NVERSIONS);
 	tcase_add_test(tc, test_base_frame_truncated);
 	tcase_add_test(tc, test_incomplete_and_lineno);

@@ -46,6 +46,52 @@ START_TEST(test_names_and_kinds)
 }
 END_TEST
 
+// The wait a thread in restart_syscall resumes, from the code before its PC: the
+// `mov $NR, %eax; syscall` of glibc's futex and poll wrappers (bytes of Debian's libc), and
+// what does not say (another instruction before the call, a register move, too few bytes).
+START_TEST(test_restarted_call)
+{
+	const struct pyu_arch *x86 = pyu_arch_by_machine(62);
+	ck_assert_int_eq(x86->restart_nr, 219);
+	ck_assert_str_eq(pyu_syscall_name(x86, x86->restart_nr), "restart_syscall");
+	static const uint8_t futex[] = {0x45, 0x31, 0xc0, 0xb8, 0xca, 0x00, 0x00, 0x00, 0x0f, 0x05};
+	static const uint8_t poll[] = {0xb8, 0x07, 0x00, 0x00, 0x00, 0x0f, 0x05};
+	static const uint8_t moved[] = {0x48, 0x89, 0xf8, 0x4c, 0x89, 0xd2, 0x0f, 0x05}; // mov %rdi,%rax
+	static const uint8_t not_call[] = {0xb8, 0xca, 0x00, 0x00, 0x00, 0x90, 0x90};
+	static const uint8_t huge[] = {0xb8, 0xff, 0xff, 0xff, 0x7f, 0x0f, 0x05};
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, futex, sizeof(futex)), 202);
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, poll, sizeof(poll)), 7);
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, moved, sizeof(moved)), -1);
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, not_call, sizeof(not_call)), -1);
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, huge, sizeof(huge)), -1);
+	ck_assert_int_eq(pyu_syscall_before_pc(x86, poll, 6), -1);
+	ck_assert_int_eq(pyu_syscall_before_pc(NULL, poll, sizeof(poll)), -1);
+	// Newer glibc makes every call through one trampoline (the number in a register): the
+	// arguments still say which wait it was (registers of Debian unstable's Python threads).
+	uint64_t futex_args[6] = {0x7fbfdc8274c0, 0x89, 0, 0x7fbfdc827480, 0, 0xffffffff};
+	uint64_t poll_args[6] = {0x7fbfdcb104b0, 1, 300000, 0, 0, 0};
+	uint64_t clock_args[6] = {1, 0, 0x7ffee61acdb0, 0, 0, 0};
+	uint64_t odd_args[6] = {3, 7, 0, 0, 0, 0};
+	ck_assert_str_eq(pyu_syscall_restarted_by_args(futex_args), "futex");
+	ck_assert_str_eq(pyu_syscall_restarted_by_args(poll_args), "poll");
+	ck_assert_str_eq(pyu_syscall_restarted_by_args(clock_args), "clock_nanosleep");
+	ck_assert_ptr_null(pyu_syscall_restarted_by_args(odd_args));
+	ck_assert_ptr_null(pyu_syscall_restarted_by_args(NULL));
+	ck_assert_str_eq(pyu_syscall_of_wchan("futex_do_wait", futex_args), "futex");
+	ck_assert_str_eq(pyu_syscall_of_wchan("poll_schedule_timeout.constprop.0", NULL), "poll");
+	ck_assert_str_eq(pyu_syscall_of_wchan("hrtimer_nanosleep", clock_args), "clock_nanosleep");
+	ck_assert_ptr_null(pyu_syscall_of_wchan("do_signal_stop", NULL));
+	ck_assert(pyu_syscall_restartable("futex"));
+	ck_assert(pyu_syscall_restartable("poll"));
+	ck_assert(pyu_syscall_restartable("nanosleep"));
+	ck_assert(pyu_syscall_restartable("clock_nanosleep"));
+	ck_assert(!pyu_syscall_restartable("read"));
+	ck_assert(!pyu_syscall_restartable("pselect6")); // resumed as itself
+	ck_assert(!pyu_syscall_restartable("restart_syscall"));
+	ck_assert(!pyu_syscall_restartable(NULL));
+}
+END_TEST
+
 static char *bt(struct pyu_stacks *s, uint32_t flags)
 {
 	char *out = NULL;
@@ -56,9 +102,9 @@ static char *bt(struct pyu_stacks *s, uint32_t flags)
 
 START_TEST(test_headers_and_json)
 {
-	struct pyu_thread_info threads[3];
+	struct pyu_thread_info threads[5];
 	memset(threads, 0, sizeof(threads));
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 5; i++) {
 		threads[i].thread_id = 0x100 + (uint64_t)i;
 		threads[i].native_thread_id = 10 + i;
 		threads[i].holds_gil = 0;
@@ -70,31 +116,47 @@ START_TEST(test_headers_and_json)
 						    .has_fault_address = true, .fault_address = 0,
 						    .has_cpu = true, .cpu_ns = 5000000};
 	threads[2].activity = (struct pyu_activity){.state = PYU_STATE_SYSCALL, .syscall = 999};
-	for (int i = 0; i < 3; i++)
+	threads[3].activity = (struct pyu_activity){.state = PYU_STATE_LOCK, .syscall = 219,
+						    .syscall_name = "restart_syscall",
+						    .restarted_name = "futex"};
+	threads[4].activity = (struct pyu_activity){.state = PYU_STATE_RESTARTED, .syscall = 219,
+						    .syscall_name = "restart_syscall"};
+	for (int i = 0; i < 5; i++)
 		threads[i].activity_read = true; // given here: no target to read it from
 	struct pyu_stacks s;
 	memset(&s, 0, sizeof(s));
 	snprintf(s.version, sizeof(s.version), "3.12.1");
 	s.hexversion = 0x030c01f0;
 	s.threads = threads;
-	s.thread_count = 3;
+	s.thread_count = 5;
 	char *out = bt(&s, 0);
-	ck_assert_str_eq(out, "Python 3.12.1, 3 threads\n\n"
+	ck_assert_str_eq(out, "Python 3.12.1, 5 threads\n\n"
 			 "Thread 0x100 (tid 10): waiting on a lock (futex), 1.23 s CPU\n"
 			 "    (no Python frames)\n\n"
 			 "Thread 0x101 (tid 11): SIGSEGV (fault address 0x0), 0.01 s CPU\n"
 			 "    (no Python frames)\n\n"
 			 "Thread 0x102 (tid 12): in a system call (system call 999)\n"
+			 "    (no Python frames)\n\n"
+			 "Thread 0x103 (tid 13): waiting on a lock (futex, restarted)\n"
+			 "    (no Python frames)\n\n"
+			 "Thread 0x104 (tid 14): in a restarted timed wait (restart_syscall)\n"
 			 "    (no Python frames)\n");
 	free(out);
 	out = bt(&s, PYU_FMT_JSON);
-	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"futex\", \"state\": \"waiting on a lock\", "
+	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"restart_syscall\", \"restarted\": \"futex\", "
+				     "\"state\": \"waiting on a lock\", "));
+	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"restart_syscall\", \"restarted\": null, "
+				     "\"state\": \"in a restarted timed wait\", "));
+	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"futex\", \"restarted\": null, "
+				     "\"state\": \"waiting on a lock\", "
 				     "\"signal\": null, \"fault_address\": null, "
 				     "\"cpu_seconds\": 1.23456789,"));
-	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": null, \"state\": \"running\", "
+	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": null, \"restarted\": null, "
+				     "\"state\": \"running\", "
 				     "\"signal\": \"SIGSEGV\", \"fault_address\": \"0x0\", "
 				     "\"cpu_seconds\": 0.005,"));
-	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"999\", \"state\": \"in a system call\", "
+	ck_assert_ptr_nonnull(strstr(out, "\"syscall\": \"999\", \"restarted\": null, "
+				     "\"state\": \"in a system call\", "
 				     "\"signal\": null, \"fault_address\": null, "
 				     "\"cpu_seconds\": null,"));
 	free(out);
@@ -336,6 +398,7 @@ static Suite *syscalls_suite(void)
 	Suite *s = suite_create("syscalls");
 	TCase *tc = tcase_create("syscalls");
 	tcase_add_test(tc, test_names_and_kinds);
+	tcase_add_test(tc, test_restarted_call);
 	tcase_add_test(tc, test_headers_and_json);
 	tcase_add_test(tc, test_cpu_times);
 	tcase_set_timeout(tc, 60); // 70 threads to start and see blocked on a loaded machine

@@ -157,12 +157,26 @@ static inline uint64_t fp_frame(struct fake_py *p, uint64_t code, unsigned unit,
 	}
 	return fp_iframe_at(p, fm_alloc(m, (size_t)l->iframe.size), code, unit, previous, owner);
 }
+// The snapshot of @p, each thread's frames read up to @max_frames (0: PYU_MAX_FRAMES) before
+// its outermost ones.
+static inline struct pyu_stacks *fp_collect_bounded(struct fake_py *p, uint32_t max_frames)
+{
+	struct pyu_stacks *s = calloc(1, sizeof(*s));
+	struct pyu_code_cache *c;
+	ck_assert_ptr_null(pyu_code_cache_create(&p->rt.types, &c));
+	struct pyu_walk w = {p->m.t, &p->rt, s, c, max_frames};
+	struct pyu_error *err = pyu_walk_threads(&w);
+	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
+	pyu_code_cache_destroy(c);
+	return s;
+}
+
 static inline struct pyu_stacks *fp_collect(struct fake_py *p)
 {
 	struct pyu_stacks *s = calloc(1, sizeof(*s));
 	struct pyu_code_cache *c;
 	ck_assert_ptr_null(pyu_code_cache_create(&p->rt.types, &c));
-	struct pyu_walk w = {p->m.t, &p->rt, s, c};
+	struct pyu_walk w = {p->m.t, &p->rt, s, c, 0};
 	struct pyu_error *err = pyu_walk_threads(&w);
 	ck_assert_msg(err == NULL, "%s", pyu_error_message(err));
 	pyu_code_cache_destroy(c);
