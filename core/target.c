@@ -1634,8 +1634,7 @@ struct pyu_thread_record *pyu_target_status_record(struct pyu_target *t, int64_t
 		t->status_cap = cap;
 	}
 	struct pyu_thread_record *r = &t->statuses[t->status_count++];
-	r->tid = tid;
-	r->status = unknown_status;
+	*r = (struct pyu_thread_record){.tid = tid, .status = unknown_status};
 	return r;
 }
 

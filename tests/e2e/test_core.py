@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (REPO, Target, HarnessError, compare, run_cases, selected,  # noqa: E402
-                     wait_asleep)
+                     text_frames, wait_asleep)
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column",
@@ -85,9 +85,7 @@ def check_text(truth, target):
     assert rc == 0, "pyunwind bt %s: status %d: %s" % (target, rc, err.strip())
     headers = len(re.findall(r"^Thread 0x[0-9a-f]+", out, re.M))
     # Runs of repeated frames (the recursion) folded as traceback folds them: counted too.
-    frames = len(re.findall(r'^#\d+ +File "', out, re.M)) + sum(
-        int(n) for n in re.findall(r"^ +\[Previous line repeated (\d+) more times?\]$", out,
-                                   re.M))
+    frames = text_frames(out)
     want = sum(len(t["frames"]) for t in truth["threads"])
     assert headers == len(truth["threads"]) and frames == want, \
         "text: %d thread headers and %d frames, truth has %d and %d:\n%s" \

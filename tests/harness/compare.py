@@ -1,4 +1,6 @@
 # compare - the target's own truth against pyunwind's JSON (the schema of the core's issue).
+import re
+
 FIELDS = ("function", "qualname", "file", "line", "end_line", "column", "end_column")
 
 
@@ -37,3 +39,11 @@ def compare(truth, got, fields=FIELDS, limit=20, allow_kinds=()):
     if extra:
         out.append("threads not in the truth: %s" % sorted(extra))
     return out[:limit] + (["... %d more" % (len(out) - limit)] if len(out) > limit else [])
+
+
+def text_frames(out):
+    """The Python frames of a text stack: its `#N  File "..."` lines, plus the frames a run of
+    repeats folded into `[Previous line repeated N more times]` (as traceback folds them)."""
+    return len(re.findall(r'^#\d+ +File "', out, re.M)) + sum(
+        int(n) for n in re.findall(r"^ +\[Previous line repeated (\d+) more times?\]$", out,
+                                   re.M))
