@@ -372,3 +372,130 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 	pyu_heap_destroy(h);
 	return pyu_strbuf_finish(&sb, ret);
 }
+
+// ---- a path from a root ----------------------------------------------------------------------
+
+// Whether @key (a repr) is 'name' with name an identifier: then ".__dict__['name']" is ".name".
+static bool identifier_repr(const char *key)
+{
+	size_t len = key ? strlen(key) : 0;
+	if (len < 3 || key[0] != '\'' || key[len - 1] != '\'')
+		return false;
+	for (size_t i = 1; i + 1 < len; i++) {
+		char ch = key[i];
+		bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+		if (!alpha && !(i > 1 && ch >= '0' && ch <= '9'))
+			return false;
+	}
+	return true;
+}
+
+struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint32_t flags,
+				       char **ret)
+{
+	if (!s || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	struct pyu_heap *h;
+	struct pyu_error *err = pyu_heap_census_path(s, addr, &h);
+	if (err)
+		return err;
+	if (!h->path_count || !h->want_found) {
+		err = pyu_error_create(PYU_ERR_NOT_FOUND, "no chain of references from sys.modules "
+				       "to an object at 0x%" PRIx64 " (%" PRIu64 " objects looked at%s)",
+				       addr, h->objects, h->error_count ? ", with errors" : "");
+		pyu_heap_destroy(h);
+		return err;
+	}
+	struct pyu_value_limits lim;
+	pyu_value_limits_default(&lim);
+	lim.chars = BIG_REPR_CHARS;
+	lim.items = BIG_REPR_ITEMS;
+	lim.depth = BIG_REPR_DEPTH;
+	lim.output = BIG_REPR_OUTPUT;
+	struct pyu_values *v;
+	err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	if (err) {
+		pyu_heap_destroy(h);
+		return err;
+	}
+	bool json = flags & PYU_FMT_JSON;
+	// The expression after each object of the chain: exprs[0] the root's.
+	uint32_t n = h->path_count;
+	char **exprs = calloc(n + 1, sizeof(*exprs));
+	uint64_t *objs = calloc(n + 1, sizeof(*objs));
+	struct pyu_strbuf e;
+	pyu_strbuf_init(&e, PYU_STRBUF_MAX);
+	pyu_strbuf_puts(&e, "sys.modules");
+	for (uint32_t k = 0; exprs && objs && k <= n; k++) {
+		objs[k] = k < n ? h->path[k].addr : addr;
+		if (k) {
+			const struct pyu_heap_ref *r = &h->path[k - 1];
+			char *key = NULL;
+			if (r->via == PYU_VIA_DICT_VALUE && k >= 2 &&
+			    h->path[k - 2].via == PYU_VIA_FIELD &&
+			    !strcmp(h->path[k - 2].field, "__dict__") &&
+			    identifier_repr(key = short_repr(v, r->key))) {
+				// obj.__dict__['name'] is obj.name: drop the ".__dict__" just added.
+				free(exprs[k - 1]);
+				exprs[k - 1] = NULL;
+				e.len -= strlen(".__dict__");
+				e.buf[e.len] = 0;
+				pyu_strbuf_printf(&e, ".%.*s", (int)(strlen(key) - 2), key + 1);
+			} else {
+				via_text(v, r, &e);
+			}
+			free(key);
+		}
+		exprs[k] = strdup(e.buf ? e.buf : "");
+	}
+	char *full = NULL;
+	pyu_error_destroy(pyu_strbuf_finish(&e, &full));
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	const char *tname = h->types[h->want_type].name;
+	char *repr = short_repr(v, addr);
+	if (json) {
+		pyu_strbuf_printf(&sb, "{\"version\": 1, \"kind\": \"heap-path\", "
+				  "\"object\": {\"address\": \"0x%" PRIx64 "\", \"type\": ", addr);
+		pyu_strbuf_json_cstr(&sb, tname);
+		pyu_strbuf_printf(&sb, ", \"bytes\": %" PRIu64 ", \"repr\": ", h->want_bytes);
+		pyu_strbuf_json_cstr(&sb, repr ? repr : "");
+		pyu_strbuf_puts(&sb, "}, \"root\": \"sys.modules\", \"expr\": ");
+		pyu_strbuf_json_cstr(&sb, full ? full : "");
+		pyu_strbuf_puts(&sb, ", \"path\": [");
+	} else {
+		pyu_strbuf_printf(&sb, "0x%" PRIx64 " %s, %" PRIu64 " bytes: %s\n%s\n", addr, tname,
+				  h->want_bytes, repr ? repr : "?", full ? full : "?");
+	}
+	free(repr);
+	bool first = true;
+	for (uint32_t k = 0; exprs && objs && k <= n; k++) {
+		if (!exprs[k])
+			continue; // the .__dict__ folded into .name
+		char *tn = NULL;
+		pyu_error_destroy(pyu_value_type_name(v, objs[k], &tn));
+		if (json) {
+			pyu_strbuf_printf(&sb, "%s{\"address\": \"0x%" PRIx64 "\", \"type\": ",
+					  first ? "" : ", ", objs[k]);
+			pyu_strbuf_json_cstr(&sb, tn ? tn : "");
+			pyu_strbuf_puts(&sb, ", \"expr\": ");
+			pyu_strbuf_json_cstr(&sb, exprs[k]);
+			pyu_strbuf_puts(&sb, "}");
+		} else {
+			pyu_strbuf_printf(&sb, "  0x%-14" PRIx64 " %-20s %s\n", objs[k], tn ? tn : "?",
+					  exprs[k]);
+		}
+		first = false;
+		free(tn);
+	}
+	if (json)
+		pyu_strbuf_puts(&sb, "]}\n");
+	for (uint32_t k = 0; exprs && k <= n; k++)
+		free(exprs[k]);
+	free(exprs);
+	free(objs);
+	free(full);
+	pyu_values_destroy(v);
+	pyu_heap_destroy(h);
+	return pyu_strbuf_finish(&sb, ret);
+}
