@@ -80,7 +80,6 @@ void pyu_heap_destroy(struct pyu_heap *h)
 		free(h->errors[i].message);
 	free(h->biggest);
 	free(h->refs);
-	free(h->path);
 	free(h);
 }
 
@@ -139,12 +138,6 @@ struct census {
 	bool oom;
 	uint64_t cur;             // the object whose references are followed (0: a list walk)
 	struct pyu_heap_ref via;  // how cur holds the reference considered next
-	bool path;                // --path: breadth first from the root, each object's parent kept
-	size_t cur_index;         // queue index of cur
-	struct pyu_heap_ref *parents; // --path: parents[i] holds queue[i] (addr: parent's index)
-	size_t parents_cap;
-	bool found;               // --path: want was met, at queue index found_index
-	size_t found_index;
 };
 
 static bool set_grow(struct addr_set *a)
@@ -205,24 +198,6 @@ static void queue_push(struct census *c, uint64_t addr)
 		}
 		c->queue = grown;
 		c->queue_cap = cap;
-	}
-	if (c->path) {
-		if (c->queue_len == c->parents_cap) {
-			size_t cap = c->parents_cap ? c->parents_cap * 2 : 1u << 16;
-			struct pyu_heap_ref *grown = realloc(c->parents, cap * sizeof(*grown));
-			if (!grown) {
-				c->oom = true;
-				return;
-			}
-			c->parents = grown;
-			c->parents_cap = cap;
-		}
-		c->parents[c->queue_len] = c->via;
-		c->parents[c->queue_len].addr = c->cur_index;
-		if (addr == c->h->want && !c->found) {
-			c->found = true;
-			c->found_index = c->queue_len;
-		}
 	}
 	c->queue[c->queue_len++] = addr;
 }
@@ -563,7 +538,7 @@ static void note_referrer(struct census *c)
 
 static void consider(struct census *c, uint64_t addr)
 {
-	if (addr && addr == c->h->want && c->cur && !c->path)
+	if (addr && addr == c->h->want && c->cur)
 		note_referrer(c);
 	if (!addr || (addr & 7) || c->oom || set_has(&c->seen, addr))
 		return;
@@ -867,9 +842,8 @@ static void follow(struct census *c, uint64_t obj)
 // Follows references from every object counted so far, and from each one found that way.
 static void follow_all(struct census *c)
 {
-	for (size_t i = 0; i < c->queue_len && !c->oom && !c->found; i++) {
+	for (size_t i = 0; i < c->queue_len && !c->oom; i++) {
 		c->cur = c->queue[i];
-		c->cur_index = i;
 		follow(c, c->queue[i]);
 	}
 	c->cur = 0;
@@ -952,68 +926,8 @@ static bool walk_all(struct census *c)
 	return true;
 }
 
-// --path: the chain from the root to want, out of the parents kept. False: out of memory.
-static bool make_path(struct census *c)
-{
-	size_t n = 0, i = c->found_index;
-	while (i && n < c->queue_len) {
-		n++;
-		i = (size_t)c->parents[i].addr;
-	}
-	struct pyu_heap *h = c->h;
-	if (!n || !(h->path = calloc(n, sizeof(*h->path))))
-		return !n;
-	i = c->found_index;
-	for (size_t k = n; k > 0; k--) {
-		size_t parent = (size_t)c->parents[i].addr;
-		h->path[k - 1] = c->parents[i];
-		h->path[k - 1].addr = c->queue[parent]; // the holder; it holds the next one
-		i = parent;
-	}
-	h->path_count = (uint32_t)n;
-	return true;
-}
-
-// --path: follows references breadth first from sys.modules of the first interpreter.
-static void walk_path(struct census *c)
-{
-	const struct pyu_runtime *rt = c->s->runtime;
-	uint64_t interp = 0, modules = 0;
-	struct pyu_error *err = NULL;
-	if (rt->layout.interp.modules == PYU_NO_FIELD)
-		err = pyu_error_create(PYU_ERR_UNSUPPORTED, "no sys.modules in the layout");
-	if (!err)
-		err = pyu_target_read_u64(c->t, rt->interp_head_addr, &interp);
-	if (!err)
-		err = pyu_target_read_u64(c->t, interp + (uint64_t)rt->layout.interp.modules,
-					  &modules);
-	if (err) {
-		add_error(c->h, "sys.modules unreadable: %s", pyu_error_message(err));
-		pyu_error_destroy(err);
-		return;
-	}
-	c->h->path_root = modules;
-	// The census takes a pointer for an object only when it knows its type or its type's
-	// type: the root's type (dict) and through it `type` are the first it knows.
-	uint64_t type = 0;
-	err = pyu_target_read_u64(c->t, modules + (uint64_t)c->l->ob_type, &type);
-	if (err) {
-		add_error(c->h, "sys.modules unreadable: %s", pyu_error_message(err));
-		pyu_error_destroy(err);
-		return;
-	}
-	if (type_index(c, type) == -2) {
-		c->oom = true;
-		return;
-	}
-	consider(c, modules); // the root: queue[0]
-	follow_all(c);
-	if (c->found && !make_path(c))
-		c->oom = true;
-}
-
 static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint64_t want,
-				    bool path, struct pyu_heap **ret)
+				     struct pyu_heap **ret)
 {
 	if (!s || !s->runtime)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no snapshot");
@@ -1063,12 +977,9 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 	c.z.hl = hl;
 	c.z.v = v;
 	c.z.shift = rt->layout.ob_type - 8;
-	c.path = path;
-	bool ok = path || walk_all(&c);
+	bool ok = walk_all(&c);
 	h->tracked = h->objects;
-	if (path) {
-		walk_path(&c);
-	} else if (ok && !c.oom) {
+	if (ok && !c.oom) {
 		follow_all(&c);
 		if (h->untracked)
 			add_source(h, "reached through references of those: %" PRIu64 " objects the "
@@ -1076,7 +987,6 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 	}
 	free(c.seen.keys);
 	free(c.queue);
-	free(c.parents);
 	pyu_values_destroy(v);
 	if (!ok || c.oom) {
 		pyu_heap_destroy(h);
@@ -1091,7 +1001,7 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
 				  struct pyu_heap **ret)
 {
-	return census_run(s, biggest, 0, false, ret);
+	return census_run(s, biggest, 0, ret);
 }
 
 struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
@@ -1099,13 +1009,5 @@ struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
 {
 	if (!want)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no object address");
-	return census_run(s, 0, want, false, ret);
-}
-
-struct pyu_error *pyu_heap_census_path(struct pyu_stacks *s, uint64_t want,
-				      struct pyu_heap **ret)
-{
-	if (!want)
-		return pyu_error_create(PYU_ERR_ARGUMENT, "no object address");
-	return census_run(s, 0, want, true, ret);
+	return census_run(s, 0, want, ret);
 }

@@ -91,11 +91,6 @@ struct pyu_heap {
 	struct pyu_heap_ref *refs;
 	uint32_t ref_count, ref_cap;
 	uint64_t refs_dropped;    // past PYU_HEAP_MAX_REFERRERS
-	// --path: the references from the root to want, root first (each ref: the object that
-	// holds the next and how); path_count 0: no path found.
-	uint64_t path_root;       // sys.modules of the first interpreter
-	struct pyu_heap_ref *path;
-	uint32_t path_count;
 };
 
 // Takes the census of the snapshot's target, keeping the @biggest largest objects (0: none) in
@@ -107,11 +102,6 @@ struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest, struct
 // referrer found along two of its references is kept once for each).
 struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
 					   struct pyu_heap **ret);
-// The same, walking breadth first from sys.modules of the first interpreter and stopping at the
-// object at @want: h->path holds one shortest chain of references to it (h->path_count 0:
-// none found); the counts are those of the objects met before it.
-struct pyu_error *pyu_heap_census_path(struct pyu_stacks *s, uint64_t want,
-				      struct pyu_heap **ret);
 void pyu_heap_destroy(struct pyu_heap *h);
 
 #endif

@@ -334,12 +334,6 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 // pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 						       uint32_t flags, char **ret);
-// py-heap --path: one shortest chain of references from sys.modules (of the first interpreter)
-// to the object at @addr, as a Python expression ("sys.modules['app'].CACHE['k'][3]") and
-// object by object, as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with
-// PYU_ERR_NOT_FOUND when no chain the census follows reaches it. *ret is for pyu_free().
-PYU_PUBLIC struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr,
-						  uint32_t flags, char **ret);
 
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one

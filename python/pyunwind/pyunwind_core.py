@@ -147,7 +147,6 @@ class Library(object):
             "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
                                     ctypes.c_uint32, PP]),
             "pyu_format_heap_referrers": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
-            "pyu_format_heap_path": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -371,9 +370,6 @@ class Stacks(_Handle):
 
     def heap_referrers(self, addr, flags):
         return self._text(self.lib.lib.pyu_format_heap_referrers, addr, flags)
-
-    def heap_path(self, addr, flags):
-        return self._text(self.lib.lib.pyu_format_heap_path, addr, flags)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -732,23 +728,19 @@ class Session(object):
 
     def py_heap(self, view, arg):
         usage = ("usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N] | "
-                 "[--json] --referrers ADDR | --path ADDR")
-        flags, top, min_size, biggest, referrers, path_to = 0, None, 0, 0, 0, 0
+                 "[--json] --referrers ADDR")
+        flags, top, min_size, biggest, referrers = 0, None, 0, 0, 0
         words = _split(arg)
         i = 0
         while i < len(words):
             w = words[i]
             if w in ("-j", "--json"):
                 flags |= PYU_FMT_JSON
-            elif w in ("--referrers", "--path") and i + 1 < len(words):
+            elif w == "--referrers" and i + 1 < len(words):
                 i += 1
-                n = _parse_int(words[i], w)
-                if n <= 0:
-                    raise PyunwindError("%s needs an object's address (0x...)" % w)
-                if w == "--path":
-                    path_to = n
-                else:
-                    referrers = n
+                referrers = _parse_int(words[i], w)
+                if referrers <= 0:
+                    raise PyunwindError("--referrers needs an object's address (0x...)")
             elif w in ("--top", "--min-size", "--biggest") and i + 1 < len(words):
                 i += 1
                 if w == "--min-size":
@@ -765,8 +757,6 @@ class Session(object):
             else:
                 raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
             i += 1
-        if path_to:
-            return self.stacks(view).heap_path(path_to, flags)
         if referrers:
             return self.stacks(view).heap_referrers(referrers, flags)
         if top is None:
@@ -931,7 +921,7 @@ frames, innermost (#0) first, as they work on a thread's frames. Without an argu
 selected task frame.""",
     "py-heap": """Print what the target's objects are: a census by type, largest first.
 Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]
-       py-heap [--json] --referrers ADDR | --path ADDR
+       py-heap [--json] --referrers ADDR
 Every object the collector tracks (each generation and the permanent one, of every
 interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
 per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
@@ -942,8 +932,6 @@ runs.
   --biggest N      also the N largest objects: address, bytes, type and a short repr
   --referrers ADDR the object at ADDR and the objects that refer to it, each with how
                    (via: [3], ['key'], .attr)
-  --path ADDR      a shortest chain of references from sys.modules to the object at ADDR,
-                   as a Python expression (sys.modules['app'].CACHE['k'][3])
   --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",

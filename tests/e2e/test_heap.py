@@ -158,31 +158,6 @@ def check_referrers(truth, target, what, *executable):
                                  % (what, address, via, text))
 
 
-def path_problems(truth, docs):
-    """@docs: `heap --json --path ADDR` of each object of the truth's "paths": the expression
-    the target evaluated to that very object, and a chain from sys.modules ending at it."""
-    out = []
-    for want, doc in zip(truth["extra"]["paths"], docs):
-        steps = doc.get("path", [])
-        if doc.get("expr") != want["expr"] or doc["object"]["address"] != want["address"] or \
-                not steps or steps[0]["expr"] != "sys.modules" or \
-                steps[-1]["address"] != want["address"] or steps[-1]["expr"] != want["expr"]:
-            out.append("path to %s: %s, the target evaluates %s" % (want["address"], doc,
-                                                                      want["expr"]))
-    return out
-
-
-def check_paths(truth, target, what, *executable):
-    docs = [json.loads(cli("heap", "--json", "--path", w["address"], target, *executable))
-            for w in truth["extra"]["paths"]]
-    p = path_problems(truth, docs)
-    text = cli("heap", "--path", truth["extra"]["paths"][0]["address"], target, *executable)
-    if text.splitlines()[1] != truth["extra"]["paths"][0]["expr"]:
-        p.append("text form: %r" % text)
-    if p:
-        raise AssertionError("%s --path:\n  %s" % (what, "\n  ".join(p)))
-
-
 def check_text(truth, target, what):
     """The text form: the header counts every object; --top and --min-size cut the rows."""
     doc = json.loads(cli("heap", "--json", target))
@@ -215,11 +190,9 @@ def live_case(py):
                           "live")
                 check_text(t.truth, t.pid, "live")
                 check_referrers(t.truth, t.pid, "live")
-                check_paths(t.truth, t.pid, "live")
             core = t.gcore()
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core)), "gdb core")
             check_referrers(t.truth, core, "gdb core")
-            check_paths(t.truth, core, "gdb core")
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
             print("    %s: %d types, %d objects compared" % ((py.label,) + n))
@@ -233,7 +206,6 @@ def crash_case(py):
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable)),
                   "kernel core")
             check_referrers(t.truth, core, "kernel core", t.executable)
-            check_paths(t.truth, core, "kernel core", t.executable)
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "core", core)], "kernel core")
     return run
@@ -255,9 +227,7 @@ def debugger_check(t, runs, source=None):
                                      ["py-heap --json --biggest 3", "py-heap --top 5",
                                       "py-heap --no-such-option",
                                       "py-heap --json --referrers %s"
-                                      % t.truth["extra"]["referrers"][0]["address"],
-                                      "py-heap --json --path %s"
-                                      % t.truth["extra"]["paths"][1]["address"]])
+                                      % t.truth["extra"]["referrers"][0]["address"]])
         no_traceback(what, err, *outs)
         check(t.truth, parse_json(outs[0], what), what)
         want = cli("heap", "--top", "5", core or t.pid)
@@ -269,10 +239,6 @@ def debugger_check(t, runs, source=None):
         p = referrer_problems(t.truth, [parse_json(outs[3], what + " --referrers")])
         if p:
             raise AssertionError("%s py-heap --referrers:\n  %s" % (what, "\n  ".join(p)))
-        p = path_problems({"extra": {"paths": t.truth["extra"]["paths"][1:]}},
-                          [parse_json(outs[4], what + " --path")])
-        if p:
-            raise AssertionError("%s py-heap --path:\n  %s" % (what, "\n  ".join(p)))
 
 
 def poke(pid, addr, value):

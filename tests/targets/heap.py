@@ -265,14 +265,6 @@ def main():
     referrers_of(SHARED)  # its first call, too, leaves something on 2.7
     types, closure = census()
     refs = [referrers_of(SHARED), referrers_of(ZOO["lists"][3])]  # not in the census
-    # --path: the shortest chains from sys.modules, checked here to evaluate to the object.
-    paths = []
-    for obj, expr in ((GLOBAL, "sys.modules['__main__'].GLOBAL"),
-                      (ZOO["lists"][3], "sys.modules['__main__'].ZOO['lists'][3]")):
-        if eval(expr, {"sys": sys}) is not obj:
-            raise AssertionError(expr)
-        paths.append({"address": hex(id(obj)), "expr": expr})
-    obj = None
     atoms = {}
     for o in [ZOO["str"], ZOO["text"], ZOO["bytes"], ZOO["bytearray"]] + ZOO["bigints"]:
         atoms[type_name(type(o))] = atoms.get(type_name(type(o)), 0) + sys.getsizeof(o)
@@ -289,12 +281,12 @@ def main():
            "main_thread_id": threading.current_thread().ident, "threads": threads,
            "extra": {"types": types, "closure": closure,
                      "atoms": atoms, "largest": largest,
-                     "referrers": refs, "paths": paths,
+                     "referrers": refs,
                      "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
                      "zoo": {"Plain": PLAIN, "Slotted": SLOTTED, "DictSub": DICTSUB,
                              "Wide": WIDE, "RealDict": REALDICT, "CycleNode": 2 * CYCLES}}}
     write_truth(doc)
-    del doc, types, closure, threads, atoms, largest, refs, paths
+    del doc, types, closure, threads, atoms, largest, refs
     if MODE == "crash":
         if hasattr(gc, "freeze"):
             gc.freeze()  # 3.7+: every object into the permanent generation's list
