@@ -239,3 +239,136 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 	pyu_heap_destroy(h);
 	return pyu_strbuf_finish(&sb, ret);
 }
+
+// ---- referrers ---------------------------------------------------------------------------------
+
+// A one-line repr of the object at @addr (never NULL unless out of memory).
+static char *short_repr(struct pyu_values *v, uint64_t addr)
+{
+	struct pyu_strbuf sb;
+	char *out = NULL;
+	pyu_strbuf_init(&sb, 4 * BIG_REPR_OUTPUT);
+	pyu_value_repr(v, addr, &sb, NULL);
+	pyu_error_destroy(pyu_strbuf_finish(&sb, &out));
+	return out;
+}
+
+// How a referrer holds the object, as a Python expression suffix: "[3]", "['k']", ".attr".
+static void via_text(struct pyu_values *v, const struct pyu_heap_ref *r, struct pyu_strbuf *sb)
+{
+	char *key = NULL;
+	size_t len;
+	switch (r->via) {
+	case PYU_VIA_ITEM:
+		pyu_strbuf_printf(sb, "[%" PRIu64 "]", r->n);
+		return;
+	case PYU_VIA_DICT_KEY:
+		pyu_strbuf_puts(sb, "(a key)");
+		return;
+	case PYU_VIA_DICT_VALUE:
+		key = short_repr(v, r->key);
+		pyu_strbuf_printf(sb, "[%s]", key ? key : "?");
+		break;
+	case PYU_VIA_SET:
+		pyu_strbuf_puts(sb, "(an element)");
+		return;
+	case PYU_VIA_ATTR:
+		key = short_repr(v, r->key);
+		len = key ? strlen(key) : 0;
+		// The name's repr is 'name': the attribute is .name.
+		if (len > 2 && key[0] == '\'' && key[len - 1] == '\'')
+			pyu_strbuf_printf(sb, ".%.*s", (int)(len - 2), key + 1);
+		else
+			pyu_strbuf_printf(sb, ".<%s>", key ? key : "?");
+		break;
+	case PYU_VIA_FIELD:
+		pyu_strbuf_printf(sb, ".%s", r->field);
+		return;
+	case PYU_VIA_SLOT:
+		pyu_strbuf_printf(sb, "(__slots__ word at offset %" PRIu64 ")", r->n);
+		return;
+	}
+	free(key);
+}
+
+struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr, uint32_t flags,
+					    char **ret)
+{
+	if (!s || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	struct pyu_heap *h;
+	struct pyu_error *err = pyu_heap_census_referrers(s, addr, &h);
+	if (err)
+		return err;
+	if (!h->want_found) {
+		pyu_heap_destroy(h);
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no object at 0x%" PRIx64 " among the "
+					"objects the census found", addr);
+	}
+	struct pyu_value_limits lim;
+	pyu_value_limits_default(&lim);
+	lim.chars = BIG_REPR_CHARS;
+	lim.items = BIG_REPR_ITEMS;
+	lim.depth = BIG_REPR_DEPTH;
+	lim.output = BIG_REPR_OUTPUT;
+	struct pyu_values *v;
+	err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	if (err) {
+		pyu_heap_destroy(h);
+		return err;
+	}
+	bool json = flags & PYU_FMT_JSON;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	const char *tname = h->types[h->want_type].name;
+	char *repr = short_repr(v, addr);
+	if (json) {
+		pyu_strbuf_printf(&sb, "{\"version\": 1, \"kind\": \"heap-referrers\", "
+				  "\"object\": {\"address\": \"0x%" PRIx64 "\", \"type\": ", addr);
+		pyu_strbuf_json_cstr(&sb, tname);
+		pyu_strbuf_printf(&sb, ", \"bytes\": %" PRIu64 ", \"repr\": ", h->want_bytes);
+		pyu_strbuf_json_cstr(&sb, repr ? repr : "");
+		pyu_strbuf_printf(&sb, "}, \"partial\": %s, \"dropped\": %" PRIu64
+				  ", \"referrers\": [", h->partial ? "true" : "false",
+				  h->refs_dropped);
+	} else {
+		pyu_strbuf_printf(&sb, "0x%" PRIx64 " %s, %" PRIu64 " bytes: %s\n", addr, tname,
+				  h->want_bytes, repr ? repr : "?");
+		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", h->ref_count,
+				  h->ref_count == 1 ? "" : "s",
+				  h->partial ? " (the census stopped at its object limit)" : "");
+	}
+	free(repr);
+	for (uint32_t i = 0; i < h->ref_count; i++) {
+		const struct pyu_heap_ref *r = &h->refs[i];
+		char *tn = NULL, *via = NULL, *rr = short_repr(v, r->addr);
+		pyu_error_destroy(pyu_value_type_name(v, r->addr, &tn));
+		struct pyu_strbuf vb;
+		pyu_strbuf_init(&vb, 4 * BIG_REPR_OUTPUT);
+		via_text(v, r, &vb);
+		pyu_error_destroy(pyu_strbuf_finish(&vb, &via));
+		if (json) {
+			pyu_strbuf_printf(&sb, "%s{\"address\": \"0x%" PRIx64 "\", \"type\": ",
+					  i ? ", " : "", r->addr);
+			pyu_strbuf_json_cstr(&sb, tn ? tn : "");
+			pyu_strbuf_puts(&sb, ", \"repr\": ");
+			pyu_strbuf_json_cstr(&sb, rr ? rr : "");
+			pyu_strbuf_puts(&sb, ", \"via\": ");
+			pyu_strbuf_json_cstr(&sb, via ? via : "");
+			pyu_strbuf_puts(&sb, "}");
+		} else {
+			pyu_strbuf_printf(&sb, "  0x%-14" PRIx64 " %-20s %-24s %s\n", r->addr,
+					  tn ? tn : "?", via ? via : "?", rr ? rr : "?");
+		}
+		free(tn);
+		free(via);
+		free(rr);
+	}
+	if (json)
+		pyu_strbuf_puts(&sb, "]}\n");
+	else if (h->refs_dropped)
+		pyu_strbuf_printf(&sb, "(%" PRIu64 " more referrers not kept)\n", h->refs_dropped);
+	pyu_values_destroy(v);
+	pyu_heap_destroy(h);
+	return pyu_strbuf_finish(&sb, ret);
+}

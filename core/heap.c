@@ -79,6 +79,7 @@ void pyu_heap_destroy(struct pyu_heap *h)
 	for (uint32_t i = 0; i < h->error_count; i++)
 		free(h->errors[i].message);
 	free(h->biggest);
+	free(h->refs);
 	free(h);
 }
 
@@ -135,6 +136,8 @@ struct census {
 	uint64_t *queue;          // objects whose references are still to be followed
 	size_t queue_len, queue_cap;
 	bool oom;
+	uint64_t cur;             // the object whose references are followed (0: a list walk)
+	struct pyu_heap_ref via;  // how cur holds the reference considered next
 };
 
 static bool set_grow(struct addr_set *a)
@@ -325,6 +328,11 @@ static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, 
 			  "unreadable");
 		pyu_error_destroy(err);
 	}
+	if (obj == h->want) {
+		h->want_found = true;
+		h->want_type = (uint32_t)i;
+		h->want_bytes = size;
+	}
 	ht->count++;
 	ht->bytes += size;
 	h->objects++;
@@ -507,8 +515,31 @@ static bool walk_state(struct census *c, uint32_t index, uint64_t gens, uint64_t
 // Counts the object at @addr when it is one the census has not met: its type is a type the
 // census knows, or a type whose own type it knows (a code object's type is `type`). Anything
 // else (a pointer into something that is no object) is passed over silently.
+static void note_referrer(struct census *c)
+{
+	struct pyu_heap *h = c->h;
+	if (h->ref_count == PYU_HEAP_MAX_REFERRERS) {
+		h->refs_dropped++;
+		return;
+	}
+	if (h->ref_count == h->ref_cap) {
+		uint32_t cap = h->ref_cap ? h->ref_cap * 2 : 16;
+		struct pyu_heap_ref *grown = realloc(h->refs, cap * sizeof(*grown));
+		if (!grown) {
+			c->oom = true;
+			return;
+		}
+		h->refs = grown;
+		h->ref_cap = cap;
+	}
+	h->refs[h->ref_count] = c->via;
+	h->refs[h->ref_count++].addr = c->cur;
+}
+
 static void consider(struct census *c, uint64_t addr)
 {
+	if (addr && addr == c->h->want && c->cur)
+		note_referrer(c);
 	if (!addr || (addr & 7) || c->oom || set_has(&c->seen, addr))
 		return;
 	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
@@ -574,23 +605,31 @@ static void consider_array(struct census *c, uint64_t at, uint64_t count)
 			pyu_error_destroy(err);
 			return;
 		}
-		for (size_t j = 0; j < n; j++)
+		for (size_t j = 0; j < n; j++) {
+			c->via.via = PYU_VIA_ITEM;
+			c->via.n = i + j;
 			consider(c, buf[j]);
+		}
 	}
 }
 
 static bool visit_pair(void *arg, uint64_t key, uint64_t value)
 {
 	struct census *c = arg;
+	c->via.via = PYU_VIA_DICT_KEY;
 	consider(c, key);
+	c->via.via = PYU_VIA_DICT_VALUE;
+	c->via.key = key;
 	consider(c, value);
 	return !c->oom;
 }
 
 static bool visit_value(void *arg, uint64_t key, uint64_t value)
 {
-	(void)key; // attribute names live in the class's shared keys
+	// Attribute names live in the class's shared keys: not counted here.
 	struct census *c = arg;
+	c->via.via = PYU_VIA_ATTR;
+	c->via.key = key;
 	consider(c, value);
 	return !c->oom;
 }
@@ -598,6 +637,7 @@ static bool visit_value(void *arg, uint64_t key, uint64_t value)
 static bool visit_one(void *arg, uint64_t key)
 {
 	struct census *c = arg;
+	c->via.via = PYU_VIA_SET;
 	consider(c, key);
 	return !c->oom;
 }
@@ -616,8 +656,11 @@ static void scan_words(struct census *c, uint64_t obj, uint64_t from, uint64_t t
 		pyu_error_destroy(err);
 		return;
 	}
-	for (size_t i = 0; i < len / 8; i++)
+	for (size_t i = 0; i < len / 8; i++) {
+		c->via.via = PYU_VIA_SLOT;
+		c->via.n = from + i * 8;
 		consider(c, buf[i]);
+	}
 }
 
 // Where a class's instances keep their __slots__: for each class on its tp_base chain whose
@@ -661,15 +704,22 @@ static void read_slots(struct census *c, struct pyu_heap_type *ht)
 
 // The references in fields @offs (PYU_NO_FIELD: absent) of an object whose first
 // PYU_SIZE_PREFIX bytes are @buf.
-static void consider_fields(struct census *c, const uint8_t *buf, const int32_t *offs, size_t n)
+// @names: the fields' names as Python spells the attributes.
+static void consider_fields(struct census *c, const uint8_t *buf, const int32_t *offs,
+			    const char *const *names, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (offs[i] >= 0 && offs[i] + 8 <= PYU_SIZE_PREFIX)
-			consider(c, pyu_get_u64(buf, offs[i]));
+	for (size_t i = 0; i < n; i++) {
+		if (offs[i] < 0 || offs[i] + 8 > PYU_SIZE_PREFIX)
+			continue;
+		c->via.via = PYU_VIA_FIELD;
+		c->via.field = names[i];
+		consider(c, pyu_get_u64(buf, offs[i]));
+	}
 }
 
 // The same for fields anywhere in the object at @obj (read one by one).
-static void follow_fields(struct census *c, uint64_t obj, const int32_t *offs, size_t n)
+static void follow_fields(struct census *c, uint64_t obj, const int32_t *offs,
+			  const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t p;
@@ -680,6 +730,8 @@ static void follow_fields(struct census *c, uint64_t obj, const int32_t *offs, s
 			pyu_error_destroy(err);
 			continue;
 		}
+		c->via.via = PYU_VIA_FIELD;
+		c->via.field = names[i];
 		consider(c, p);
 	}
 }
@@ -732,27 +784,35 @@ static void follow(struct census *c, uint64_t obj)
 		break;
 	case PYU_REFS_FUNCTION:
 		consider_fields(c, buf, (const int32_t[]){c->z.vl->func.name, c->z.vl->func.qualname,
-			c->z.vl->func.code}, 3);
+			c->z.vl->func.code}, (const char *const[]){"__name__", "__qualname__",
+			"__code__"}, 3);
 		break;
 	case PYU_REFS_CFUNCTION:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->cfunc.self}, 1);
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->cfunc.self},
+				(const char *const[]){"__self__"}, 1);
 		break;
 	case PYU_REFS_CELL:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->cell_ref}, 1);
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->cell_ref},
+				(const char *const[]){"cell_contents"}, 1);
 		break;
 	case PYU_REFS_MODULE:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->module_dict}, 1);
+		consider_fields(c, buf, (const int32_t[]){c->z.vl->module_dict},
+				(const char *const[]){"__dict__"}, 1);
 		break;
 	case PYU_REFS_TYPE:
 		follow_fields(c, obj, (const int32_t[]){c->z.vl->type.dict, c->z.vl->type.mro,
-			c->z.vl->type.base, c->z.vl->type.ht_name, c->z.vl->type.ht_qualname}, 5);
+			c->z.vl->type.base, c->z.vl->type.ht_name, c->z.vl->type.ht_qualname},
+			(const char *const[]){"__dict__", "__mro__", "__base__", "__name__",
+			"__qualname__"}, 5);
 		break;
 	case PYU_REFS_CODE: {
 		const struct pyu_layout *l = c->l;
 		follow_fields(c, obj, (const int32_t[]){l->code.filename, l->code.name,
 			l->code.qualname, l->code.linetable, l->code.code, l->code.varnames,
 			l->code.cellvars, l->code.freevars, l->code.localsplusnames,
-			l->code.localspluskinds}, 10);
+			l->code.localspluskinds}, (const char *const[]){"co_filename", "co_name",
+			"co_qualname", "co_linetable", "co_code", "co_varnames", "co_cellvars",
+			"co_freevars", "co_localsplusnames", "co_localspluskinds"}, 10);
 		break;
 	}
 	}
@@ -764,8 +824,11 @@ static void follow(struct census *c, uint64_t obj)
 	if (st->heap && !st->is_type) {
 		uint64_t dict = 0;
 		err = pyu_object_dict_address(v, obj, &dict);
-		if (!err && dict)
+		if (!err && dict) {
+			c->via.via = PYU_VIA_FIELD;
+			c->via.field = "__dict__";
 			consider(c, dict);
+		}
 		else if (!err)
 			err = pyu_object_attrs_foreach(v, obj, visit_value, c);
 		pyu_error_destroy(err);
@@ -779,8 +842,11 @@ static void follow(struct census *c, uint64_t obj)
 // Follows references from every object counted so far, and from each one found that way.
 static void follow_all(struct census *c)
 {
-	for (size_t i = 0; i < c->queue_len && !c->oom; i++)
+	for (size_t i = 0; i < c->queue_len && !c->oom; i++) {
+		c->cur = c->queue[i];
 		follow(c, c->queue[i]);
+	}
+	c->cur = 0;
 }
 
 // Where the collector's state is in each interpreter (3.13+: as its debug offsets say).
@@ -860,8 +926,8 @@ static bool walk_all(struct census *c)
 	return true;
 }
 
-struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
-				  struct pyu_heap **ret)
+static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint64_t want,
+				     struct pyu_heap **ret)
 {
 	if (!s || !s->runtime)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no snapshot");
@@ -897,6 +963,7 @@ struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
 		}
 		h->biggest_cap = biggest;
 	}
+	h->want = want;
 	struct census c;
 	memset(&c, 0, sizeof(c));
 	c.s = s;
@@ -929,4 +996,18 @@ struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
 		qsort(h->biggest, h->biggest_count, sizeof(*h->biggest), bigger_first);
 	*ret = h;
 	return NULL;
+}
+
+struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
+				  struct pyu_heap **ret)
+{
+	return census_run(s, biggest, 0, ret);
+}
+
+struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
+					   struct pyu_heap **ret)
+{
+	if (!want)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no object address");
+	return census_run(s, 0, want, ret);
 }

@@ -21,6 +21,24 @@
 #define PYU_HEAP_MAX_METATYPES 64
 // Largest objects kept at most (--biggest).
 #define PYU_HEAP_MAX_BIGGEST 100000
+// Referrers of one object kept at most (--referrers); more are counted.
+#define PYU_HEAP_MAX_REFERRERS 10000
+// How a referrer holds the object (pyu_heap_ref.via).
+enum pyu_heap_via {
+	PYU_VIA_ITEM,      // [n]: an item of a tuple or list
+	PYU_VIA_DICT_KEY,  // a key of a dict
+	PYU_VIA_DICT_VALUE,// [key]: key the object at .key
+	PYU_VIA_SET,       // an element of a set
+	PYU_VIA_ATTR,      // .name: an instance attribute, .key the name's str
+	PYU_VIA_FIELD,     // .field: a field of a builtin object, .field its name
+	PYU_VIA_SLOT,      // a __slots__ word at offset n
+};
+struct pyu_heap_ref {
+	uint64_t addr;            // the referrer
+	uint32_t via;             // enum pyu_heap_via
+	uint64_t n, key;
+	const char *field;        // static
+};
 // Distinct error messages kept (further ones are counted under the last).
 #define PYU_HEAP_MAX_ERRORS 32
 
@@ -66,6 +84,13 @@ struct pyu_heap {
 	uint32_t biggest_count, biggest_cap;
 	uint64_t metatypes[PYU_HEAP_MAX_METATYPES]; // the types of the types met (type, ABCMeta..)
 	uint32_t metatype_count;
+	uint64_t want;            // --referrers: the object whose referrers are kept (0: none)
+	bool want_found;          // it was counted: want_type and want_bytes say how
+	uint32_t want_type;
+	uint64_t want_bytes;
+	struct pyu_heap_ref *refs;
+	uint32_t ref_count, ref_cap;
+	uint64_t refs_dropped;    // past PYU_HEAP_MAX_REFERRERS
 };
 
 // Takes the census of the snapshot's target, keeping the @biggest largest objects (0: none) in
@@ -73,6 +98,10 @@ struct pyu_heap {
 // without heap or value layouts, out of memory); unreadable lists and objects become counted
 // errors inside the census. On error, *ret is unchanged.
 struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest, struct pyu_heap **ret);
+// The same, also keeping in h->refs every object found to refer to the object at @want (a
+// referrer found along two of its references is kept once for each).
+struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
+					   struct pyu_heap **ret);
 void pyu_heap_destroy(struct pyu_heap *h);
 
 #endif

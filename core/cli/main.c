@@ -35,6 +35,7 @@ static const char usage[] =
 	"       pyunwind tasks [options] [--tree] [--locals] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind heap [options] [--top N] [--min-size SIZE] [--biggest N] PID | COREFILE\n"
 	"                     [EXECUTABLE]\n"
+	"       pyunwind heap [--json] --referrers ADDR PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
@@ -51,6 +52,7 @@ static const char usage[] =
 	"                     --json: every type unless given)\n"
 	"  --min-size SIZE    heap: leave out types with fewer bytes in all (K, M, G, T)\n"
 	"  --biggest N        heap: also the N largest objects (address, bytes, type, repr)\n"
+	"  --referrers ADDR   heap: the objects that refer to the object at ADDR, and how\n"
 	"  --locals           bt: each frame's locals, each thread's name and exception;\n"
 	"                     tasks: each coroutine frame's locals\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
@@ -101,6 +103,7 @@ struct options {
 	bool has_top;
 	uint64_t min_size;     // heap: smallest type total shown
 	uint32_t biggest;      // heap: largest objects shown
+	uint64_t referrers;    // heap: the object whose referrers are shown (0: the census)
 	uint64_t thread; // tid or pthread id
 	uint64_t max_unpacked; // 0: the library's default
 	int64_t first, last;
@@ -153,6 +156,7 @@ static const struct {
 	{"--top", "heap"},
 	{"--min-size", "heap"},
 	{"--biggest", "heap"},
+	{"--referrers", "heap"},
 	{"--max-", "bt locals print tasks"}, // every --max-* value limit
 };
 
@@ -235,6 +239,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return usage_error("--biggest needs a number up to 100000, got '%s'",
 						   next ? next : "");
 			o->biggest = (uint32_t)v, i++;
+		} else if (!strcmp(a, "--referrers")) {
+			if (!parse_u64(next, &v) || v == 0)
+				return usage_error("--referrers needs an object's address (0x...), "
+						   "got '%s'", next ? next : "");
+			o->referrers = v, i++;
 		} else if (!strcmp(a, "--min-size")) {
 			if (!pyu_parse_size(next, &v))
 				return usage_error("--min-size needs a size (digits and K, M, G or T), "
@@ -502,7 +511,11 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "heap")) {
 		uint32_t top = o->has_top ? o->top : o->json ? 0 : 25;
-		err = pyu_format_heap(s, o->json ? PYU_FMT_JSON : 0, top, o->min_size, o->biggest,
+		if (o->referrers)
+			err = pyu_format_heap_referrers(s, o->referrers, o->json ? PYU_FMT_JSON : 0,
+							&out);
+		else
+			err = pyu_format_heap(s, o->json ? PYU_FMT_JSON : 0, top, o->min_size, o->biggest,
 				      &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);

@@ -334,6 +334,14 @@ PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const c
 PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags, uint32_t top,
 					     uint64_t min_size, uint32_t biggest, char **ret);
 
+// py-heap --referrers: the object at @addr (its type, getsizeof bytes, a one-line repr) and
+// every object the census finds referring to it, each with how ("[3]", "['key']", ".attr",
+// ".__dict__"), as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with PYU_ERR_NOT_FOUND
+// when the census does not find an object at @addr, else as pyu_format_heap. *ret is for
+// pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
+						       uint32_t flags, char **ret);
+
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one
 // the kernel dumped for), -1 when that thread runs no Python code; for a live process or a

@@ -147,6 +147,7 @@ class Library(object):
                                           PP]),
             "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
                                     ctypes.c_uint32, PP]),
+            "pyu_format_heap_referrers": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -377,6 +378,9 @@ class Stacks(_Handle):
 
     def heap(self, flags, top, min_size, biggest):
         return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size, biggest)
+
+    def heap_referrers(self, addr, flags):
+        return self._text(self.lib.lib.pyu_format_heap_referrers, addr, flags)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -734,14 +738,20 @@ class Session(object):
         return stacks.tasks(thread, flags)
 
     def py_heap(self, view, arg):
-        usage = "usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]"
-        flags, top, min_size, biggest = 0, None, 0, 0
+        usage = ("usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N] | "
+                 "[--json] --referrers ADDR")
+        flags, top, min_size, biggest, referrers = 0, None, 0, 0, 0
         words = _split(arg)
         i = 0
         while i < len(words):
             w = words[i]
             if w in ("-j", "--json"):
                 flags |= PYU_FMT_JSON
+            elif w == "--referrers" and i + 1 < len(words):
+                i += 1
+                referrers = _parse_int(words[i], w)
+                if referrers <= 0:
+                    raise PyunwindError("--referrers needs an object's address (0x...)")
             elif w in ("--top", "--min-size", "--biggest") and i + 1 < len(words):
                 i += 1
                 if w == "--min-size":
@@ -758,6 +768,8 @@ class Session(object):
             else:
                 raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
             i += 1
+        if referrers:
+            return self.stacks(view).heap_referrers(referrers, flags)
         if top is None:
             top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
         return self.stacks(view).heap(flags, top, min_size, biggest)
@@ -920,6 +932,7 @@ frames, innermost (#0) first, as they work on a thread's frames. Without an argu
 selected task frame.""",
     "py-heap": """Print what the target's objects are: a census by type, largest first.
 Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]
+       py-heap [--json] --referrers ADDR
 Every object the collector tracks (each generation and the permanent one, of every
 interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
 per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
@@ -928,6 +941,8 @@ runs.
   --top N          the N types with the most bytes (default 25; 0: every type)
   --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
   --biggest N      also the N largest objects: address, bytes, type and a short repr
+  --referrers ADDR the object at ADDR and the objects that refer to it, each with how
+                   (via: [3], ['key'], .attr)
   --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",

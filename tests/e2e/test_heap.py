@@ -125,6 +125,39 @@ def check(truth, doc, what):
     return len(doc["types"]), doc["objects"]
 
 
+def referrer_problems(truth, docs):
+    """@docs: `heap --json --referrers ADDR` of each object of the truth's "referrers" (in its
+    order), against what gc.get_referrers() found in the target: the same referrers, each
+    with the same via, and the object itself named."""
+    out = []
+    for want, doc in zip(truth["extra"]["referrers"], docs):
+        obj = doc.get("object", {})
+        if obj.get("address") != want["address"] or obj.get("type") != want["type"] or \
+                not obj.get("bytes") or not obj.get("repr"):
+            out.append("object %s: %s" % (want["address"], obj))
+        got = dict((r["address"], r["via"]) for r in doc.get("referrers", []))
+        if got != want["referrers"] or len(doc["referrers"]) != len(got):
+            out.append("referrers of %s %s: %s, gc.get_referrers: %s"
+                       % (want["type"], want["address"], doc.get("referrers"),
+                          want["referrers"]))
+    return out
+
+
+def check_referrers(truth, target, what, *executable):
+    docs = [json.loads(cli("heap", "--json", "--referrers", w["address"], target, *executable))
+            for w in truth["extra"]["referrers"]]
+    p = referrer_problems(truth, docs)
+    if p:
+        raise AssertionError("%s --referrers:\n  %s" % (what, "\n  ".join(p)))
+    text = cli("heap", "--referrers", truth["extra"]["referrers"][0]["address"], target,
+               *executable)
+    for address, via in truth["extra"]["referrers"][0]["referrers"].items():
+        if not any(l.split()[:1] == [address] and (" %s " % via) in l
+                   for l in text.splitlines()):
+            raise AssertionError("%s --referrers text has no row %s %s:\n%s"
+                                 % (what, address, via, text))
+
+
 def check_text(truth, target, what):
     """The text form: the header counts every object; --top and --min-size cut the rows."""
     doc = json.loads(cli("heap", "--json", target))
@@ -156,8 +189,10 @@ def live_case(py):
                 n = check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, t.pid)),
                           "live")
                 check_text(t.truth, t.pid, "live")
+                check_referrers(t.truth, t.pid, "live")
             core = t.gcore()
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core)), "gdb core")
+            check_referrers(t.truth, core, "gdb core")
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
             print("    %s: %d types, %d objects compared" % ((py.label,) + n))
@@ -170,6 +205,7 @@ def crash_case(py):
             core = t.crash_core()
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable)),
                   "kernel core")
+            check_referrers(t.truth, core, "kernel core", t.executable)
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "core", core)], "kernel core")
     return run
@@ -189,7 +225,9 @@ def debugger_check(t, runs, source=None):
         what = "%s %s" % (debugger, source or kind)
         rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
                                      ["py-heap --json --biggest 3", "py-heap --top 5",
-                                      "py-heap --no-such-option"])
+                                      "py-heap --no-such-option",
+                                      "py-heap --json --referrers %s"
+                                      % t.truth["extra"]["referrers"][0]["address"]])
         no_traceback(what, err, *outs)
         check(t.truth, parse_json(outs[0], what), what)
         want = cli("heap", "--top", "5", core or t.pid)
@@ -198,6 +236,9 @@ def debugger_check(t, runs, source=None):
                                  % (what, outs[1][:2000], want[:2000]))
         if "unknown argument '--no-such-option'" not in outs[2] + err:
             raise AssertionError("%s: a bad option gave no error" % what)
+        p = referrer_problems(t.truth, [parse_json(outs[3], what + " --referrers")])
+        if p:
+            raise AssertionError("%s py-heap --referrers:\n  %s" % (what, "\n  ".join(p)))
 
 
 def poke(pid, addr, value):

@@ -109,6 +109,23 @@ ZOO = {
 GLOBAL = GlobalHeld()
 
 
+class Referred(object):
+    pass
+
+
+class RefHolder(object):
+    pass
+
+
+# --referrers: SHARED is held by a module global, a list item, a dict value, a tuple item, a
+# set element and an instance attribute; ZOO["lists"][3] by the list of lists alone.
+SHARED = Referred()
+HOLDER = RefHolder()
+HOLDER.ref = SHARED
+REFS = {"list": [0, 0, SHARED], "dict": {"k": SHARED}, "tuple": (1, SHARED),
+        "set": set([SHARED]), "holder": HOLDER}
+
+
 def make_cycles():
     for _ in range(CYCLES):
         a, b = CycleNode(), CycleNode()
@@ -189,6 +206,34 @@ def census():
     return tracked, closure
 
 
+def referrers_of(obj):
+    """{address: via} of what gc.get_referrers() finds for @obj (frames left out: the census
+    does not look into them), via as `pyunwind heap --referrers` writes it."""
+    out = {}
+    for r in gc.get_referrers(obj):
+        if type(r).__name__ == "frame" or (type(r) is tuple and len(r) == 1 and r[0] is obj):
+            continue  # frames, and the call's own argument tuple (gone after it)
+        via = "?" + type_name(type(r))
+        # Loops, not generator expressions: those would hold @obj in a cell, a referrer.
+        if isinstance(r, (list, tuple)):
+            via = ""
+            for i, x in enumerate(r):
+                if x is obj:
+                    via += "[%d]" % i
+        elif isinstance(r, dict):
+            via = ""
+            for k, x in r.items():
+                if x is obj:
+                    via += "[%r]" % (k,)
+        elif isinstance(r, (set, frozenset)):
+            via = "(an element)"
+        elif isinstance(r, RefHolder):
+            via = ".ref"
+        out[hex(id(r))] = via
+    r = None  # else the last referrer, maybe this very frame, makes a cycle that stays
+    return {"address": hex(id(obj)), "type": type_name(type(obj)), "referrers": out}
+
+
 def native_id():
     get = getattr(threading, "get_native_id", None)
     return get() if get is not None else None
@@ -217,7 +262,9 @@ def main():
     # 2.7 fills in a type on first use.
     write_truth({"warm-up": [1]}, "warm-up.json")
     census()
+    referrers_of(SHARED)  # its first call, too, leaves something on 2.7
     types, closure = census()
+    refs = [referrers_of(SHARED), referrers_of(ZOO["lists"][3])]  # not in the census
     atoms = {}
     for o in [ZOO["str"], ZOO["text"], ZOO["bytes"], ZOO["bytearray"]] + ZOO["bigints"]:
         atoms[type_name(type(o))] = atoms.get(type_name(type(o)), 0) + sys.getsizeof(o)
@@ -234,11 +281,12 @@ def main():
            "main_thread_id": threading.current_thread().ident, "threads": threads,
            "extra": {"types": types, "closure": closure,
                      "atoms": atoms, "largest": largest,
+                     "referrers": refs,
                      "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
                      "zoo": {"Plain": PLAIN, "Slotted": SLOTTED, "DictSub": DICTSUB,
                              "Wide": WIDE, "RealDict": REALDICT, "CycleNode": 2 * CYCLES}}}
     write_truth(doc)
-    del doc, types, closure, threads, atoms, largest
+    del doc, types, closure, threads, atoms, largest, refs
     if MODE == "crash":
         if hasattr(gc, "freeze"):
             gc.freeze()  # 3.7+: every object into the permanent generation's list
