@@ -50,7 +50,8 @@ enum pyu_syntax_form {
 	PYU_SYNTAX_38,  // 3.8: a file without a line goes after the message
 	PYU_SYNTAX_39,  // 3.9: one '^' placed in the text with its indent stripped
 	PYU_SYNTAX_310, // 3.10 - 3.12: '^' from offset to end_offset
-	PYU_SYNTAX_313, // 3.13+: both clamped to the text; several lines: to its end
+	PYU_SYNTAX_313, // 3.13, 3.14: both clamped to the text; several lines: to its end
+	PYU_SYNTAX_315, // 3.15+: as 3.13, the caret line in display columns (wide: two, tab: one)
 };
 
 struct pyu_value_layout {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "carets.h"
 #include "objects.h"
 #include "printable.h"
 #include "reprtext.h"
@@ -3105,9 +3106,24 @@ static void syntax_error_lines(struct pyu_values *v, uint64_t exc, struct pyu_st
 						end = off + 1;
 				}
 				int64_t col = off - 1 - spaces, end_col = end - 1 - spaces;
-				if (col >= 0) {
+				int64_t carets = end_col - col;
+				if (col >= 0 && form >= PYU_SYNTAX_315) {
+					// ' ' * _display_width(ltext, colno), then '^' for each column
+					// of ltext[colno:end_colno] (for end_colno - colno when empty)
+					size_t c0 = (size_t)clamp_index(col, ln);
+					size_t c1 = end_col > col ? (size_t)clamp_index(end_col, ln) : c0;
+					int64_t w = pyu_carets_width(lt, c0, PYU_WIDTH_WLEN);
+					if (c1 > c0)
+						carets = pyu_carets_width(lt + c0, c1 - c0,
+									  PYU_WIDTH_WLEN);
+					pyu_strbuf_puts(lines, "    ");
+					for (int64_t i = 0; i < w; i++)
+						pyu_strbuf_putc(lines, ' ');
+				} else if (col >= 0) {
 					put_caretspace(lines, lt, (size_t)clamp_index(col, ln));
-					for (int64_t i = col; i < end_col && i - col < 100000; i++)
+				}
+				if (col >= 0) {
+					for (int64_t i = 0; i < carets && i < 100000; i++)
 						pyu_strbuf_putc(lines, '^');
 					pyu_strbuf_putc(lines, '\n');
 				}

@@ -166,7 +166,8 @@ if PY3:  # (2.7 counts a tab as 8 spaces: no TabError)
     SYNTAX_GIVEN += [("", ("given.py", 7, 1, "x\n")), ("no line", ("given.py", None, None, None))]
 if sys.version_info >= (3, 10):
     SYNTAX_GIVEN += [("ranged", ("given.py", 4, 3, "  foo(bar, baz)\n", 4, 12)),
-                     ("lines", ("given.py", 4, 7, "  foo(bar,\n", 5, 2))]
+                     ("lines", ("given.py", 4, 7, "  foo(bar,\n", 5, 2)),
+                     ("wide", ("given.py", 1, 6, u"\u65e5\u672c = \u65e5\u672c\n", 1, 8))]
 
 
 def syntax_error(source):
