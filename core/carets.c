@@ -175,6 +175,11 @@ static int64_t u_width(struct ustr line, int64_t offset, enum pyu_caret_width mo
 	return w;
 }
 
+int64_t pyu_carets_width(const uint32_t *cp, size_t n, enum pyu_caret_width mode)
+{
+	return u_width((struct ustr){cp, n}, (int64_t)n, mode);
+}
+
 static struct ustr decode(struct arena *a, const char *bytes, size_t n, bool add_newline)
 {
 	uint32_t *cp = arena_alloc(a, n + 2, sizeof(*cp));

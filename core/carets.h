@@ -39,6 +39,10 @@ struct pyu_caret_rules {
 	const char *label;            // for tests and messages: "3.12"
 };
 
+// The terminal columns the traceback module counts for the @n code points at @cp
+// (_display_width). Cannot fail.
+int64_t pyu_carets_width(const uint32_t *cp, size_t n, enum pyu_caret_width mode);
+
 // The rules of the traceback module of the interpreter with @hexversion. Cannot fail.
 const struct pyu_caret_rules *pyu_caret_rules_for(uint64_t hexversion);
 

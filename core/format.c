@@ -317,6 +317,8 @@ static const struct pyu_traceback *node_tb(const struct exc_print *p, uint32_t i
 static void exc_only(struct exc_print *p, const struct pyu_exc_node *n)
 {
 	struct pyu_strbuf line;
+	if (n->syntax)
+		exc_emit(p, '|', n->syntax);
 	pyu_strbuf_init(&line, PYU_STRBUF_MAX);
 	pyu_strbuf_puts(&line, n->type ? n->type : "<unreadable exception type>");
 	if (!n->text) {

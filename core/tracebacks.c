@@ -234,6 +234,7 @@ void pyu_exc_chain_clear(struct pyu_exc_chain *c)
 		free(c->nodes[i].type);
 		free(c->nodes[i].text);
 		free(c->nodes[i].notes);
+		free(c->nodes[i].syntax);
 		pyu_traceback_clear(&c->nodes[i].tb);
 	}
 	free(c->nodes);
@@ -270,7 +271,7 @@ static int32_t chain_node(struct pyu_target *t, const struct pyu_layout *l,
 	n->cause = n->context = -1;
 	uint64_t group = 0;
 	struct pyu_error *err = pyu_exception_words(v, exc, &n->type, &n->text, &group,
-						    &n->notes);
+						    &n->notes, &n->syntax);
 	if (err && pyu_error_code(err) == PYU_ERR_NOMEM)
 		return -2;
 	if (err && !chain_cut(c, err))

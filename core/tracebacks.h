@@ -72,6 +72,8 @@ struct pyu_exc_node {
 	char *type;  // as format_exception_only names the type, owned; NULL when unreadable
 	char *text;  // str(exc), owned, UTF-8 (may hold newlines); NULL when unknown
 	char *notes; // the lines its __notes__ add, each ended by '\n', owned; NULL: none
+	char *syntax; // a SyntaxError's lines before "Type: text" (file, source, carets),
+		      // each ended by '\n', owned; NULL for other exceptions
 	struct pyu_traceback tb; // its __traceback__ (node 0: left empty, the caller has it)
 	int32_t cause;   // node shown as its __cause__, -1 none
 	int32_t context; // node shown as its __context__, -1 none

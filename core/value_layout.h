@@ -43,6 +43,17 @@ enum pyu_managed_kind {
 	                  // obj + tp_basicsize
 };
 
+// How traceback.format_exception_only lays out a SyntaxError (each version's traceback.py).
+enum pyu_syntax_form {
+	PYU_SYNTAX_27,  // 2.7: from args; the file line always; the stripped text; one '^'
+	PYU_SYNTAX_36,  // 3.6, 3.7: as 2.7 from the fields, a missing detail shown as such
+	PYU_SYNTAX_38,  // 3.8: a file without a line goes after the message
+	PYU_SYNTAX_39,  // 3.9: one '^' placed in the text with its indent stripped
+	PYU_SYNTAX_310, // 3.10 - 3.12: '^' from offset to end_offset
+	PYU_SYNTAX_313, // 3.13, 3.14: both clamped to the text; several lines: to its end
+	PYU_SYNTAX_315, // 3.15+: as 3.13, the caret line in display columns (wide: two, tab: one)
+};
+
 struct pyu_value_layout {
 	const char *name;          // "3.12"
 	uint32_t version_hex;      // major.minor as PY_VERSION_HEX (0x030c0000)
@@ -60,6 +71,7 @@ struct pyu_value_layout {
 	uint8_t bytearray_escapes_quote; // bytearray(b"'") prints as bytearray(b"\'") (<= 3.14)
 	uint8_t frame_repr;        // frames have a repr of their own (3.7+), else the default form
 	uint8_t unicode_db;        // index into the printable table's versions (printable.h)
+	enum pyu_syntax_form syntax_form;
 
 	struct {
 		int32_t basicsize, itemsize, dictoffset, repr, base, mro, dict;
@@ -97,6 +109,9 @@ struct pyu_value_layout {
 		int32_t group_msg, group_excs; // BaseExceptionGroup's message and tuple (3.11+)
 		int32_t os_errno, os_strerror, os_filename; // OSError (2.7: EnvironmentError)
 		int32_t os_filename2;                        // (3.x)
+		int32_t syntax_msg, syntax_filename, syntax_lineno, syntax_offset; // SyntaxError
+		int32_t syntax_text;
+		int32_t syntax_end_lineno, syntax_end_offset; // (3.10+)
 	} exc;
 	struct {
 		int32_t func, self, klass; // PyMethodObject: im_func, im_self, im_class (2.7)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "carets.h"
 #include "objects.h"
 #include "printable.h"
 #include "reprtext.h"
@@ -197,7 +198,10 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 		&vl->cell_ref, &vl->instance.klass, &vl->instance.dict, &vl->instance.cl_name,
 		&vl->instance.cl_dict, &vl->exc.context, &vl->exc.cause, &vl->exc.suppress_context,
 		&vl->exc.notes, &vl->exc.group_msg, &vl->exc.group_excs, &vl->exc.os_errno,
-		&vl->exc.os_strerror, &vl->exc.os_filename, &vl->exc.os_filename2, &vl->method.func,
+		&vl->exc.os_strerror, &vl->exc.os_filename, &vl->exc.os_filename2,
+		&vl->exc.syntax_msg, &vl->exc.syntax_filename, &vl->exc.syntax_lineno,
+		&vl->exc.syntax_offset, &vl->exc.syntax_text, &vl->exc.syntax_end_lineno,
+		&vl->exc.syntax_end_offset, &vl->method.func,
 		&vl->method.self, &vl->method.klass, &vl->gen.code, &vl->gen.qualname,
 	};
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -2910,8 +2914,242 @@ static char *exception_notes(struct pyu_values *v, uint64_t exc)
 	return out;
 }
 
+// ---- SyntaxError's layout ---------------------------------------------------------------
+
+// Whether format_exception_only lays the SyntaxError at @exc out as one: 3.x always; 2.7
+// only when its args are (msg, (filename, lineno, offset, text)), which set its fields.
+static bool syntax_laid_out(struct pyu_values *v, uint64_t exc)
+{
+	uint64_t args, n = 0, details = 0, m = 0;
+	if (!v->vl.py2)
+		return true;
+	if (!ok(field_u64(v, exc, v->vl.exc_args, &args)) ||
+	    !ok(field_u64(v, args, v->l->ob_size, &n)) || n != 2 ||
+	    !ok(rd_u64(v, args + (uint64_t)v->l->tuple_item + 8, &details)) ||
+	    !is_kind(v, details, K_TUPLE) || !ok(field_u64(v, details, v->l->ob_size, &m)))
+		return false;
+	return m == 4;
+}
+
+// A SyntaxError's text as code points (what Python's len() and slices count).
+struct syntax_text {
+	uint32_t *cp;
+	size_t n;
+};
+
+// Python's str.isspace() for the characters a source line holds (ASCII whitespace, the
+// separators str.strip() removes too).
+static bool py_isspace(uint32_t c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 ||
+	       c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 ||
+	       c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+static void put_cps(struct pyu_strbuf *sb, const uint32_t *cp, size_t n)
+{
+	char utf8[4];
+	for (size_t i = 0; i < n; i++)
+		pyu_strbuf_append(sb, utf8, pyu_utf8_put(cp[i], utf8));
+}
+
+// "    " then, for each character of @cp[0..n), itself when whitespace (a tab keeps the
+// alignment) else a space.
+static void put_caretspace(struct pyu_strbuf *sb, const uint32_t *cp, size_t n)
+{
+	pyu_strbuf_puts(sb, "    ");
+	for (size_t i = 0; i < n; i++)
+		if (py_isspace(cp[i]))
+			put_cps(sb, cp + i, 1);
+		else
+			pyu_strbuf_putc(sb, ' ');
+}
+
+// An int field of the SyntaxError: *has false for None (or what is not a small int).
+static void syntax_int(struct pyu_values *v, uint64_t exc, int32_t off, bool *has, int64_t *ret)
+{
+	uint64_t obj, type;
+	struct type_entry te;
+	*has = false;
+	if (off == PYU_NO_FIELD || !ok(field_u64(v, exc, off, &obj)) || !obj ||
+	    !ok(classify_obj(v, obj, &type, &te)))
+		return;
+	if ((te.kind == K_INT || te.kind == K_PY2INT) &&
+	    ok(read_small_int(v, obj, (enum kind)te.kind, ret)))
+		*has = true;
+}
+
+// The str at field @off (false: None, not a str, or unreadable).
+static bool syntax_str(struct pyu_values *v, uint64_t exc, int32_t off, struct syntax_text *ret)
+{
+	uint64_t obj, type;
+	struct type_entry te;
+	struct text tx;
+	if (off == PYU_NO_FIELD || !ok(field_u64(v, exc, off, &obj)) || !obj ||
+	    !ok(classify_obj(v, obj, &type, &te)) || (te.kind != K_STR && te.kind != K_PY2STR) ||
+	    !ok(read_text(v, obj, (enum kind)te.kind, v->lim.chars, &tx)))
+		return false;
+	ret->cp = malloc((tx.n + 1) * sizeof(uint32_t));
+	if (!ret->cp) {
+		free(tx.data);
+		return false;
+	}
+	for (size_t i = 0; i < tx.n; i++)
+		ret->cp[i] = tx.kind == 1 ? tx.data[i] : tx.kind == 2 ? pyu_le16(tx.data + 2 * i)
+								   : pyu_le32(tx.data + 4 * i);
+	ret->n = tx.n;
+	free(tx.data);
+	return true;
+}
+
+static int64_t clamp_index(int64_t i, size_t n)
+{
+	// a Python slice end: negative counts from the end, both clamped to [0, n]
+	if (i < 0)
+		i += (int64_t)n;
+	return i < 0 ? 0 : i > (int64_t)n ? (int64_t)n : i;
+}
+
+// The lines before the last one format_exception_only prints for a SyntaxError (the file,
+// the source text, the carets), each ended by '\n', into @lines, and its last line's text
+// (the message, and on 3.8+ the file when there is no line number) into @last.
+static void syntax_error_lines(struct pyu_values *v, uint64_t exc, struct pyu_strbuf *lines,
+			       struct pyu_strbuf *last)
+{
+	const struct pyu_value_layout *vl = &v->vl;
+	enum pyu_syntax_form form = vl->syntax_form;
+	bool has_line, has_end_line, has_off, has_end_off;
+	int64_t lineno = 0, end_lineno = 0, offset = 0, end_offset = 0;
+	syntax_int(v, exc, vl->exc.syntax_lineno, &has_line, &lineno);
+	syntax_int(v, exc, vl->exc.syntax_end_lineno, &has_end_line, &end_lineno);
+	syntax_int(v, exc, vl->exc.syntax_offset, &has_off, &offset);
+	syntax_int(v, exc, vl->exc.syntax_end_offset, &has_end_off, &end_offset);
+	uint64_t filename = 0, msg = 0;
+	bool has_file = ok(field_u64(v, exc, vl->exc.syntax_filename, &filename)) && filename &&
+			!is_kind(v, filename, K_NONE);
+	struct pyu_strbuf fsb; // filename or "<string>"
+	pyu_strbuf_init(&fsb, PYU_STRBUF_MAX);
+	if (has_file)
+		str_of(v, filename, &fsb);
+	if (fsb.len == 0)
+		pyu_strbuf_puts(&fsb, "<string>");
+	char *fname = NULL;
+	if (!ok(pyu_strbuf_finish(&fsb, &fname)))
+		fname = NULL;
+	bool file_line = form <= PYU_SYNTAX_36 || has_line;
+	if (file_line) {
+		pyu_strbuf_printf(lines, "  File \"%s\", line ", fname ? fname : "?");
+		if (has_line)
+			pyu_strbuf_printf(lines, "%" PRId64 "\n", lineno);
+		else
+			pyu_strbuf_puts(lines, "None\n");
+	}
+	struct syntax_text t = {0};
+	if (syntax_str(v, exc, vl->exc.syntax_text, &t)) {
+		size_t n = t.n, r = n;
+		while (r > 0 && t.cp[r - 1] == '\n') // rstrip('\n')
+			r--;
+		if (form <= PYU_SYNTAX_38) {
+			// badline.strip(); the caret after badline.rstrip('\n')[:min(len, offset) - 1]
+			// stripped of its leading whitespace
+			size_t a = 0, b = n;
+			while (a < b && py_isspace(t.cp[a]))
+				a++;
+			while (b > a && py_isspace(t.cp[b - 1]))
+				b--;
+			pyu_strbuf_puts(lines, "    ");
+			put_cps(lines, t.cp + a, b - a);
+			pyu_strbuf_putc(lines, '\n');
+			if (has_off) {
+				int64_t o = ((int64_t)r < offset ? (int64_t)r : offset) - 1;
+				size_t e = (size_t)clamp_index(o, r), s = 0;
+				while (s < e && py_isspace(t.cp[s]))
+					s++;
+				put_caretspace(lines, t.cp + s, e - s);
+				pyu_strbuf_puts(lines, "^\n");
+			}
+		} else {
+			// rtext = text.rstrip('\n'); ltext = rtext.lstrip(' \n\f')
+			size_t l = 0;
+			while (l < r && (t.cp[l] == ' ' || t.cp[l] == '\n' || t.cp[l] == '\f'))
+				l++;
+			int64_t spaces = (int64_t)l;
+			const uint32_t *lt = t.cp + l;
+			size_t ln = r - l;
+			// (3.13+ print it in each branch, before the carets: the same text)
+			pyu_strbuf_puts(lines, "    ");
+			put_cps(lines, lt, ln);
+			pyu_strbuf_putc(lines, '\n');
+			if (form == PYU_SYNTAX_39) {
+				int64_t caret = (has_off ? offset : 0) - 1 - spaces;
+				if (caret >= 0) {
+					put_caretspace(lines, lt, (size_t)clamp_index(caret, ln));
+					pyu_strbuf_puts(lines, "^\n");
+				}
+			} else if (has_off) {
+				int64_t off = offset, end;
+				bool same_line = has_line == has_end_line &&
+						 (!has_line || lineno == end_lineno);
+				if (form == PYU_SYNTAX_310 || same_line)
+					end = has_end_off && end_offset != 0 ? end_offset : off;
+				else
+					end = (int64_t)r + 1;
+				if (form == PYU_SYNTAX_310) {
+					if (off == end || end == -1)
+						end = off + 1;
+				} else {
+					if (n && off > (int64_t)n)
+						off = (int64_t)r + 1;
+					if (n && end > (int64_t)n)
+						end = (int64_t)r + 1;
+					if (off >= end || end < 0)
+						end = off + 1;
+				}
+				int64_t col = off - 1 - spaces, end_col = end - 1 - spaces;
+				int64_t carets = end_col - col;
+				if (col >= 0 && form >= PYU_SYNTAX_315) {
+					// ' ' * _display_width(ltext, colno), then '^' for each column
+					// of ltext[colno:end_colno] (for end_colno - colno when empty)
+					size_t c0 = (size_t)clamp_index(col, ln);
+					size_t c1 = end_col > col ? (size_t)clamp_index(end_col, ln) : c0;
+					int64_t w = pyu_carets_width(lt, c0, PYU_WIDTH_WLEN);
+					if (c1 > c0)
+						carets = pyu_carets_width(lt + c0, c1 - c0,
+									  PYU_WIDTH_WLEN);
+					pyu_strbuf_puts(lines, "    ");
+					for (int64_t i = 0; i < w; i++)
+						pyu_strbuf_putc(lines, ' ');
+				} else if (col >= 0) {
+					put_caretspace(lines, lt, (size_t)clamp_index(col, ln));
+				}
+				if (col >= 0) {
+					for (int64_t i = 0; i < carets && i < 100000; i++)
+						pyu_strbuf_putc(lines, '^');
+					pyu_strbuf_putc(lines, '\n');
+				}
+			}
+		}
+		free(t.cp);
+	}
+	// the last line: str(msg) (2.7: nothing for None or ''; 3.x: "<no detail available>")
+	bool has_msg = ok(field_u64(v, exc, vl->exc.syntax_msg, &msg)) && msg &&
+		       !is_kind(v, msg, K_NONE);
+	size_t at = last->len;
+	if (has_msg)
+		str_of(v, msg, last);
+	if (form != PYU_SYNTAX_27 && last->len == at)
+		pyu_strbuf_puts(last, "<no detail available>");
+	if (form >= PYU_SYNTAX_38 && !has_line && has_file) {
+		pyu_strbuf_puts(last, " (");
+		str_of(v, filename, last);
+		pyu_strbuf_putc(last, ')');
+	}
+	free(fname);
+}
+
 struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type_ret,
-				      char **text_ret, uint64_t *group_ret, char **notes_ret)
+				      char **text_ret, uint64_t *group_ret, char **notes_ret,
+				      char **syntax_ret)
 {
 	uint64_t type, args, n = 0, a0 = 0;
 	char *module = NULL, *qual = NULL;
@@ -2939,6 +3177,30 @@ struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char *
 	if (group && (err = field_u64(v, exc, v->vl.exc.group_excs, &excs)) != NULL) {
 		free(type_words);
 		return pyu_error_wrap(err, "reading the exception group at 0x%" PRIx64, exc);
+	}
+	*syntax_ret = NULL;
+	if (v->vl.exc.syntax_msg != PYU_NO_FIELD && derives_from_static(v, type, "SyntaxError") &&
+	    syntax_laid_out(v, exc)) {
+		// format_exception_only's own layout, which does not take str(exc)
+		struct pyu_strbuf lines;
+		pyu_strbuf_init(&lines, (size_t)v->lim.output * 2 + 4096);
+		pyu_strbuf_init(&sb, (size_t)v->lim.output * 2 + 4096);
+		v->depth = 0;
+		v->cut = false;
+		syntax_error_lines(v, exc, &lines, &sb);
+		char *syntax = NULL;
+		if ((err = pyu_strbuf_finish(&lines, &syntax)) != NULL ||
+		    (err = pyu_strbuf_finish(&sb, &text)) != NULL) {
+			free(syntax);
+			free(type_words);
+			return err;
+		}
+		*type_ret = type_words;
+		*text_ret = text;
+		*group_ret = 0;
+		*notes_ret = exception_notes(v, exc);
+		*syntax_ret = syntax;
+		return NULL;
 	}
 	if (python_str(v, type)) {
 		*type_ret = type_words;

@@ -135,9 +135,11 @@ struct pyu_error *pyu_sequence_foreach(struct pyu_values *v, uint64_t obj,
 // defines __str__. Both malloc'd, UTF-8. *group is the tuple of an exception group's members
 // (BaseExceptionGroup.exceptions), 0 for any other exception. *notes: the lines its
 // __notes__ add (3.11+), each ended by '\n', malloc'd, or NULL. On error, the outputs are
-// unchanged.
+// unchanged. A SyntaxError (and subclasses) comes in format_exception_only's own layout:
+// *syntax holds the lines before the last one (file, source text, carets; each ended by
+// '\n', malloc'd) and *text that line's message; *syntax is NULL for other exceptions.
 struct pyu_error *pyu_exception_words(struct pyu_values *v, uint64_t exc, char **type,
-				      char **text, uint64_t *group, char **notes);
+				      char **text, uint64_t *group, char **notes, char **syntax);
 
 // Where frame reprs (3.7+: "<frame at 0x..., file '...', line N, code f>") take their line:
 // @line(@arg, @frame) gives the current line of the frame at @frame (the frame object, 3.11+

@@ -3,7 +3,8 @@
 # traceback.format_exception() gives for the exception it handles - nested calls, carets of
 # every kind, a recursion, KeyError and argument forms, a class defined here and one from a
 # module, non-ASCII and multi-line messages, OSError's errno form; on 3.x chained causes and contexts (scenario
-# module tracebacks_py3.py); on 3.11+ exception groups. One thread runs code compiled with a
+# module tracebacks_py3.py); on 3.11+ exception groups; SyntaxErrors, compiled and raised.
+# One thread runs code compiled with a
 # RELATIVE file name (rel/relative.py, written into the work directory, which is the target's
 # working directory): its source must be found against that directory.
 #
@@ -153,6 +154,36 @@ def relative_outer():
 '''
 
 
+# SyntaxErrors as format_exception_only lays them out (file, text, carets per version):
+# compiled sources (an indent, tabs, an unclosed bracket, a range of carets, a missing block;
+# none whose message is "invalid syntax", which 3.14+ re-examine by running the compiler),
+# and ones raised with given details.
+SYNTAX_SOURCES = ["  x = 1\n", "def f():\n\tx = [1, 2\n", "f(**x, *y)\n", "for x in y:\npass\n"]
+SYNTAX_GIVEN = [("given", ("given.py", 4, 3, "  foo(bar, baz)\n")),
+                ("past the end", ("given.py", 2, 40, "\tshort\n"))]
+if PY3:  # (2.7 counts a tab as 8 spaces: no TabError)
+    SYNTAX_SOURCES.append("if x:\n        a = 1\n\tb = 2\n")
+    SYNTAX_GIVEN += [("", ("given.py", 7, 1, "x\n")), ("no line", ("given.py", None, None, None))]
+if sys.version_info >= (3, 10):
+    SYNTAX_GIVEN += [("ranged", ("given.py", 4, 3, "  foo(bar, baz)\n", 4, 12)),
+                     ("lines", ("given.py", 4, 7, "  foo(bar,\n", 5, 2)),
+                     ("wide", ("given.py", 1, 6, u"\u65e5\u672c = \u65e5\u672c\n", 1, 8))]
+
+
+def syntax_error(source):
+    try:
+        compile(source, "synfile.py", "exec")
+    except SyntaxError:
+        park()
+
+
+def syntax_given(args):
+    try:
+        raise SyntaxError(*args)
+    except SyntaxError:
+        park()
+
+
 def relative_file():
     # Compiled with a file name relative to the working directory, as `python app.py` names a
     # script on 2.7 - 3.8.
@@ -167,6 +198,8 @@ SCENARIOS = [("nested", nested_calls, ()), ("keyerror", key_error, ()),
              ("module", module_error, ()), ("text", text_message, ()),
              ("oserror", os_error, ()),
              ("relative", relative_file, ())]
+SCENARIOS += [("syntax%d" % i, syntax_error, (src,)) for i, src in enumerate(SYNTAX_SOURCES)]
+SCENARIOS += [("given%d" % i, syntax_given, (a,)) for i, a in enumerate(SYNTAX_GIVEN)]
 
 
 def main(argv):
