@@ -161,13 +161,16 @@ def debugger_json(t, debugger, kind, core, text=False):
     """One debugger session on @t (live) or @core: py-bt --all --locals --json, and the text
     commands when @text; returns the text commands' outputs."""
     what = "%s %s" % (debugger, kind)
-    commands = ["py-bt --all --locals --json " + " ".join(WIDE)] + (TEXT_COMMANDS if text else [])
+    # The text commands read the main thread: selected by the debugger's thread 1 (the
+    # process's first thread in both), not left to whichever thread the attach stopped in.
+    commands = ["py-bt --all --locals --json " + " ".join(WIDE)] + (
+        [SELECT_MAIN[debugger]] + TEXT_COMMANDS if text else [])
     rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core), commands)
     no_traceback(what, err, *outs)
     check_doc(t.truth, parse_json(outs[0], what), what)
     if text:
-        check_text_commands(what, t, outs[1:], err)
-    return outs[1:5]
+        check_text_commands(what, t, outs[2:], err)
+    return outs[2:6]
 
 
 def cli_case(py):
@@ -212,6 +215,7 @@ def main_frame(truth):
     return main["frames"][1]  # #0 park, #1 main
 
 
+SELECT_MAIN = {"gdb": "thread 1", "lldb": "thread select 1"}
 TEXT_COMMANDS = ["py-locals 1", "py-up", "py-print mode", "py-print os.sep", "py-print len",
                  "py-print no_such_name", "py-print mode.no_such_attr", "py-locals 99"]
 
