@@ -428,7 +428,7 @@ static bool head_links(struct census *c, uint64_t head)
 	const struct pyu_heap_layout *hl = c->hl;
 	uint64_t next_mask = ~((1ull << hl->next_bits) - 1);
 	uint64_t prev_mask = ~((1ull << hl->prev_bits) - 1);
-	uint64_t next, prev, back, fwd;
+	uint64_t next = 0, prev = 0, back = 0, fwd = 0;
 	struct pyu_error *err = pyu_target_read_u64(c->t, head + (uint64_t)hl->gc.next, &next);
 	if (!err)
 		err = pyu_target_read_u64(c->t, head + (uint64_t)hl->gc.prev, &prev);

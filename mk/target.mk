@@ -10,7 +10,8 @@ TARGET_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -iquote core $(CORE_
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 TARGET_FUZZ_SRCS := core/target.c core/target_proc.c core/target_proc_status.c core/target_core.c \
 	core/elf.c core/error.c \
-	core/debuginfod.c core/syscalls.c core/syscalls_x86_64.c
+	core/debuginfod.c core/syscalls.c core/syscalls_x86_64.c core/syscalls_aarch64.c \
+	core/linkmap.c
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(TARGET_FUZZ_SRCS) $(CORE_HDRS)
 	@mkdir -p $(dir $@)
