@@ -16,7 +16,6 @@
 #   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -24,24 +23,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
 from harness import REPO, Target, run_cases, selected  # noqa: E402
 from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
+from test_tasks import cli  # noqa: E402
 
-CLI = os.path.join(REPO, "build", "pyunwind")
 # gdb and lldb read these (gdb live and on the kernel core, lldb on the gdb core).
 ADAPTER_PYTHONS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
 DAMAGE_PYTHONS = ("pyenv-2.7", "pyenv-3.11", "sid-3.15")
 DAMAGE_SECONDS = 20
-
-
-def cli(*args):
-    try:
-        p = subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("pyunwind %s: no answer within 120s" % " ".join(map(str, args)))
-    if p.returncode != 0:
-        raise AssertionError("pyunwind %s: status %d: %s" % (" ".join(map(str, args)),
-                                                              p.returncode, p.stderr.decode()))
-    return p.stdout.decode("utf-8", "strict")
 
 
 def wait_parked(pid, timeout=60):
