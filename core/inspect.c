@@ -309,7 +309,8 @@ void pyu_stacks_read_thread_values(const struct pyu_stacks *s)
 		th->exc_type = type;
 		th->exc_truncated = truncated;
 		read_exc_traceback(s, v, th);
-		err = pyu_exc_chain_read(s->target, &s->runtime->layout, v, exc, &th->exc_chain);
+		err = pyu_exc_chain_read(s->target, &s->runtime->layout, v, th->interp_address, exc,
+					 &th->exc_chain);
 		pyu_error_destroy(err); // out of memory: no chain, the exception alone
 	}
 	free(idents);

@@ -13,6 +13,7 @@
 #include "linetable.h"
 #include "objects.h"
 #include "runtime.h"
+#include "suggestions.h"
 #include "tracebacks.h"
 #include "values.h"
 
@@ -251,10 +252,34 @@ static bool chain_cut(struct pyu_exc_chain *c, struct pyu_error *why)
 	return c->error != NULL;
 }
 
+// Appends to *text what the traceback module adds after str(exc) ("Did you mean ...?"). False
+// only for out of memory.
+static bool append_suggestion(struct pyu_target *t, const struct pyu_layout *l,
+			      struct pyu_values *v, uint64_t interp, uint64_t exc, char **text)
+{
+	char *more = NULL;
+	if (pyu_exception_suggestion(t, l, v, interp, exc, &more))
+		return false;
+	if (!more[0]) {
+		free(more);
+		return true;
+	}
+	size_t a = strlen(*text), b = strlen(more);
+	char *joined = realloc(*text, a + b + 1);
+	if (!joined) {
+		free(more);
+		return false;
+	}
+	memcpy(joined + a, more, b + 1);
+	*text = joined;
+	free(more);
+	return true;
+}
+
 // The node index of the exception at @exc, made now; -1 when it was seen before or is None,
 // -2 when out of memory. An exception that cannot be read becomes a node without words.
 static int32_t chain_node(struct pyu_target *t, const struct pyu_layout *l,
-			  struct pyu_values *v, uint64_t exc, bool read_tb,
+			  struct pyu_values *v, uint64_t interp, uint64_t exc, bool read_tb,
 			  struct pyu_exc_chain *c)
 {
 	if (!exc || pyu_object_is_none(v, exc))
@@ -275,6 +300,8 @@ static int32_t chain_node(struct pyu_target *t, const struct pyu_layout *l,
 	if (err && pyu_error_code(err) == PYU_ERR_NOMEM)
 		return -2;
 	if (err && !chain_cut(c, err))
+		return -2;
+	if (n->text && !n->syntax && !append_suggestion(t, l, v, interp, exc, &n->text))
 		return -2;
 	const struct pyu_value_layout *vl = pyu_values_layout(v);
 	if (group && vl->exc.group_excs != PYU_NO_FIELD) {
@@ -318,7 +345,7 @@ static bool exc_field(struct pyu_target *t, uint64_t exc, int32_t off, uint64_t 
 }
 
 struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layout *l,
-				     struct pyu_values *v, uint64_t exc,
+				     struct pyu_values *v, uint64_t interp, uint64_t exc,
 				     struct pyu_exc_chain *ret)
 {
 	struct pyu_exc_chain c = {0};
@@ -329,7 +356,7 @@ struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layo
 	const struct pyu_value_layout *vl = pyu_values_layout(v);
 	int32_t pending[PYU_EXC_NODES_MAX]; // nodes whose links are still to follow (a stack,
 	uint32_t top = 0;                  // as the traceback module's queue)
-	int32_t root = chain_node(t, l, v, exc, false, &c);
+	int32_t root = chain_node(t, l, v, interp, exc, false, &c);
 	if (root == -2)
 		goto nomem;
 	if (root >= 0)
@@ -348,11 +375,11 @@ struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layo
 				goto nomem;
 		}
 		c.nodes[i].suppress_context = suppress != 0;
-		int32_t ci = chain_node(t, l, v, cause, true, &c);
+		int32_t ci = chain_node(t, l, v, interp, cause, true, &c);
 		if (ci == -2)
 			goto nomem;
 		int32_t xi = -1;
-		if (ci < 0 && !suppress && (xi = chain_node(t, l, v, context, true, &c)) == -2)
+		if (ci < 0 && !suppress && (xi = chain_node(t, l, v, interp, context, true, &c)) == -2)
 			goto nomem;
 		c.nodes[i].cause = ci;
 		c.nodes[i].context = xi;
@@ -370,7 +397,7 @@ struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layo
 					goto nomem;
 				break;
 			}
-			int32_t mi = chain_node(t, l, v, member, true, &c);
+			int32_t mi = chain_node(t, l, v, interp, member, true, &c);
 			if (mi == -2)
 				goto nomem;
 			c.nodes[i].members[k] = mi;

@@ -94,9 +94,11 @@ struct pyu_exc_chain {
 // __context__ unless suppressed (3.10+'s compact form), group members - each once (as the
 // traceback module's _seen set), with their tracebacks, into *ret (release with
 // pyu_exc_chain_clear). 2.7 has no chain: one node. What cannot be read ends that branch and
-// sets ret->error. Fails only for out of memory; on error, *ret is zeroed.
+// sets ret->error. Each exception's text ends in the suggestion its version's traceback module
+// adds (suggestions.h), from the interpreter at @interp. Fails only for out of memory; on
+// error, *ret is zeroed.
 struct pyu_error *pyu_exc_chain_read(struct pyu_target *t, const struct pyu_layout *l,
-				     struct pyu_values *v, uint64_t exc,
+				     struct pyu_values *v, uint64_t interp, uint64_t exc,
 				     struct pyu_exc_chain *ret);
 void pyu_exc_chain_clear(struct pyu_exc_chain *c);
 

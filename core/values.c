@@ -2758,6 +2758,11 @@ static bool derives_from_static(struct pyu_values *v, uint64_t type, const char 
 	return false;
 }
 
+bool pyu_type_derives_from_builtin(struct pyu_values *v, uint64_t type, const char *name)
+{
+	return derives_from_static(v, type, name);
+}
+
 // Whether a class written in Python on @type's tp_base chain defines __str__ (then str()
 // runs code this reader cannot). Cannot fail (unreadable: false).
 static bool python_str(struct pyu_values *v, uint64_t type)

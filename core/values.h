@@ -112,6 +112,10 @@ struct pyu_error *pyu_object_type(struct pyu_values *v, uint64_t obj, uint64_t *
 // An unreadable link answers false. Cannot fail.
 bool pyu_type_derives(struct pyu_values *v, uint64_t type, uint64_t base);
 
+// Whether the type at @type is the builtin (static) type called @name ("NameError", "object",
+// "module") or derives from it through tp_base. An unreadable link answers false. Cannot fail.
+bool pyu_type_derives_from_builtin(struct pyu_values *v, uint64_t type, const char *name);
+
 // Whether the object at @obj is None (false when unreadable). Cannot fail.
 bool pyu_object_is_none(struct pyu_values *v, uint64_t obj);
 

@@ -211,8 +211,10 @@ def main(argv):
     scenarios = list(SCENARIOS)
     if PY3:
         import tracebacks_py3
+        import tracebacks_suggest
         tracebacks_py3.park = park
-        scenarios += tracebacks_py3.SCENARIOS
+        tracebacks_suggest.park = park
+        scenarios += tracebacks_py3.SCENARIOS + tracebacks_suggest.SCENARIOS
     pyu_truth.start(outdir, mode, scenarios)
     arrive()
     HOLD.acquire()

@@ -1,0 +1,152 @@
+# tracebacks_suggest - the 3.x scenarios of tracebacks.py whose exception line may end in what
+# 3.12+'s traceback module adds: "Did you mean: 'x'?" for NameError (a typo of a local, a global,
+# a builtin; `self.x` inside a method; ties; a name longer than 40 characters; more than 750
+# candidates; a stdlib module not imported), AttributeError (an instance's, a class's, a
+# module's attribute; names with and without a leading underscore; a method's own `self`) and
+# `from m import nme`, and 3.15's hints for other languages' method names. Older versions add
+# nothing: the same scenarios check that nothing is added. `park` is set by tracebacks.py.
+# This module imports no standard module by a name the scenarios misspell or forget.
+
+park = None
+
+GLOBAL_SETTING = 3
+tim = 1  # close to "time", a module this file does not import
+a_very_long_variable_name_that_goes_on_and_on_x = 7
+
+
+def call(f, *args):
+    return f(*args)
+
+
+def local_typo():
+    counter_value = 1
+    return counter_valeu  # noqa: F821
+
+
+def global_typo():
+    return GLOBAL_SETING  # noqa: F821
+
+
+def builtin_typo():
+    return lenn([])  # noqa: F821
+
+
+def unrelated_name():
+    return zqxjw_nothing_like_it  # noqa: F821
+
+
+def stdlib_forgotten():
+    return collections.OrderedDict()  # noqa: F821
+
+
+def stdlib_and_close():
+    return time.time()  # noqa: F821
+
+
+def long_name():
+    return a_very_long_variable_name_that_goes_on_and_on_y  # noqa: F821
+
+
+def tie():
+    valy = 1
+    valx = 2
+    return valy + valx + valz  # noqa: F821
+
+
+MANY = dict(("many_%d" % i, i) for i in range(800))
+MANY["target_name"] = 1
+exec("def many_candidates():\n    return target_nme\n", MANY)
+
+
+class Scale(object):
+    def __init__(self):
+        self.weight = 5
+        self._secret = 1
+        self.public = 2
+
+    def forgot_self(self):
+        return weight  # noqa: F821
+
+    def own_underscore(self):
+        return self.secret
+
+
+class Thing(object):
+    kind = "thing"
+
+    def __init__(self):
+        self.color = "red"
+        self._private_thing = 1
+
+    def method(self):
+        return 1
+
+
+def attr_instance():
+    return Thing().colour
+
+
+def attr_class():
+    return Thing.methd
+
+
+def attr_module():
+    import os
+    return os.pathh
+
+
+def attr_underscored():
+    return Thing()._private_thinh
+
+
+def attr_hidden():
+    return Thing().private_thing
+
+
+def attr_nothing_close():
+    return Thing().zqxjw
+
+
+def import_from():
+    from json import dumsp  # noqa: F401
+
+
+def import_dotted():
+    from xml.dom import minidomm  # noqa: F401
+
+
+def cross_language():
+    return [].push(1)
+
+
+def scenario(kind, f, *args):
+    def run():
+        try:
+            f(*args)
+        except kind:
+            park()
+    return run
+
+
+SCENARIOS = [
+    ("s_local", scenario(NameError, local_typo), ()),
+    ("s_global", scenario(NameError, global_typo), ()),
+    ("s_builtin", scenario(NameError, builtin_typo), ()),
+    ("s_unrelated", scenario(NameError, unrelated_name), ()),
+    ("s_stdlib", scenario(NameError, stdlib_forgotten), ()),
+    ("s_stdlibclose", scenario(NameError, stdlib_and_close), ()),
+    ("s_long", scenario(NameError, long_name), ()),
+    ("s_tie", scenario(NameError, tie), ()),
+    ("s_many", scenario(NameError, call, MANY["many_candidates"]), ()),
+    ("s_self", scenario(NameError, Scale().forgot_self), ()),
+    ("s_selfunder", scenario(AttributeError, Scale().own_underscore), ()),
+    ("s_instance", scenario(AttributeError, attr_instance), ()),
+    ("s_class", scenario(AttributeError, attr_class), ()),
+    ("s_module", scenario(AttributeError, attr_module), ()),
+    ("s_underscored", scenario(AttributeError, attr_underscored), ()),
+    ("s_hidden", scenario(AttributeError, attr_hidden), ()),
+    ("s_noattr", scenario(AttributeError, attr_nothing_close), ()),
+    ("s_import", scenario(ImportError, import_from), ()),
+    ("s_dotted", scenario(ImportError, import_dotted), ()),
+    ("s_crosslang", scenario(AttributeError, cross_language), ()),
+]
