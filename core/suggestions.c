@@ -3,12 +3,13 @@
 // other hints), made from target memory as TracebackException.__init__ makes it: the same
 // candidates in the same order, the search of suggest.c, the wording of each version (RULES).
 // Whatever would take running target code (a __dir__ or __getattr__ written in Python, a
-// property, the dict of a builtin type other than object) makes no suggestion at all rather
-// than a wrong one. Model layer: reads through values.h and locals.h; every walk is bounded.
+// property) makes no suggestion at all rather than a wrong one; builtin types' dicts (out of
+// reach in 3.12+) come from a generated table (builtin_dirs.c). Model layer: reads through values.h and locals.h; every walk is bounded.
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin_dirs.h"
 #include "bytes.h"
 #include "locals.h"
 #include "objects.h"
@@ -44,15 +45,6 @@ static const struct rules RULES[] = {
 	{0x030f0000, PYU_SUGGEST_C_THEN_PY, true, true, true, true, true, true, true, true},
 	{0x030d0000, PYU_SUGGEST_C, true, true, false, false, false, false, false, false},
 	{0x030c0000, PYU_SUGGEST_PY, false, false, false, false, false, false, false, false},
-};
-
-// object.__dict__'s names (3.12 - 3.15 alike): static builtin types keep their dicts in the
-// interpreter state (3.12+), so dir() takes object's from here.
-static const char *const OBJECT_NAMES[] = {
-	"__new__", "__repr__", "__hash__", "__str__", "__getattribute__", "__setattr__",
-	"__delattr__", "__lt__", "__le__", "__eq__", "__ne__", "__gt__", "__ge__", "__init__",
-	"__reduce_ex__", "__reduce__", "__getstate__", "__subclasshook__", "__init_subclass__",
-	"__format__", "__sizeof__", "__dir__", "__class__", "__doc__",
 };
 
 // 3.15's _CROSS_LANGUAGE_HINTS: a wrong name on an instance of a builtin type (or subclass).
@@ -233,9 +225,39 @@ static uint64_t field(struct ctx *c, uint64_t obj, int32_t off)
 	return val;
 }
 
+// The names in the dict of the builtin type @k (tp_dict not set: 3.12+ keep it in the
+// interpreter state) from the generated table of the version; unknown for a type not in it.
+static void builtin_names(struct ctx *c, uint64_t k, struct names *nm)
+{
+	char *name = NULL;
+	struct pyu_error *err = pyu_value_static_type_name(c->v, k, &name);
+	if (err) {
+		pyu_error_destroy(err);
+		c->unknown = true;
+		return;
+	}
+	const char *dot = strrchr(name, '.'), *shortname = dot ? dot + 1 : name;
+	const struct pyu_builtin_dir *found = NULL;
+	for (size_t i = 0; i < pyu_builtin_dirs_count && !found; i++) {
+		const struct pyu_builtin_dirs *d = &pyu_builtin_dirs[i];
+		if (d->version_hex >> 16 != c->vl->version_hex >> 16)
+			continue;
+		for (uint32_t j = 0; j < d->count && !found; j++)
+			if (!strcmp(d->types[j].type, shortname))
+				found = &d->types[j];
+	}
+	free(name);
+	if (!found) {
+		c->unknown = true;
+		return;
+	}
+	for (uint32_t j = 0; j < found->count; j++)
+		if (!names_add(c, nm, found->names[j]))
+			return;
+}
+
 // The names of every class on the MRO of the class @cls (type.__dir__'s merge of the class
-// dicts): heap classes' dicts, object's names from OBJECT_NAMES; any other builtin type's
-// dict is kept where this reader cannot see it (3.12+): unknown.
+// dicts): their dicts, or for builtin types the generated table.
 static void mro_names(struct ctx *c, uint64_t cls, struct names *nm)
 {
 	uint64_t mro = field(c, cls, c->vl->type.mro), n = 0;
@@ -251,8 +273,7 @@ static void mro_names(struct ctx *c, uint64_t cls, struct names *nm)
 	}
 	for (uint64_t i = 0; i < n && !c->unknown && !c->nomem; i++) {
 		uint64_t k = 0, flags = 0, dict = 0;
-		err = pyu_target_read_u64(
-			c->t, mro + (uint64_t)c->l->tuple_item + 8 * i, &k);
+		err = pyu_target_read_u64(c->t, mro + (uint64_t)c->l->tuple_item + 8 * i, &k);
 		if (!err)
 			err = pyu_target_read_u64(c->t, k + (uint64_t)c->l->type_tp_flags, &flags);
 		if (err) {
@@ -261,25 +282,12 @@ static void mro_names(struct ctx *c, uint64_t cls, struct names *nm)
 			return;
 		}
 		dict = field(c, k, c->vl->type.dict);
-		if (dict) {
+		if (dict)
 			dict_keys(c, dict, nm);
-		} else if (!(flags & PYU_TPFLAGS_HEAPTYPE) && i + 1 == n) {
-			// the MRO's last class: object
-			char *name = NULL;
-			err = pyu_value_static_type_name(c->v, k, &name);
-			bool object = !err && !strcmp(name, "object");
-			pyu_error_destroy(err);
-			free(name);
-			if (!object) {
-				c->unknown = true;
-				return;
-			}
-			for (size_t j = 0; j < sizeof(OBJECT_NAMES) / sizeof(OBJECT_NAMES[0]); j++)
-				if (!names_add(c, nm, OBJECT_NAMES[j]))
-					return;
-		} else {
+		else if (!(flags & PYU_TPFLAGS_HEAPTYPE))
+			builtin_names(c, k, nm);
+		else
 			c->unknown = true;
-		}
 	}
 }
 

@@ -65,7 +65,7 @@ def check_text(truth, text, what):
     got = handled_blocks(text)
     problems, compared = [], 0
     for th in truth["threads"]:
-        want = th.get("format_exception")
+        want = th.get("pyunwind_text") or th.get("format_exception")
         if not want:
             continue
         compared += 1

@@ -10,8 +10,9 @@
 #
 #   python tracebacks.py OUTDIR MODE      (CPython 2.7 and 3.6+; started by tests/harness)
 #
-# Truth: each thread's entry has "format_exception" (the text) and "relative": whether its
-# code came from the relative file.
+# Truth: each thread's entry has "format_exception" (the text), "pyunwind_text" (where
+# pyunwind is to print something else by design: what only running the target's code could
+# tell) and "relative": whether its code came from the relative file.
 import os
 import sys
 import threading
@@ -27,6 +28,7 @@ TEXTS = {}  # thread ident -> format_exception text
 
 
 POSITIONS = {}  # thread ident -> [[line, end_line, column, end_column] per entry]
+EXPECT = {}  # thread ident -> the text pyunwind prints where it differs by design
 
 
 def positions(tb):
@@ -41,17 +43,22 @@ def positions(tb):
     return out
 
 
-def park():
-    """Records what format_exception prints for the exception being handled, then blocks."""
+def park(expect=None):
+    """Records what format_exception prints for the exception being handled, then blocks.
+    @expect(type, value, tb), where given, returns the text pyunwind is to print instead: for
+    what it cannot know without running the target's code (documented in doc/tracebacks.md)."""
     ident = threading.current_thread().ident
     TEXTS[ident] = "".join(traceback.format_exception(*sys.exc_info()))
+    if expect is not None:
+        EXPECT[ident] = expect(*sys.exc_info())
     POSITIONS[ident] = positions(sys.exc_info()[2])
     arrive()
     HOLD.acquire()
 
 
 pyu_truth.THREAD_EXTRA = lambda ident: {"format_exception": TEXTS.get(ident),
-                                        "positions": POSITIONS.get(ident)}
+                                        "positions": POSITIONS.get(ident),
+                                        "pyunwind_text": EXPECT.get(ident)}
 
 
 class LocalError(Exception):

@@ -7,6 +7,9 @@
 # nothing: the same scenarios check that nothing is added. `park` is set by tracebacks.py.
 # This module imports no standard module by a name the scenarios misspell or forget.
 
+import sys
+import traceback
+
 park = None
 
 GLOBAL_SETTING = 3
@@ -119,12 +122,113 @@ def cross_language():
     return [].push(1)
 
 
-def scenario(kind, f, *args):
+class Bag(dict):
+    pass
+
+
+class Slotted(object):
+    __slots__ = ("value", "other")
+
+    def __init__(self):
+        self.value = 1
+
+
+class Dynamic(object):
+    def __init__(self):
+        self.colour = 1
+
+    def __getattr__(self, name):
+        if sys.version_info < (3, 10):  # (no name= nor obj= before 3.10)
+            raise AttributeError("no %s here" % name)
+        raise AttributeError("no %s here" % name, name=name, obj=self)
+
+
+class OwnDir(object):
+    # dir() runs this: pyunwind cannot, and makes no suggestion
+    def __init__(self):
+        self.value = 1
+
+    def __dir__(self):
+        return ["value", "valeu_from_dir"]
+
+
+class Weighed(object):
+    # hasattr(self, "weight") runs the property: pyunwind cannot, and makes no suggestion
+    @property
+    def weight(self):
+        return 5
+
+    def forgot_self(self):
+        return weight  # noqa: F821
+
+
+class CustomStr(Exception):
+    def __str__(self):
+        return "made by Python code"
+
+
+def str_builtin():
+    return "abc".uper()
+
+
+def list_builtin():
+    return [].apend(1)
+
+
+def int_builtin():
+    return (1).bit_lenght()
+
+
+def dict_subclass():
+    return Bag().gett("x")
+
+
+def slots():
+    return Slotted().valeu
+
+
+def getattr_hook():
+    return Dynamic().color
+
+
+def own_dir():
+    return OwnDir().valeu
+
+
+def unicode_local():
+    café = 1
+    return cafe  # noqa: F821
+
+
+def custom_str():
+    raise CustomStr("args")
+
+
+def without_suggestion(kind, value, tb):
+    """The text with no suggestion: format_exception with the exception's name unset."""
+    if not hasattr(value, "name"):  # (before 3.10)
+        return "".join(traceback.format_exception(kind, value, tb))
+    name = value.name
+    value.name = None
+    try:
+        return "".join(traceback.format_exception(kind, value, tb))
+    finally:
+        value.name = name
+
+
+def str_not_shown(kind, value, tb):
+    lines = "".join(traceback.format_exception(kind, value, tb)).splitlines(True)
+    lines[-1] = (lines[-1].split(":")[0] +
+                 ": <str() not shown: a class written in Python defines __str__>\n")
+    return "".join(lines)
+
+
+def scenario(kind, f, *args, **kw):
     def run():
         try:
             f(*args)
         except kind:
-            park()
+            park(**kw)
     return run
 
 
@@ -149,4 +253,14 @@ SCENARIOS = [
     ("s_import", scenario(ImportError, import_from), ()),
     ("s_dotted", scenario(ImportError, import_dotted), ()),
     ("s_crosslang", scenario(AttributeError, cross_language), ()),
+    ("s_str", scenario(AttributeError, str_builtin), ()),
+    ("s_list", scenario(AttributeError, list_builtin), ()),
+    ("s_int", scenario(AttributeError, int_builtin), ()),
+    ("s_subclass", scenario(AttributeError, dict_subclass), ()),
+    ("s_slots", scenario(AttributeError, slots), ()),
+    ("s_getattr", scenario(AttributeError, getattr_hook), ()),
+    ("s_unicode", scenario(NameError, unicode_local), ()),
+    ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
+    ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
+    ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
 ]
