@@ -313,6 +313,9 @@ static const struct pyu_traceback *node_tb(const struct exc_print *p, uint32_t i
 	return i == 0 ? &p->th->exc_tb : &p->th->exc_chain.nodes[i].tb;
 }
 
+// Why an exception's str() is not shown (text: inside <...>; JSON: message_error).
+#define EXC_STR_NOT_SHOWN "str() not shown: a class written in Python defines __str__"
+
 // format_exception_only(): "Type: text", or "Type" alone for an empty text.
 static void exc_only(struct exc_print *p, const struct pyu_exc_node *n)
 {
@@ -322,8 +325,7 @@ static void exc_only(struct exc_print *p, const struct pyu_exc_node *n)
 	pyu_strbuf_init(&line, PYU_STRBUF_MAX);
 	pyu_strbuf_puts(&line, n->type ? n->type : "<unreadable exception type>");
 	if (!n->text) {
-		pyu_strbuf_puts(&line, ": <str() not shown: a class written in Python defines "
-			       "__str__>");
+		pyu_strbuf_puts(&line, ": <" EXC_STR_NOT_SHOWN ">");
 	} else if (n->text[0]) {
 		pyu_strbuf_puts(&line, ": ");
 		pyu_strbuf_puts(&line, n->text);
@@ -1188,6 +1190,14 @@ void pyu_format_json_exception(struct pyu_strbuf *sb, const struct pyu_thread_in
 	json_addr(sb, th->exc_address);
 	if (th->exc_truncated)
 		pyu_strbuf_puts(sb, ", \"truncated\": true");
+	// what the exception line says after "Type: " (str(exc) and the suggestion the traceback
+	// module adds), as the text shows it; null with the reason when it is not known
+	const struct pyu_exc_node *n0 = th->exc_chain.count ? &th->exc_chain.nodes[0] : NULL;
+	pyu_strbuf_puts(sb, ", \"message\": ");
+	pyu_strbuf_json_cstr(sb, n0 ? n0->text : NULL);
+	pyu_strbuf_puts(sb, ", \"message_error\": ");
+	pyu_strbuf_json_cstr(sb, !n0 ? "the exception could not be read"
+			     : !n0->text ? EXC_STR_NOT_SHOWN : NULL);
 	static const char *const line_from[] = {
 		[PYU_TB_LINE_NONE] = NULL, [PYU_TB_LINE_TB_LINENO] = "tb_lineno",
 		[PYU_TB_LINE_F_LINENO] = "f_lineno", [PYU_TB_LINE_FIRSTLINENO] = "co_firstlineno",

@@ -6,8 +6,10 @@
 # name). `bt --locals` must print exactly that text under each thread's "handling" line, and
 # the JSON traceback entries carry the columns co_positions() gives: the CLI on the live
 # process (run from another directory: relative names are resolved against the target's own
-# working directory) and on a gdb core (given --cwd), py-bt --all --locals in gdb on the core
-# and in lldb on the live process. One target per interpreter serves every check.
+# working directory), on a gdb core and on a kernel core of the target crashed (given --cwd),
+# py-bt --all --locals in gdb on the gdb core and in lldb on the live process. Where pyunwind
+# prints something else by design (a suggestion or a str() only the target's code can make),
+# the target says what ("pyunwind_text"). Two targets per interpreter: one parked, one crashed.
 #
 #   tests/e2e/test_tracebacks.py [-j N] [FILTER...]     (make test-tracebacks)
 import json
@@ -98,6 +100,19 @@ def check_json(truth, doc, what):
         if got != want:
             problems.append("%s: thread %s (%s): entries %s, the target's %s"
                             % (what, th["thread_id"], th.get("name"), got, want))
+        # "message": the exception line after "Type: " as the text shows it (the suggestion
+        # scenarios, whose last line is that line), null where str() needs the target's code
+        if not (th.get("scenario") or "").startswith("s_"):
+            continue
+        text = th.get("pyunwind_text") or th["format_exception"]
+        line = text.rstrip("\n").splitlines()[-1]
+        shown = line.split(": ", 1)[1] if ": " in line else ""
+        hidden = shown == "<str() not shown: a class written in Python defines __str__>"
+        want_msg = (None, shown[1:-1]) if hidden else (shown, None)
+        got_msg = (exc.get("message"), exc.get("message_error"))
+        if got_msg != want_msg:
+            problems.append("%s: thread %s (%s): message %r, expected %r"
+                            % (what, th["thread_id"], th.get("name"), got_msg, want_msg))
     if problems:
         raise AssertionError("\n".join(problems[:6]))
 
@@ -122,7 +137,15 @@ def case(py):
                 # (the outputs hold tracebacks of the target's: compared exactly below)
                 no_traceback(what, err)
                 check_text(t.truth, outs[0], what)
-            print("    %s: %d tracebacks, 4 ways" % (py.label, n))
+        # A kernel core of the same target, crashed by a thread of its own: what the kernel
+        # wrote (not gdb) must give the same text.
+        with Target(py, "tracebacks", mode="crash") as k:
+            kcore = k.crash_core()
+            check_text(k.truth, cli("bt", "--locals", "--cwd", k.workdir, kcore),
+                       "CLI kernel core")
+            check_json(k.truth, json.loads(cli("bt", "--locals", "--json", "--cwd", k.workdir,
+                                               kcore)), "CLI kernel core JSON")
+        print("    %s: %d tracebacks, 5 ways" % (py.label, n))
     return run
 
 
