@@ -204,6 +204,49 @@ def custom_str():
     raise CustomStr("args")
 
 
+def comprehension():
+    return [item_value for item_value in [1] if item_valeu]  # noqa: F821
+
+
+def generator():
+    gen_local = 1
+    yield gen_locl  # noqa: F821
+
+
+def same_frame():
+    # the frame that raised is the one handling: its locals as they are when printed
+    frame_local = 1
+    try:
+        return frame_locl  # noqa: F821
+    except NameError:
+        park()
+    return frame_local
+
+
+MODULE_CODE = compile("module_level_value = 1\nmodule_level_valeu\n", "<module code>", "exec")
+
+
+def module_level():
+    exec(MODULE_CODE, {})
+
+
+def class_body():
+    class Body(object):
+        body_value = 1
+        body_valeu  # noqa: F821
+    return Body
+
+
+def import_stdlib():
+    from collections import OrderedDik  # noqa: F401
+
+
+def enum_member():
+    import enum
+    Color = enum.Enum("Color", "RED GREEN")
+    return Color.REDD
+
+
 def without_suggestion(kind, value, tb):
     """The text with no suggestion: format_exception with the exception's name unset."""
     if not hasattr(value, "name"):  # (before 3.10)
@@ -260,6 +303,13 @@ SCENARIOS = [
     ("s_slots", scenario(AttributeError, slots), ()),
     ("s_getattr", scenario(AttributeError, getattr_hook), ()),
     ("s_unicode", scenario(NameError, unicode_local), ()),
+    ("s_comprehension", scenario(NameError, comprehension), ()),
+    ("s_generator", scenario(NameError, call, lambda: next(generator())), ()),
+    ("s_sameframe", same_frame, ()),
+    ("s_modulelevel", scenario(NameError, module_level), ()),
+    ("s_classbody", scenario(NameError, class_body), ()),
+    ("s_importstd", scenario(ImportError, import_stdlib), ()),
+    ("s_enum", scenario(AttributeError, enum_member, expect=without_suggestion), ()),
     ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
     ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
     ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
