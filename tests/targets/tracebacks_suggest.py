@@ -247,6 +247,35 @@ def enum_member():
     return Color.REDD
 
 
+def chained():
+    # the suggestion of an exception further up the chain
+    try:
+        local_typo()
+    except NameError:
+        raise ValueError("while looking")
+
+
+def nested_closure():
+    outer_value = 1
+
+    def inner():
+        return outer_valeu + outer_value  # noqa: F821
+    return inner()
+
+
+async def coroutine_typo():
+    coro_local = 1
+    return coro_locl  # noqa: F821
+
+
+def run_coroutine():
+    c = coroutine_typo()
+    try:
+        c.send(None)
+    finally:
+        c.close()
+
+
 def without_suggestion(kind, value, tb):
     """The text with no suggestion: format_exception with the exception's name unset."""
     if not hasattr(value, "name"):  # (before 3.10)
@@ -310,6 +339,9 @@ SCENARIOS = [
     ("s_classbody", scenario(NameError, class_body), ()),
     ("s_importstd", scenario(ImportError, import_stdlib), ()),
     ("s_enum", scenario(AttributeError, enum_member, expect=without_suggestion), ()),
+    ("s_chained", scenario(ValueError, chained), ()),
+    ("s_closure", scenario(NameError, nested_closure), ()),
+    ("s_coroutine", scenario(NameError, run_coroutine), ()),
     ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
     ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
     ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
