@@ -37,8 +37,7 @@ struct rules {
 	bool cross_language;   // _CROSS_LANGUAGE_HINTS for AttributeError (3.15)
 	bool normalizes;       // NFKC of a non-ASCII wrong name (3.15): not done here
 	bool own_module_not_found; // ModuleNotFoundError's own branch (3.15): not done here
-	bool nested_attr;      // AttributeError with no match looks one attribute deeper (3.15):
-			       // not done here
+	bool nested_attr;      // AttributeError with no match looks one attribute deeper (3.15)
 };
 
 static const struct rules RULES[] = {
@@ -225,16 +224,15 @@ static uint64_t field(struct ctx *c, uint64_t obj, int32_t off)
 	return val;
 }
 
-// The names in the dict of the builtin type @k (tp_dict not set: 3.12+ keep it in the
-// interpreter state) from the generated table of the version; unknown for a type not in it.
-static void builtin_names(struct ctx *c, uint64_t k, struct names *nm)
+// The generated table's entry for the builtin type @k (tp_dict not set: 3.12+ keep it in the
+// interpreter state), NULL for a type not in it.
+static const struct pyu_builtin_dir *builtin_entry(struct ctx *c, uint64_t k)
 {
 	char *name = NULL;
 	struct pyu_error *err = pyu_value_static_type_name(c->v, k, &name);
 	if (err) {
 		pyu_error_destroy(err);
-		c->unknown = true;
-		return;
+		return NULL;
 	}
 	const char *dot = strrchr(name, '.'), *shortname = dot ? dot + 1 : name;
 	const struct pyu_builtin_dir *found = NULL;
@@ -247,6 +245,14 @@ static void builtin_names(struct ctx *c, uint64_t k, struct names *nm)
 				found = &d->types[j];
 	}
 	free(name);
+	return found;
+}
+
+// The names in the dict of the builtin type @k, from the generated table; unknown for a type
+// not in it.
+static void builtin_names(struct ctx *c, uint64_t k, struct names *nm)
+{
+	const struct pyu_builtin_dir *found = builtin_entry(c, k);
 	if (!found) {
 		c->unknown = true;
 		return;
@@ -565,6 +571,183 @@ static void put_ascii_repr(struct pyu_strbuf *sb, const char *s)
 	pyu_strbuf_putc(sb, q);
 }
 
+// Whether @name is in the dict of a class on the MRO of the class @cls (inspect's
+// _check_class): 1 (*val its value, 0 when the builtin table says so), 0, -1 unknown.
+static int mro_lookup(struct ctx *c, uint64_t cls, const char *name, uint64_t *val)
+{
+	uint64_t mro = 0, n = 0;
+	struct pyu_error *err = pyu_target_read_u64(c->t, cls + (uint64_t)c->vl->type.mro, &mro);
+	if (!err && mro)
+		err = pyu_target_read_u64(c->t, mro + (uint64_t)c->l->ob_size, &n);
+	if (err || !mro || n > MRO_LIMIT) {
+		pyu_error_destroy(err);
+		return -1;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t k = 0, flags = 0, dict = 0;
+		err = pyu_target_read_u64(c->t, mro + (uint64_t)c->l->tuple_item + 8 * i, &k);
+		if (!err)
+			err = pyu_target_read_u64(c->t, k + (uint64_t)c->l->type_tp_flags, &flags);
+		if (!err)
+			err = pyu_target_read_u64(c->t, k + (uint64_t)c->vl->type.dict, &dict);
+		if (err) {
+			pyu_error_destroy(err);
+			return -1;
+		}
+		if (dict) {
+			err = pyu_dict_get_str(c->v, dict, name, val);
+			if (!err)
+				return 1;
+			bool absent = pyu_error_code(err) == PYU_ERR_NOT_FOUND;
+			pyu_error_destroy(err);
+			if (!absent)
+				return -1;
+			continue;
+		}
+		const struct pyu_builtin_dir *b = (flags & PYU_TPFLAGS_HEAPTYPE) ? NULL
+							: builtin_entry(c, k);
+		if (!b)
+			return -1;
+		for (uint32_t j = 0; j < b->count; j++)
+			if (!strcmp(b->names[j], name)) {
+				*val = 0;
+				return 1;
+			}
+	}
+	return 0;
+}
+
+// Whether the class of @obj is a class (Py_TPFLAGS_TYPE_SUBCLASS); *type its type. -1: unknown.
+static int is_class(struct ctx *c, uint64_t obj, uint64_t *type)
+{
+	uint64_t flags = 0;
+	struct pyu_error *err = pyu_object_type(c->v, obj, type);
+	if (!err)
+		err = pyu_target_read_u64(c->t, *type + (uint64_t)c->l->type_tp_flags, &flags);
+	if (err) {
+		pyu_error_destroy(err);
+		return -1;
+	}
+	return (flags & (1ull << 31)) != 0;
+}
+
+// inspect.getattr_static(@obj, @name) finds something: 1, 0, -1 unknown (the instance's
+// own attributes, then its class's MRO dicts; for a class, its MRO and its metaclass's).
+static int static_has(struct ctx *c, uint64_t obj, const char *name)
+{
+	uint64_t type = 0, val = 0;
+	const char *where = NULL;
+	int cls = is_class(c, obj, &type);
+	if (cls < 0)
+		return -1;
+	if (!cls) {
+		struct pyu_error *err = pyu_object_getattr(c->v, obj, name, &val, &where);
+		bool absent = err && pyu_error_code(err) == PYU_ERR_NOT_FOUND;
+		pyu_error_destroy(err);
+		if (!err && where && (!strcmp(where, "instance") || !strcmp(where, "module")))
+			return 1;
+		if (err && !absent)
+			return -1;
+		return mro_lookup(c, type, name, &val);
+	}
+	int r = mro_lookup(c, obj, name, &val);
+	return r ? r : mro_lookup(c, type, name, &val);
+}
+
+// Whether the value @val (0: a builtin type's dict entry: a method or other descriptor) has
+// __get__: 1, 0, -1 unknown.
+static int has_get(struct ctx *c, uint64_t val)
+{
+	uint64_t type = 0, found = 0;
+	if (!val)
+		return 1;
+	struct pyu_error *err = pyu_object_type(c->v, val, &type);
+	if (err) {
+		pyu_error_destroy(err);
+		return -1;
+	}
+	return mro_lookup(c, type, "__get__", &found);
+}
+
+// Whether the value @val is a lazy import (3.15's types.LazyImportType). Cannot fail.
+static bool lazy_import(struct ctx *c, uint64_t val)
+{
+	char *tn = NULL;
+	struct pyu_error *err = pyu_value_type_name(c->v, val, &tn);
+	bool lazy = !err && !strcmp(tn, "lazy_import");
+	pyu_error_destroy(err);
+	free(tn);
+	return lazy;
+}
+
+// 3.15's _check_for_nested_attribute: the first of the first 20 names of @d (not starting
+// with '_') that is no descriptor on the object's class and whose value has @wrong, found
+// statically: "NAME.WRONG" (malloc'd), or NULL (none, or c->unknown).
+static char *nested_attribute(struct ctx *c, uint64_t obj, const char *wrong,
+			      const struct names *d)
+{
+	uint64_t type = 0, meta = 0;
+	if (is_class(c, obj, &type) < 0 || is_class(c, type, &meta) < 0) {
+		c->unknown = true;
+		return NULL;
+	}
+	bool module = pyu_type_derives_from_builtin(c->v, type, "module");
+	uint32_t checked = 0;
+	for (uint32_t i = 0; i < d->n && checked < 20 && !c->unknown; i++) {
+		const char *name = d->s[i];
+		if (name[0] == '_')
+			continue;
+		checked++;
+		// getattr_static(type(obj), name): a descriptor there is skipped, never run
+		uint64_t cv = 0;
+		int r = mro_lookup(c, type, name, &cv);
+		if (r == 0)
+			r = mro_lookup(c, meta, name, &cv);
+		if (r < 0) {
+			c->unknown = true;
+			break;
+		}
+		if (r > 0) {
+			int g = has_get(c, cv);
+			if (g < 0)
+				c->unknown = true;
+			if (g != 0)
+				continue;
+		}
+		uint64_t val = 0;
+		struct pyu_error *err = pyu_object_getattr(c->v, obj, name, &val, NULL);
+		if (err) {
+			bool absent = pyu_error_code(err) == PYU_ERR_NOT_FOUND;
+			pyu_error_destroy(err);
+			if (!absent || class_defines(c, type, "__getattr__") != 0)
+				c->unknown = true; // getattr() would run code
+			continue;
+		}
+		if (module && lazy_import(c, val))
+			continue;
+		uint64_t inner_type = 0, lazy = 0;
+		if (!pyu_object_type(c->v, val, &inner_type) &&
+		    pyu_type_derives_from_builtin(c->v, inner_type, "module") &&
+		    !pyu_object_getattr(c->v, val, wrong, &lazy, NULL) && lazy_import(c, lazy))
+			continue;
+		int h = static_has(c, val, wrong);
+		if (h < 0) {
+			c->unknown = true;
+			break;
+		}
+		if (h > 0) {
+			struct pyu_strbuf sb;
+			char *out = NULL;
+			pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+			pyu_strbuf_printf(&sb, "%s.%s", name, wrong);
+			if (pyu_strbuf_finish(&sb, &out))
+				c->nomem = true;
+			return out;
+		}
+	}
+	return NULL;
+}
+
 // _compute_suggestion_error: the suggestion for @wrong (malloc'd) or NULL.
 enum kind { K_NAME, K_ATTRIBUTE, K_IMPORT };
 
@@ -670,6 +853,9 @@ static char *compute(struct ctx *c, enum kind kind, uint64_t exc, const char *wr
 		c->unknown = true;
 	else if (pick >= 0 && !(out = strdup(nm.s[pick])))
 		c->nomem = true;
+	else if (pick < 0 && kind == K_ATTRIBUTE && c->r->nested_attr)
+		out = nested_attribute(c, field(c, exc, c->vl->exc.syntax_msg + ATTRIBUTE_ERROR_OBJ),
+				       wrong, &nm);
 	names_clear(&nm);
 	return out;
 }
@@ -768,8 +954,6 @@ struct pyu_error *pyu_exception_suggestion(struct pyu_target *t, const struct py
 			}
 			pyu_strbuf_puts(&sb, "?");
 		}
-	} else if (!sugg && !c.unknown && kind == K_ATTRIBUTE && c.r->nested_attr) {
-		c.unknown = true; // 3.15 looks for it one attribute deeper: not done here
 	}
 	if (kind == K_NAME && !c.unknown && stdlib_module(&c, wrong) && !c.unknown) {
 		pyu_strbuf_printf(&sb, "%s you forget to import '%s'%s", sugg ? " Or did" : ". Did",

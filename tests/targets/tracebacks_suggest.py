@@ -276,6 +276,40 @@ def run_coroutine():
         c.close()
 
 
+class Inner(object):
+    def __init__(self):
+        self.value = 1
+
+
+class Outer(object):
+    # 3.15 finds .inner.value and .items.append one attribute deeper; a property is not run
+    def __init__(self):
+        self.inner = Inner()
+        self.items = []
+
+    @property
+    def conf(self):
+        return Inner()
+
+
+class OnlyProperty(object):
+    @property
+    def conf(self):
+        return Inner()
+
+
+def nested_attribute():
+    return Outer().value
+
+
+def nested_builtin():
+    return Outer().append
+
+
+def nested_property():
+    return OnlyProperty().value
+
+
 def without_suggestion(kind, value, tb):
     """The text with no suggestion: format_exception with the exception's name unset."""
     if not hasattr(value, "name"):  # (before 3.10)
@@ -342,6 +376,9 @@ SCENARIOS = [
     ("s_chained", scenario(ValueError, chained), ()),
     ("s_closure", scenario(NameError, nested_closure), ()),
     ("s_coroutine", scenario(NameError, run_coroutine), ()),
+    ("s_nested", scenario(AttributeError, nested_attribute), ()),
+    ("s_nestedbuiltin", scenario(AttributeError, nested_builtin), ()),
+    ("s_nestedprop", scenario(AttributeError, nested_property), ()),
     ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
     ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
     ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
