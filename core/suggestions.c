@@ -429,6 +429,31 @@ static uint64_t scope_self(struct ctx *c, const struct pyu_locals *ls)
 	return 0;
 }
 
+// Whether the slot that the member descriptor @descr describes holds a value in @obj: 1, 0,
+// -1 unknown. PyMemberDescrObject: the object header, d_type, d_name, d_qualname, then
+// d_member, a PyMemberDef {name, int type, Py_ssize_t offset, ...}; a __slots__ entry is of
+// type Py_T_OBJECT_EX (16), which raises AttributeError when NULL.
+static int slot_is_set(struct ctx *c, uint64_t obj, uint64_t descr)
+{
+	uint64_t member = 0, offset = 0, value = 0;
+	uint32_t type = 0;
+	if (c->vl->cfunc.ml == PYU_NO_FIELD) // (PyCFunctionObject.m_ml: right after the header)
+		return -1;
+	uint64_t header = (uint64_t)c->vl->cfunc.ml;
+	struct pyu_error *err = pyu_target_read_u64(c->t, descr + header + 24, &member);
+	if (!err)
+		err = pyu_target_read_u32(c->t, member + 8, &type);
+	if (!err)
+		err = pyu_target_read_u64(c->t, member + 16, &offset);
+	if (!err && type == 16 && offset < 1u << 20)
+		err = pyu_target_read_u64(c->t, obj + offset, &value);
+	if (err) {
+		pyu_error_destroy(err);
+		return -1;
+	}
+	return type != 16 || offset >= 1u << 20 ? -1 : value != 0;
+}
+
 // hasattr(@obj, @name) where it runs no code: 1, 0, or -1 when a __getattr__, an overridden
 // __getattribute__ or a descriptor would decide.
 static int has_attr(struct ctx *c, uint64_t obj, const char *name)
@@ -451,11 +476,14 @@ static int has_attr(struct ctx *c, uint64_t obj, const char *name)
 	}
 	if (where && (!strcmp(where, "instance") || !strcmp(where, "module")))
 		return 1;
-	// found on a class: a plain value, or a descriptor whose __get__ may run code or fail
+	// found on a class: a plain value, a slot (set or not), or a descriptor whose __get__ may
+	// run code or fail
 	char *tn = NULL;
 	err = pyu_value_type_name(c->v, val, &tn);
 	int ret = -1;
-	if (!err && (!strcmp(tn, "function") || !strcmp(tn, "int") || !strcmp(tn, "str") ||
+	if (!err && !strcmp(tn, "member_descriptor"))
+		ret = slot_is_set(c, obj, val);
+	else if (!err && (!strcmp(tn, "function") || !strcmp(tn, "int") || !strcmp(tn, "str") ||
 		     !strcmp(tn, "NoneType") || !strcmp(tn, "bool") || !strcmp(tn, "float") ||
 		     !strcmp(tn, "tuple") || !strcmp(tn, "list") || !strcmp(tn, "dict") ||
 		     !strcmp(tn, "classmethod") || !strcmp(tn, "staticmethod")))

@@ -133,6 +133,20 @@ class Slotted(object):
         self.value = 1
 
 
+class SlottedMethods(object):
+    # hasattr(self, name) of a slot: set ("weight") or not ("height")
+    __slots__ = ("weight", "height")
+
+    def __init__(self):
+        self.weight = 1
+
+    def forgot_set(self):
+        return weight  # noqa: F821
+
+    def forgot_unset(self):
+        return height  # noqa: F821
+
+
 class Dynamic(object):
     def __init__(self):
         self.colour = 1
@@ -379,6 +393,8 @@ SCENARIOS = [
     ("s_nested", scenario(AttributeError, nested_attribute), ()),
     ("s_nestedbuiltin", scenario(AttributeError, nested_builtin), ()),
     ("s_nestedprop", scenario(AttributeError, nested_property), ()),
+    ("s_slotset", scenario(NameError, SlottedMethods().forgot_set), ()),
+    ("s_slotunset", scenario(NameError, SlottedMethods().forgot_unset), ()),
     ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
     ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
     ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
