@@ -429,6 +429,8 @@ static uint64_t scope_self(struct ctx *c, const struct pyu_locals *ls)
 	return 0;
 }
 
+static int has_get(struct ctx *c, uint64_t val);
+
 // Whether the slot that the member descriptor @descr describes holds a value in @obj: 1, 0,
 // -1 unknown. PyMemberDescrObject: the object header, d_type, d_name, d_qualname, then
 // d_member, a PyMemberDef {name, int type, Py_ssize_t offset, ...}; a __slots__ entry is of
@@ -483,11 +485,11 @@ static int has_attr(struct ctx *c, uint64_t obj, const char *name)
 	int ret = -1;
 	if (!err && !strcmp(tn, "member_descriptor"))
 		ret = slot_is_set(c, obj, val);
-	else if (!err && (!strcmp(tn, "function") || !strcmp(tn, "int") || !strcmp(tn, "str") ||
-		     !strcmp(tn, "NoneType") || !strcmp(tn, "bool") || !strcmp(tn, "float") ||
-		     !strcmp(tn, "tuple") || !strcmp(tn, "list") || !strcmp(tn, "dict") ||
-		     !strcmp(tn, "classmethod") || !strcmp(tn, "staticmethod")))
-		ret = 1;
+	else if (!err && (!strcmp(tn, "function") || !strcmp(tn, "classmethod") ||
+			  !strcmp(tn, "staticmethod")))
+		ret = 1; // their __get__ binds, never fails
+	else if (!err && has_get(c, val) == 0)
+		ret = 1; // a plain value
 	pyu_error_destroy(err);
 	free(tn);
 	return ret;

@@ -147,6 +147,20 @@ class SlottedMethods(object):
         return height  # noqa: F821
 
 
+class Limits(object):
+    # hasattr(self, name) of a class attribute: a plain value, a class
+    limit = 10
+
+    class Config(object):
+        pass
+
+    def forgot_constant(self):
+        return limit  # noqa: F821
+
+    def forgot_class(self):
+        return Config  # noqa: F821
+
+
 class Dynamic(object):
     def __init__(self):
         self.colour = 1
@@ -395,6 +409,8 @@ SCENARIOS = [
     ("s_nestedprop", scenario(AttributeError, nested_property), ()),
     ("s_slotset", scenario(NameError, SlottedMethods().forgot_set), ()),
     ("s_slotunset", scenario(NameError, SlottedMethods().forgot_unset), ()),
+    ("s_classconst", scenario(NameError, Limits().forgot_constant), ()),
+    ("s_classclass", scenario(NameError, Limits().forgot_class), ()),
     ("s_owndir", scenario(AttributeError, own_dir, expect=without_suggestion), ()),
     ("s_property", scenario(NameError, Weighed().forgot_self, expect=without_suggestion), ()),
     ("s_customstr", scenario(CustomStr, custom_str, expect=str_not_shown), ()),
