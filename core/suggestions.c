@@ -778,6 +778,18 @@ static char *nested_attribute(struct ctx *c, uint64_t obj, const char *wrong,
 	return NULL;
 }
 
+// [x for x in names if x[:1] != '_']
+static void drop_underscored(struct names *nm)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < nm->n; i++)
+		if (nm->s[i][0] == '_')
+			free(nm->s[i]);
+		else
+			nm->s[k++] = nm->s[i];
+	nm->n = k;
+}
+
 // _compute_suggestion_error: the suggestion for @wrong (malloc'd) or NULL.
 enum kind { K_NAME, K_ATTRIBUTE, K_IMPORT };
 
@@ -804,15 +816,8 @@ static char *compute(struct ctx *c, enum kind kind, uint64_t exc, const char *wr
 				hide = false;
 			pyu_locals_clear(&ls);
 		}
-		if (hide) {
-			uint32_t k = 0;
-			for (uint32_t i = 0; i < nm.n; i++)
-				if (nm.s[i][0] == '_')
-					free(nm.s[i]);
-				else
-					nm.s[k++] = nm.s[i];
-			nm.n = k;
-		}
+		if (hide)
+			drop_underscored(&nm);
 	} else if (kind == K_IMPORT) {
 		// __import__(exc.name): the top-level package of a dotted name
 		char *name = str_at(c, field(c, exc, c->vl->exc.syntax_msg + IMPORT_ERROR_NAME));
@@ -830,15 +835,8 @@ static char *compute(struct ctx *c, enum kind kind, uint64_t exc, const char *wr
 			return NULL;
 		}
 		dir_names(c, mod, &nm);
-		if (c->r->hide_underscored && wrong[0] != '_') {
-			uint32_t k = 0;
-			for (uint32_t i = 0; i < nm.n; i++)
-				if (nm.s[i][0] == '_')
-					free(nm.s[i]);
-				else
-					nm.s[k++] = nm.s[i];
-			nm.n = k;
-		}
+		if (c->r->hide_underscored && wrong[0] != '_')
+			drop_underscored(&nm);
 	} else {
 		uint64_t frame = innermost_frame(c, exc);
 		if (!frame)
