@@ -205,11 +205,6 @@ static void dict_keys(struct ctx *c, uint64_t dict, struct names *nm)
 	}
 }
 
-static bool instance_visit(void *arg, uint64_t key, uint64_t value)
-{
-	return key_visit(arg, key, value);
-}
-
 static uint64_t field(struct ctx *c, uint64_t obj, int32_t off)
 {
 	uint64_t val = 0;
@@ -366,7 +361,7 @@ static void dir_names(struct ctx *c, uint64_t obj, struct names *nm)
 			dict_keys(c, dict, nm);
 	} else {
 		struct key_walk w = {c, nm};
-		err = pyu_object_attrs_foreach(c->v, obj, instance_visit, &w);
+		err = pyu_object_attrs_foreach(c->v, obj, key_visit, &w);
 		if (err) {
 			c->unknown = true;
 			pyu_error_destroy(err);
