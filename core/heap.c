@@ -759,8 +759,17 @@ static void follow(struct census *c, uint64_t obj)
 	const struct pyu_size_type *st = &ht->size;
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
-	if (st->is_type && !(pyu_get_u64(buf, c->l->type_tp_flags) & (1ull << 9)))
-		return; // a static class: no collector object
+	if (st->is_type) {
+		// tp_flags lies past the prefix read above (at 168 on 3.11): read on its own.
+		uint64_t flags = 0;
+		err = pyu_target_read_u64(c->t, obj + (uint64_t)c->l->type_tp_flags, &flags);
+		if (err) {
+			pyu_error_destroy(err);
+			return;
+		}
+		if (!(flags & (1ull << 9)))
+			return; // a static class: no collector object
+	}
 	struct pyu_values *v = c->z.v;
 	uint64_t size = pyu_get_u64(buf, c->l->ob_size), items;
 	(void)obj;
