@@ -14,7 +14,9 @@
 # of everything reached from those through gc.get_referents(); writes it to OUTDIR/truth.json
 # ("extra": {"types": {name: [count, bytes]}, "closure": {...}, "atoms": {type: bytes of the
 # zoo's large str, bytes, bytearray, int objects}, "largest": [[address, type, bytes] of the
-# three largest objects], "zoo": {...}}) and parks on a
+# three largest objects], "zoo": {...}, "paths": the expressions it evaluates to four objects
+# and their roots, "frame_referrers": the frames holding FrameHeld as a local,
+# "retained": the getsizeof sum of what only RETAIN holds}) and parks on a
 # lock nobody releases (crash mode: kills itself with SIGSEGV for a kernel core, with
 # its arguments bound before the census so that the call makes no object; 3.7+ first move every
 # object into the permanent generation with gc.freeze(), so that ring is walked too). Runs on
