@@ -226,6 +226,8 @@ struct pyu_heap_dominators {
 	uint32_t *from, *to;
 	size_t edges, edge_cap;
 	uint32_t node_cap;
+	uint64_t last_from;       // the object whose references come in now, and its node: the
+	int64_t last_node;        // walk reports one object's references one after another
 	bool oom;
 };
 
@@ -261,7 +263,11 @@ static bool dom_edge(void *arg, uint64_t from, const struct pyu_heap_ref *via, u
 {
 	struct pyu_heap_dominators *d = arg;
 	(void)via;
-	int64_t f = from ? map_get(&d->ids, from) : 0, t = map_get(&d->ids, to);
+	if (from != d->last_from || !d->last_node) {
+		d->last_from = from;
+		d->last_node = from ? map_get(&d->ids, from) : 0;
+	}
+	int64_t f = d->last_node, t = map_get(&d->ids, to);
 	if (f < 0 || t < 0)
 		return true; // cannot be: both were counted
 	if (d->edges == d->edge_cap) {
