@@ -6,7 +6,10 @@
 #include <string.h>
 
 #include "heap.h"
+#include "heap_graph.h"
+#include "heap_roots.h"
 #include "include/pyunwind.h"
+#include "locals.h"
 #include "strbuf.h"
 #include "values.h"
 
@@ -82,9 +85,27 @@ static void human(struct pyu_strbuf *sb, uint64_t n)
 		pyu_strbuf_printf(sb, "%.1f %s", x, units[u]);
 }
 
+// --retained: the bytes of the first rows' types (row_retained, up to RETAINED_ROWS rows) and
+// of each of the largest objects (big_retained; UINT64_MAX: no root reaches it). NULL: none.
+#define RETAINED_ROWS 64
+struct retained {
+	uint64_t *rows;
+	uint32_t row_count;
+	uint64_t *big;
+	uint64_t unreached;
+};
+
+static void json_retained(struct pyu_strbuf *sb, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		pyu_strbuf_puts(sb, ", \"retained\": null");
+	else
+		pyu_strbuf_printf(sb, ", \"retained\": %" PRIu64, v);
+}
+
 static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  const struct pyu_heap *h, uint32_t names, struct pyu_heap_type **rows,
-			  uint32_t n, char **reprs)
+			  uint32_t n, char **reprs, const struct retained *r)
 {
 	pyu_strbuf_puts(sb, "{\"version\": 1, \"kind\": \"heap\",\n \"python\": {\"version\": ");
 	pyu_strbuf_json_cstr(sb, s->version);
@@ -110,8 +131,11 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_puts(sb, i ? ",\n  {\"type\": " : "\n  {\"type\": ");
 		pyu_strbuf_json_cstr(sb, rows[i]->name);
 		pyu_strbuf_printf(sb, ", \"count\": %" PRIu64 ", \"bytes\": %" PRIu64
-				  ", \"sized_by\": \"%s\"}", rows[i]->count, rows[i]->bytes,
+				  ", \"sized_by\": \"%s\"", rows[i]->count, rows[i]->bytes,
 				  sized_by(rows[i]));
+		if (r && i < r->row_count)
+			json_retained(sb, r->rows[i]);
+		pyu_strbuf_putc(sb, '}');
 	}
 	pyu_strbuf_puts(sb, "],\n \"biggest\": [");
 	for (uint32_t i = 0; i < h->biggest_count; i++) {
@@ -124,14 +148,27 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			pyu_strbuf_json_cstr(sb, reprs[i]);
 		else
 			pyu_strbuf_puts(sb, "null");
+		if (r)
+			json_retained(sb, r->big[i]);
 		pyu_strbuf_putc(sb, '}');
 	}
-	pyu_strbuf_puts(sb, "]}\n");
+	pyu_strbuf_puts(sb, "]");
+	if (r)
+		pyu_strbuf_printf(sb, ",\n \"unreached\": %" PRIu64, r->unreached);
+	pyu_strbuf_puts(sb, "}\n");
+}
+
+static void text_retained(struct pyu_strbuf *sb, uint64_t v)
+{
+	if (v == UINT64_MAX)
+		pyu_strbuf_printf(sb, " %14s", "-");
+	else
+		pyu_strbuf_printf(sb, " %14" PRIu64, v);
 }
 
 static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  const struct pyu_heap *h, uint32_t names, struct pyu_heap_type **rows,
-			  uint32_t n, uint32_t shown, char **reprs)
+			  uint32_t n, uint32_t shown, char **reprs, const struct retained *r)
 {
 	pyu_strbuf_printf(sb, "Python %s heap: %" PRIu64 " objects, ", s->version, h->objects);
 	human(sb, h->bytes);
@@ -160,25 +197,40 @@ static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_text(sb, h->errors[i].message, strlen(h->errors[i].message));
 		pyu_strbuf_puts(sb, ">\n");
 	}
-	pyu_strbuf_printf(sb, "\n%12s %14s %10s %7s  %s\n", "count", "bytes", "average", "share",
-			  "type");
+	if (r)
+		pyu_strbuf_printf(sb, "  retained: what each row's type (object) keeps alive from the "
+				  "roots; %" PRIu64 " objects no root reaches\n", r->unreached);
+	pyu_strbuf_printf(sb, "\n%12s %14s", "count", "bytes");
+	if (r)
+		pyu_strbuf_printf(sb, " %14s", "retained");
+	pyu_strbuf_printf(sb, " %10s %7s  %s\n", "average", "share", "type");
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct pyu_heap_type *t = rows[i];
 		double share = h->bytes ? 100.0 * (double)t->bytes / (double)h->bytes : 0.0;
-		pyu_strbuf_printf(sb, "%12" PRIu64 " %14" PRIu64 " %10" PRIu64 " %6.1f%%  ",
-				  t->count, t->bytes, t->count ? t->bytes / t->count : 0, share);
+		pyu_strbuf_printf(sb, "%12" PRIu64 " %14" PRIu64, t->count, t->bytes);
+		if (r)
+			text_retained(sb, i < r->row_count ? r->rows[i] : UINT64_MAX);
+		pyu_strbuf_printf(sb, " %10" PRIu64 " %6.1f%%  ", t->count ? t->bytes / t->count : 0,
+				  share);
 		pyu_strbuf_text(sb, t->name, strlen(t->name));
 		pyu_strbuf_puts(sb, t->size.exact ? "\n" : " (basicsize)\n");
 	}
 	if (shown < n)
 		pyu_strbuf_printf(sb, "(%u more types: --top 0 shows them all)\n", n - shown);
-	if (h->biggest_count)
-		pyu_strbuf_printf(sb, "\nThe %u largest objects:\n%18s %14s  %s\n",
-				  h->biggest_count, "address", "bytes", "type and repr");
+	if (h->biggest_count) {
+		pyu_strbuf_printf(sb, "\nThe %u largest objects:\n%18s %14s", h->biggest_count,
+				  "address", "bytes");
+		if (r)
+			pyu_strbuf_printf(sb, " %14s", "retained");
+		pyu_strbuf_printf(sb, "  %s\n", "type and repr");
+	}
 	for (uint32_t i = 0; i < h->biggest_count; i++) {
 		const struct pyu_heap_big *b = &h->biggest[i];
 		const char *name = h->types[b->type].name;
-		pyu_strbuf_printf(sb, "%#18" PRIx64 " %14" PRIu64 "  ", b->addr, b->bytes);
+		pyu_strbuf_printf(sb, "%#18" PRIx64 " %14" PRIu64, b->addr, b->bytes);
+		if (r)
+			text_retained(sb, r->big[i]);
+		pyu_strbuf_puts(sb, "  ");
 		pyu_strbuf_text(sb, name, strlen(name));
 		if (reprs && reprs[i]) {
 			pyu_strbuf_puts(sb, "  ");
@@ -195,12 +247,23 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 	if (!s || !ret)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
 	struct pyu_heap *h;
-	struct pyu_error *err = pyu_heap_census(s, biggest, &h);
+	struct pyu_heap_dominators *dom = NULL;
+	struct pyu_error *err;
+	if (flags & PYU_FMT_RETAINED) {
+		struct pyu_heap_roots roots;
+		if ((err = pyu_heap_roots_collect(s, &roots)) != NULL)
+			return err;
+		err = pyu_heap_dominators_compute(s, &roots, biggest, &h, &dom);
+		pyu_heap_roots_clear(&roots);
+	} else {
+		err = pyu_heap_census(s, biggest, &h);
+	}
 	if (err)
 		return err;
 	struct pyu_heap_type **rows = malloc((h->type_count + 1) * sizeof(*rows));
 	if (!rows) {
 		pyu_heap_destroy(h);
+		pyu_heap_dominators_destroy(dom);
 		return &pyu_error_nomem;
 	}
 	// One row per name: two classes of one name (a module loaded twice, a C class and the
@@ -225,13 +288,47 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 	n = kept;
 	qsort(rows, n, sizeof(*rows), by_bytes);
 	char **reprs = big_reprs(s, h);
+	uint32_t shown = top && top < n ? top : n;
+	struct retained ret_sizes = {0}, *r = NULL;
+	if (dom) {
+		r = &ret_sizes;
+		r->row_count = shown < RETAINED_ROWS ? shown : RETAINED_ROWS;
+		r->rows = calloc(r->row_count + 1, sizeof(*r->rows));
+		r->big = calloc(h->biggest_count + 1, sizeof(*r->big));
+		int32_t *set = malloc((h->type_count + 1) * sizeof(*set));
+		if (!r->rows || !r->big || !set) {
+			free(r->rows);
+			free(r->big);
+			free(set);
+			r = NULL;
+		} else {
+			// Rows stand for every type of their name.
+			for (uint32_t i = 0; i < h->type_count; i++) {
+				set[i] = -1;
+				for (uint32_t k = 0; k < r->row_count && set[i] < 0; k++)
+					if (!strcmp(h->types[i].name, rows[k]->name))
+						set[i] = (int32_t)k;
+			}
+			pyu_heap_retained_by_sets(dom, set, r->row_count, r->rows);
+			free(set);
+			for (uint32_t i = 0; i < h->biggest_count; i++)
+				if (!pyu_heap_retained(dom, h->biggest[i].addr, &r->big[i]))
+					r->big[i] = UINT64_MAX;
+			r->unreached = pyu_heap_unreached(dom);
+		}
+	}
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
 	if (flags & PYU_FMT_JSON) {
-		json_document(&sb, s, h, names, rows, top && top < n ? top : n, reprs);
+		json_document(&sb, s, h, names, rows, shown, reprs, r);
 	} else {
-		text_document(&sb, s, h, names, rows, n, top && top < n ? top : n, reprs);
+		text_document(&sb, s, h, names, rows, n, shown, reprs, r);
 	}
+	if (r) {
+		free(r->rows);
+		free(r->big);
+	}
+	pyu_heap_dominators_destroy(dom);
 	for (uint32_t i = 0; reprs && i < h->biggest_count; i++)
 		free(reprs[i]);
 	free(reprs);
@@ -317,6 +414,20 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 		pyu_heap_destroy(h);
 		return err;
 	}
+	// Frames that hold it as a local: roots of the object graph, not objects the census
+	// follows.
+	struct pyu_heap_roots roots;
+	memset(&roots, 0, sizeof(roots));
+	err = pyu_heap_roots_collect(s, &roots);
+	if (err) {
+		pyu_values_destroy(v);
+		pyu_heap_destroy(h);
+		return err;
+	}
+	uint32_t frame_refs = 0;
+	for (uint32_t i = 0; i < roots.count; i++)
+		if (roots.items[i].kind == PYU_ROOT_LOCAL && roots.items[i].addr == addr)
+			frame_refs++;
 	bool json = flags & PYU_FMT_JSON;
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
@@ -334,8 +445,8 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 	} else {
 		pyu_strbuf_printf(&sb, "0x%" PRIx64 " %s, %" PRIu64 " bytes: %s\n", addr, tname,
 				  h->want_bytes, repr ? repr : "?");
-		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", h->ref_count,
-				  h->ref_count == 1 ? "" : "s",
+		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", h->ref_count + frame_refs,
+				  h->ref_count + frame_refs == 1 ? "" : "s",
 				  h->partial ? " (the census stopped at its object limit)" : "");
 	}
 	free(repr);
@@ -364,11 +475,231 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 		free(via);
 		free(rr);
 	}
+	uint32_t k = h->ref_count;
+	for (uint32_t i = 0; i < roots.count; i++) {
+		const struct pyu_heap_root *rt = &roots.items[i];
+		if (rt->kind != PYU_ROOT_LOCAL || rt->addr != addr)
+			continue;
+		const struct pyu_frame_info *f = &s->threads[rt->thread].frames[rt->frame];
+		const struct pyu_code_info *code = &s->codes[f->code];
+		struct pyu_strbuf fb;
+		char *frepr = NULL, *via = NULL;
+		pyu_strbuf_init(&fb, 4 * BIG_REPR_OUTPUT);
+		// As Python writes a frame's repr.
+		pyu_strbuf_printf(&fb, "<frame at 0x%" PRIx64 ", file '", f->frame_address);
+		pyu_strbuf_text(&fb, code->filename, strlen(code->filename));
+		pyu_strbuf_printf(&fb, "', line %d, code ", (int)f->loc.line);
+		pyu_strbuf_text(&fb, code->name, strlen(code->name));
+		pyu_strbuf_putc(&fb, '>');
+		pyu_error_destroy(pyu_strbuf_finish(&fb, &frepr));
+		pyu_strbuf_init(&fb, PYU_LOCAL_NAME_MAX * 4 + 64);
+		pyu_strbuf_puts(&fb, "local ");
+		pyu_strbuf_text(&fb, rt->local, strlen(rt->local));
+		pyu_strbuf_printf(&fb, " of frame #%d", (int)rt->frame);
+		pyu_error_destroy(pyu_strbuf_finish(&fb, &via));
+		uint64_t tid = s->threads[rt->thread].thread_id;
+		if (json) {
+			pyu_strbuf_printf(&sb, "%s{\"address\": \"0x%" PRIx64 "\", \"type\": "
+					  "\"frame\", \"repr\": ", k++ ? ", " : "", f->frame_address);
+			pyu_strbuf_json_cstr(&sb, frepr ? frepr : "");
+			pyu_strbuf_puts(&sb, ", \"via\": ");
+			pyu_strbuf_json_cstr(&sb, via ? via : "");
+			pyu_strbuf_printf(&sb, ", \"thread_id\": %" PRIu64 "}", tid);
+		} else {
+			pyu_strbuf_printf(&sb, "  0x%-14" PRIx64 " %-20s %-24s %s (thread 0x%" PRIx64
+					  ")\n", f->frame_address, "frame", via ? via : "?",
+					  frepr ? frepr : "?", tid);
+		}
+		free(frepr);
+		free(via);
+	}
+	pyu_heap_roots_clear(&roots);
 	if (json)
 		pyu_strbuf_puts(&sb, "]}\n");
 	else if (h->refs_dropped)
 		pyu_strbuf_printf(&sb, "(%" PRIu64 " more referrers not kept)\n", h->refs_dropped);
 	pyu_values_destroy(v);
 	pyu_heap_destroy(h);
+	return pyu_strbuf_finish(&sb, ret);
+}
+
+// ---- a path from a root ----------------------------------------------------------------------
+
+// Whether @key (a repr) is 'name' with name an identifier: then ".__dict__['name']" is ".name".
+static bool identifier_repr(const char *key)
+{
+	size_t len = key ? strlen(key) : 0;
+	if (len < 3 || key[0] != '\'' || key[len - 1] != '\'')
+		return false;
+	for (size_t i = 1; i + 1 < len; i++) {
+		char ch = key[i];
+		bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+		if (!alpha && !(i > 1 && ch >= '0' && ch <= '9'))
+			return false;
+	}
+	return true;
+}
+
+// The expression after each step of @p (exprs[k]: NULL for a ".__dict__" step folded into
+// the ".name" after it), the first the root's. False: out of memory.
+static bool path_exprs(struct pyu_values *v, const struct pyu_heap_path *p, const char *root,
+		       char **exprs)
+{
+	struct pyu_strbuf e;
+	pyu_strbuf_init(&e, PYU_STRBUF_MAX);
+	pyu_strbuf_puts(&e, root);
+	bool ok = true;
+	for (uint32_t k = 0; ok && k < p->count; k++) {
+		if (k) {
+			const struct pyu_heap_ref *r = &p->steps[k - 1];
+			char *key = NULL;
+			if (r->via == PYU_VIA_DICT_VALUE && k >= 2 &&
+			    p->steps[k - 2].via == PYU_VIA_FIELD &&
+			    !strcmp(p->steps[k - 2].field, "__dict__") && exprs[k - 1] &&
+			    identifier_repr(key = short_repr(v, r->key)) &&
+			    e.len >= strlen(".__dict__")) {
+				// obj.__dict__['name'] is obj.name: drop the ".__dict__" just added.
+				free(exprs[k - 1]);
+				exprs[k - 1] = NULL;
+				e.len -= strlen(".__dict__");
+				e.buf[e.len] = 0;
+				pyu_strbuf_printf(&e, ".%.*s", (int)(strlen(key) - 2), key + 1);
+			} else {
+				via_text(v, r, &e);
+			}
+			free(key);
+		}
+		ok = !e.nomem && (exprs[k] = strdup(e.buf ? e.buf : "")) != NULL;
+	}
+	pyu_strbuf_release(&e);
+	return ok;
+}
+
+struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint32_t flags,
+				       char **ret)
+{
+	if (!s || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	if (!addr)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no object address");
+	struct pyu_heap_roots roots;
+	struct pyu_error *err = pyu_heap_roots_collect(s, &roots);
+	if (err)
+		return err;
+	struct pyu_heap *h;
+	struct pyu_heap_path p;
+	err = pyu_heap_path_find(s, &roots, addr, &h, &p);
+	if (err) {
+		pyu_heap_roots_clear(&roots);
+		return err;
+	}
+	if (!p.count || !h->want_found) {
+		err = pyu_error_create(PYU_ERR_NOT_FOUND, "no chain of references from a root (%u "
+				       "roots: modules, frame locals, exceptions) to an object at 0x%"
+				       PRIx64 " (%" PRIu64 " objects looked at%s)", roots.count,
+				       addr, h->objects, h->error_count ? ", with errors" : "");
+		pyu_heap_path_clear(&p);
+		pyu_heap_roots_clear(&roots);
+		pyu_heap_destroy(h);
+		return err;
+	}
+	uint64_t retained = 0;
+	bool has_retained = false;
+	if (flags & PYU_FMT_RETAINED) {
+		struct pyu_heap *full;
+		struct pyu_heap_dominators *dom;
+		err = pyu_heap_dominators_compute(s, &roots, 0, &full, &dom);
+		if (err) {
+			pyu_heap_path_clear(&p);
+			pyu_heap_roots_clear(&roots);
+			pyu_heap_destroy(h);
+			return err;
+		}
+		has_retained = pyu_heap_retained(dom, addr, &retained);
+		pyu_heap_dominators_destroy(dom);
+		pyu_heap_destroy(full);
+	}
+	struct pyu_value_limits lim;
+	pyu_value_limits_default(&lim);
+	lim.chars = BIG_REPR_CHARS;
+	lim.items = BIG_REPR_ITEMS;
+	lim.depth = BIG_REPR_DEPTH;
+	lim.output = BIG_REPR_OUTPUT;
+	struct pyu_values *v = NULL;
+	err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	char **exprs = err ? NULL : calloc(p.count, sizeof(*exprs));
+	const struct pyu_heap_root *root = &roots.items[p.root < roots.count ? p.root : 0];
+	if (!err && (!exprs || !path_exprs(v, &p, root->expr, exprs)))
+		err = &pyu_error_nomem;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (!err) {
+		bool json = flags & PYU_FMT_JSON;
+		const char *tname = h->types[h->want_type].name;
+		const char *full = exprs[p.count - 1];
+		char *repr = short_repr(v, addr);
+		if (json) {
+			pyu_strbuf_printf(&sb, "{\"version\": 1, \"kind\": \"heap-path\", "
+					  "\"object\": {\"address\": \"0x%" PRIx64 "\", \"type\": ",
+					  addr);
+			pyu_strbuf_json_cstr(&sb, tname);
+			pyu_strbuf_printf(&sb, ", \"bytes\": %" PRIu64 ", \"repr\": ", h->want_bytes);
+			pyu_strbuf_json_cstr(&sb, repr ? repr : "");
+			if (flags & PYU_FMT_RETAINED)
+				json_retained(&sb, has_retained ? retained : UINT64_MAX);
+			pyu_strbuf_puts(&sb, "}, \"root\": ");
+			pyu_strbuf_json_cstr(&sb, root->name);
+			pyu_strbuf_puts(&sb, ", \"expr\": ");
+			pyu_strbuf_json_cstr(&sb, full);
+			pyu_strbuf_puts(&sb, ", \"path\": [");
+		} else {
+			pyu_strbuf_printf(&sb, "0x%" PRIx64 " %s, %" PRIu64 " bytes", addr, tname,
+					  h->want_bytes);
+			if (has_retained)
+				pyu_strbuf_printf(&sb, " (retains %" PRIu64 ")", retained);
+			pyu_strbuf_printf(&sb, ": %s\n", repr ? repr : "?");
+			pyu_strbuf_text(&sb, full, strlen(full));
+			pyu_strbuf_puts(&sb, "\n  from ");
+			pyu_strbuf_text(&sb, root->name, strlen(root->name));
+			pyu_strbuf_putc(&sb, '\n');
+		}
+		free(repr);
+		bool first = true;
+		for (uint32_t k = 0; k < p.count; k++) {
+			if (!exprs[k])
+				continue; // the .__dict__ folded into .name
+			char *tn = NULL;
+			pyu_error_destroy(pyu_value_type_name(v, p.steps[k].addr, &tn));
+			if (json) {
+				pyu_strbuf_printf(&sb, "%s{\"address\": \"0x%" PRIx64 "\", "
+						  "\"type\": ", first ? "" : ", ", p.steps[k].addr);
+				pyu_strbuf_json_cstr(&sb, tn ? tn : "");
+				pyu_strbuf_puts(&sb, ", \"expr\": ");
+				pyu_strbuf_json_cstr(&sb, exprs[k]);
+				pyu_strbuf_puts(&sb, "}");
+			} else {
+				pyu_strbuf_printf(&sb, "  0x%-14" PRIx64 " %-20s ", p.steps[k].addr,
+						  tn ? tn : "?");
+				pyu_strbuf_text(&sb, exprs[k], strlen(exprs[k]));
+				pyu_strbuf_putc(&sb, '\n');
+			}
+			first = false;
+			free(tn);
+		}
+		if (json)
+			pyu_strbuf_puts(&sb, "]}\n");
+	}
+	for (uint32_t k = 0; exprs && k < p.count; k++)
+		free(exprs[k]);
+	free(exprs);
+	if (v)
+		pyu_values_destroy(v);
+	pyu_heap_path_clear(&p);
+	pyu_heap_roots_clear(&roots);
+	pyu_heap_destroy(h);
+	if (err) {
+		pyu_strbuf_release(&sb);
+		return err;
+	}
 	return pyu_strbuf_finish(&sb, ret);
 }

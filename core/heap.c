@@ -138,6 +138,8 @@ struct census {
 	bool oom;
 	uint64_t cur;             // the object whose references are followed (0: a list walk)
 	struct pyu_heap_ref via;  // how cur holds the reference considered next
+	const struct pyu_heap_hooks *hooks; // NULL: none
+	bool stopped;             // a hook asked to stop
 };
 
 static bool set_grow(struct addr_set *a)
@@ -333,6 +335,9 @@ static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, 
 		h->want_type = (uint32_t)i;
 		h->want_bytes = size;
 	}
+	if (c->hooks && c->hooks->object &&
+	    !c->hooks->object(c->hooks->arg, obj, size, (uint32_t)i))
+		c->stopped = true;
 	ht->count++;
 	ht->bytes += size;
 	h->objects++;
@@ -536,12 +541,26 @@ static void note_referrer(struct census *c)
 	h->refs[h->ref_count++].addr = c->cur;
 }
 
+// A reference to the counted object @addr, for the hooks.
+static void report_edge(struct census *c, uint64_t addr)
+{
+	if (c->hooks && c->hooks->edge && !c->stopped) {
+		c->via.addr = c->cur;
+		if (!c->hooks->edge(c->hooks->arg, c->cur, &c->via, addr))
+			c->stopped = true;
+	}
+}
+
 static void consider(struct census *c, uint64_t addr)
 {
 	if (addr && addr == c->h->want && c->cur)
 		note_referrer(c);
-	if (!addr || (addr & 7) || c->oom || set_has(&c->seen, addr))
+	if (!addr || (addr & 7) || c->oom || c->stopped)
 		return;
+	if (set_has(&c->seen, addr)) {
+		report_edge(c, addr);
+		return;
+	}
 	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
 		c->h->partial = true;
 		return;
@@ -590,6 +609,7 @@ static void consider(struct census *c, uint64_t addr)
 	if (c->h->objects > before) {
 		c->h->untracked++;
 		queue_push(c, addr);
+		report_edge(c, addr);
 	}
 }
 
@@ -759,8 +779,17 @@ static void follow(struct census *c, uint64_t obj)
 	const struct pyu_size_type *st = &ht->size;
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
-	if (st->is_type && !(pyu_get_u64(buf, c->l->type_tp_flags) & (1ull << 9)))
-		return; // a static class: no collector object
+	if (st->is_type) {
+		// tp_flags lies past the prefix read above (at 168 on 3.11): read on its own.
+		uint64_t flags = 0;
+		err = pyu_target_read_u64(c->t, obj + (uint64_t)c->l->type_tp_flags, &flags);
+		if (err) {
+			pyu_error_destroy(err);
+			return;
+		}
+		if (!(flags & (1ull << 9)))
+			return; // a static class: no collector object
+	}
 	struct pyu_values *v = c->z.v;
 	uint64_t size = pyu_get_u64(buf, c->l->ob_size), items;
 	(void)obj;
@@ -842,7 +871,7 @@ static void follow(struct census *c, uint64_t obj)
 // Follows references from every object counted so far, and from each one found that way.
 static void follow_all(struct census *c)
 {
-	for (size_t i = 0; i < c->queue_len && !c->oom; i++) {
+	for (size_t i = 0; i < c->queue_len && !c->oom && !c->stopped; i++) {
 		c->cur = c->queue[i];
 		follow(c, c->queue[i]);
 	}
@@ -926,9 +955,35 @@ static bool walk_all(struct census *c)
 	return true;
 }
 
-static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint64_t want,
-				     struct pyu_heap **ret)
+// Follows the roots of @w as referred to by nothing (cur 0), each one's type made known first:
+// a walk from roots alone meets no type on the collector's lists.
+static void consider_roots(struct census *c, const struct pyu_heap_walk *w)
 {
+	for (uint32_t i = 0; i < w->root_count && !c->oom && !c->stopped; i++) {
+		uint64_t type = 0;
+		struct pyu_error *err = pyu_target_read_u64(c->t, w->roots[i] + (uint64_t)c->l->ob_type,
+							    &type);
+		if (err) {
+			add_error(c->h, "a root unreadable: %s", pyu_error_message(err));
+			pyu_error_destroy(err);
+			continue;
+		}
+		if (type && !(type & 7) && type_index(c, type) == -2) {
+			c->oom = true;
+			return;
+		}
+		c->cur = 0;
+		c->via.via = PYU_VIA_ROOT;
+		c->via.n = i;
+		consider(c, w->roots[i]);
+	}
+}
+
+static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_walk *w,
+				    struct pyu_heap **ret)
+{
+	uint32_t biggest = w->biggest;
+	uint64_t want = w->want;
 	if (!s || !s->runtime)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no snapshot");
 	const struct pyu_runtime *rt = s->runtime;
@@ -977,8 +1032,11 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 	c.z.hl = hl;
 	c.z.v = v;
 	c.z.shift = rt->layout.ob_type - 8;
-	bool ok = walk_all(&c);
-	h->tracked = h->objects;
+	c.hooks = w->hooks;
+	bool ok = w->roots_only || walk_all(&c);
+	h->tracked = w->roots_only ? 0 : h->objects;
+	if (ok && !c.oom)
+		consider_roots(&c, w);
 	if (ok && !c.oom) {
 		follow_all(&c);
 		if (h->untracked)
@@ -1001,7 +1059,16 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest,
 				  struct pyu_heap **ret)
 {
-	return census_run(s, biggest, 0, ret);
+	struct pyu_heap_walk w = {.biggest = biggest};
+	return census_run(s, &w, ret);
+}
+
+struct pyu_error *pyu_heap_walk(struct pyu_stacks *s, const struct pyu_heap_walk *w,
+				struct pyu_heap **ret)
+{
+	if (!w)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no walk");
+	return census_run(s, w, ret);
 }
 
 struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
@@ -1009,5 +1076,6 @@ struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
 {
 	if (!want)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "no object address");
-	return census_run(s, 0, want, ret);
+	struct pyu_heap_walk w = {.want = want};
+	return census_run(s, &w, ret);
 }

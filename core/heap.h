@@ -32,6 +32,7 @@ enum pyu_heap_via {
 	PYU_VIA_ATTR,      // .name: an instance attribute, .key the name's str
 	PYU_VIA_FIELD,     // .field: a field of a builtin object, .field its name
 	PYU_VIA_SLOT,      // a __slots__ word at offset n
+	PYU_VIA_ROOT,      // root number n of a walk from roots (pyu_heap_walk.roots)
 };
 struct pyu_heap_ref {
 	uint64_t addr;            // the referrer
@@ -103,5 +104,31 @@ struct pyu_error *pyu_heap_census(struct pyu_stacks *s, uint32_t biggest, struct
 struct pyu_error *pyu_heap_census_referrers(struct pyu_stacks *s, uint64_t want,
 					   struct pyu_heap **ret);
 void pyu_heap_destroy(struct pyu_heap *h);
+
+// What a walk tells its caller as it goes (heap_graph.c builds paths and dominators from it).
+// Each returns false to stop the walk (h->partial is then not set: the caller asked).
+struct pyu_heap_hooks {
+	void *arg;
+	// An object counted, first sight: its sys.getsizeof() bytes and index in h->types.
+	bool (*object)(void *arg, uint64_t addr, uint64_t bytes, uint32_t type);
+	// A reference to the counted object @to from the object @from whose references are
+	// followed (0: root number via->n), held as @via says (via->addr is @from).
+	bool (*edge)(void *arg, uint64_t from, const struct pyu_heap_ref *via, uint64_t to);
+};
+
+struct pyu_heap_walk {
+	uint32_t biggest;         // as pyu_heap_census
+	uint64_t want;            // as pyu_heap_census_referrers (0: none)
+	const uint64_t *roots;    // objects followed as referred to by nothing (PYU_VIA_ROOT)
+	uint32_t root_count;
+	bool roots_only;          // the collector's lists are not walked: breadth first from the
+	                          // roots alone, in their order
+	const struct pyu_heap_hooks *hooks; // NULL: none
+};
+
+// The census as @w says: the collector's lists (unless roots_only), then the roots, then what
+// those refer to, reporting objects and references to w->hooks. Fails as pyu_heap_census.
+struct pyu_error *pyu_heap_walk(struct pyu_stacks *s, const struct pyu_heap_walk *w,
+				struct pyu_heap **ret);
 
 #endif

@@ -33,9 +33,10 @@ static const char usage[] =
 	"       pyunwind locals [options] [--frame N] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind print [options] [--frame N] NAME[.ATTR...] PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind tasks [options] [--tree] [--locals] PID | COREFILE [EXECUTABLE]\n"
-	"       pyunwind heap [options] [--top N] [--min-size SIZE] [--biggest N] PID | COREFILE\n"
-	"                     [EXECUTABLE]\n"
+	"       pyunwind heap [options] [--top N] [--min-size SIZE] [--biggest N] [--retained]\n"
+	"                     PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind heap [--json] --referrers ADDR PID | COREFILE [EXECUTABLE]\n"
+	"       pyunwind heap [--json] [--retained] --path ADDR PID | COREFILE [EXECUTABLE]\n"
 	"       pyunwind triage [--json] [-j N] CORE|DIR ...   (see pyunwind triage --help)\n"
 	"       pyunwind --version\n"
 	"\n"
@@ -53,6 +54,10 @@ static const char usage[] =
 	"  --min-size SIZE    heap: leave out types with fewer bytes in all (K, M, G, T)\n"
 	"  --biggest N        heap: also the N largest objects (address, bytes, type, repr)\n"
 	"  --referrers ADDR   heap: the objects that refer to the object at ADDR, and how\n"
+	"  --path ADDR        heap: a shortest chain of references from a root (module,\n"
+	"                     frame local, exception) to ADDR, as a Python expression\n"
+	"  --retained         heap: the bytes each row's type, each largest object (or the\n"
+	"                     --path object) keeps alive: what would be freed without it\n"
 	"  --locals           bt: each frame's locals, each thread's name and exception;\n"
 	"                     tasks: each coroutine frame's locals\n"
 	"  --max-depth N      values: containers nested deeper print as ...\n"
@@ -104,6 +109,8 @@ struct options {
 	uint64_t min_size;     // heap: smallest type total shown
 	uint32_t biggest;      // heap: largest objects shown
 	uint64_t referrers;    // heap: the object whose referrers are shown (0: the census)
+	uint64_t path_to;      // heap: the object a chain from a root is shown to (0: none)
+	bool retained;         // heap: retained sizes (dominators)
 	uint64_t thread; // tid or pthread id
 	uint64_t max_unpacked; // 0: the library's default
 	int64_t first, last;
@@ -157,6 +164,8 @@ static const struct {
 	{"--min-size", "heap"},
 	{"--biggest", "heap"},
 	{"--referrers", "heap"},
+	{"--path", "heap"},
+	{"--retained", "heap"},
 	{"--max-", "bt locals print tasks"}, // every --max-* value limit
 };
 
@@ -244,6 +253,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return usage_error("--referrers needs an object's address (0x...), "
 						   "got '%s'", next ? next : "");
 			o->referrers = v, i++;
+		} else if (!strcmp(a, "--path")) {
+			if (!parse_u64(next, &v) || v == 0)
+				return usage_error("--path needs an object's address (0x...), got '%s'",
+						   next ? next : "");
+			o->path_to = v, i++;
+		} else if (!strcmp(a, "--retained")) {
+			o->retained = true;
 		} else if (!strcmp(a, "--min-size")) {
 			if (!pyu_parse_size(next, &v))
 				return usage_error("--min-size needs a size (digits and K, M, G or T), "
@@ -511,12 +527,14 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "heap")) {
 		uint32_t top = o->has_top ? o->top : o->json ? 0 : 25;
-		if (o->referrers)
+		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->retained ? PYU_FMT_RETAINED : 0);
+		if (o->path_to)
+			err = pyu_format_heap_path(s, o->path_to, flags, &out);
+		else if (o->referrers)
 			err = pyu_format_heap_referrers(s, o->referrers, o->json ? PYU_FMT_JSON : 0,
 							&out);
 		else
-			err = pyu_format_heap(s, o->json ? PYU_FMT_JSON : 0, top, o->min_size, o->biggest,
-				      &out);
+			err = pyu_format_heap(s, flags, top, o->min_size, o->biggest, &out);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
 	} else if (!strcmp(o->command, "print")) {

@@ -331,16 +331,29 @@ PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const c
 // doc/heap.md). Reads the target on every call; damaged lists end with counted errors inside
 // the output. Fails with PYU_ERR_UNSUPPORTED for a version or build without collector lists.
 // *ret is for pyu_free().
+// PYU_FMT_RETAINED: also the bytes each of the first 64 rows' types and each of the largest
+// objects retains - what would be freed if it (every object of the type) became unreachable
+// from the roots (modules, frame locals, exceptions being handled): dominators over the
+// object graph.
+#define PYU_FMT_RETAINED 0x100u
 PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags, uint32_t top,
 					     uint64_t min_size, uint32_t biggest, char **ret);
 
 // py-heap --referrers: the object at @addr (its type, getsizeof bytes, a one-line repr) and
 // every object the census finds referring to it, each with how ("[3]", "['key']", ".attr",
-// ".__dict__"), as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with PYU_ERR_NOT_FOUND
+// ".__dict__"), and every thread's frame that holds it as a local ("local x of frame #N"), as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with PYU_ERR_NOT_FOUND
 // when the census does not find an object at @addr, else as pyu_format_heap. *ret is for
 // pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 						       uint32_t flags, char **ret);
+// py-heap --path: one shortest chain of references from a root (a module of sys.modules, a
+// local of a thread's frame, an exception being handled) to the object at @addr, as a Python
+// expression ("sys.modules['app'].CACHE['k'][3]") and object by object, as text or
+// (PYU_FMT_JSON) JSON (doc/heap.md); PYU_FMT_RETAINED adds the bytes the object retains.
+// Fails with PYU_ERR_NOT_FOUND when no chain the census follows reaches it, else as
+// pyu_format_heap. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr,
+						  uint32_t flags, char **ret);
 
 // ---- triage ------------------------------------------------------------------------------
 // The thread that crashed: for a core, the Python thread of the core's first thread (the one

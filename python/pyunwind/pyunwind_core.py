@@ -20,6 +20,7 @@ LIMIT_OPTIONS = {"--max-depth": 1, "--max-items": 2, "--max-chars": 3, "--max-di
 PYU_FMT_NATIVE = 0x20
 PYU_FMT_NATIVE_ALL = 0x40
 PYU_FMT_TREE = 0x80
+PYU_FMT_RETAINED = 0x100
 # pyu_format_task_frame: what to show of a task's frame.
 PYU_TASK_SELECT, PYU_TASK_LINE, PYU_TASK_LIST, PYU_TASK_LOCALS, PYU_TASK_PRINT = range(5)
 
@@ -148,6 +149,7 @@ class Library(object):
             "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
                                     ctypes.c_uint32, PP]),
             "pyu_format_heap_referrers": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
+            "pyu_format_heap_path": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -381,6 +383,9 @@ class Stacks(_Handle):
 
     def heap_referrers(self, addr, flags):
         return self._text(self.lib.lib.pyu_format_heap_referrers, addr, flags)
+
+    def heap_path(self, addr, flags):
+        return self._text(self.lib.lib.pyu_format_heap_path, addr, flags)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -738,20 +743,26 @@ class Session(object):
         return stacks.tasks(thread, flags)
 
     def py_heap(self, view, arg):
-        usage = ("usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N] | "
-                 "[--json] --referrers ADDR")
-        flags, top, min_size, biggest, referrers = 0, None, 0, 0, 0
+        usage = ("usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N] "
+                 "[--retained] | [--json] --referrers ADDR | [--json] [--retained] --path ADDR")
+        flags, top, min_size, biggest, referrers, path_to = 0, None, 0, 0, 0, 0
         words = _split(arg)
         i = 0
         while i < len(words):
             w = words[i]
             if w in ("-j", "--json"):
                 flags |= PYU_FMT_JSON
-            elif w == "--referrers" and i + 1 < len(words):
+            elif w == "--retained":
+                flags |= PYU_FMT_RETAINED
+            elif w in ("--referrers", "--path") and i + 1 < len(words):
                 i += 1
-                referrers = _parse_int(words[i], w)
-                if referrers <= 0:
-                    raise PyunwindError("--referrers needs an object's address (0x...)")
+                n = _parse_int(words[i], w)
+                if n <= 0:
+                    raise PyunwindError("%s needs an object's address (0x...)" % w)
+                if w == "--path":
+                    path_to = n
+                else:
+                    referrers = n
             elif w in ("--top", "--min-size", "--biggest") and i + 1 < len(words):
                 i += 1
                 if w == "--min-size":
@@ -768,8 +779,10 @@ class Session(object):
             else:
                 raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
             i += 1
+        if path_to:
+            return self.stacks(view).heap_path(path_to, flags)
         if referrers:
-            return self.stacks(view).heap_referrers(referrers, flags)
+            return self.stacks(view).heap_referrers(referrers, flags & PYU_FMT_JSON)
         if top is None:
             top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
         return self.stacks(view).heap(flags, top, min_size, biggest)
@@ -931,8 +944,9 @@ ADDRESS (0x...) or NAME: a task as py-tasks lists it. Until the program runs aga
 frames, innermost (#0) first, as they work on a thread's frames. Without an argument: the
 selected task frame.""",
     "py-heap": """Print what the target's objects are: a census by type, largest first.
-Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N]
+Usage: py-heap [--json] [--top N] [--min-size SIZE] [--biggest N] [--retained]
        py-heap [--json] --referrers ADDR
+       py-heap [--json] [--retained] --path ADDR
 Every object the collector tracks (each generation and the permanent one, of every
 interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
 per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
@@ -942,7 +956,13 @@ runs.
   --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
   --biggest N      also the N largest objects: address, bytes, type and a short repr
   --referrers ADDR the object at ADDR and the objects that refer to it, each with how
-                   (via: [3], ['key'], .attr)
+                   (via: [3], ['key'], .attr), and the frames holding it as a local
+                   (via: local x of frame #N)
+  --path ADDR      a shortest chain of references from a root (a module of sys.modules,
+                   a local of a thread's frame, an exception being handled) to the object
+                   at ADDR, as a Python expression (sys.modules['app'].CACHE['k'][3])
+  --retained       the bytes each row's type, each of the largest objects (or the --path
+                   object) keeps alive: what would be freed if it became unreachable
   --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
 Usage: py-up [N]""",

@@ -11,6 +11,11 @@
 # lldb; --biggest 3 names the zoo's bytearray, str and bytes objects with their addresses and
 # sizes. The text form names the zoo's classes, --top and --min-size cut rows, and damaged
 # collector lists (a ring link that points elsewhere) give counted errors, not a crash or hang.
+# What keeps objects alive (check_graph): --path gives the expression the target evaluated to
+# the object and the root it names (a module global, a list in a dict, a leaf behind an
+# attribute, an object only a thread's local holds); --referrers names the frames holding an
+# object as a local as the target finds them in its own frames; --retained of a dict holding
+# only fresh objects is the getsizeof sum of its closure the target computed.
 # One target per interpreter and kind of core.
 #
 #   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
@@ -145,6 +150,97 @@ def check_referrers(truth, target, what, *executable):
                                  % (what, address, via, text))
 
 
+def path_problems(truth, docs):
+    """@docs: `heap --json --path ADDR` of each object of the truth's "paths": the expression
+    the target evaluated to that very object, from the root the target names, and a chain
+    that starts at that root's expression and ends at the object."""
+    out = []
+    for want, doc in zip(truth["extra"]["paths"], docs):
+        steps = doc.get("path", [])
+        if doc.get("expr") != want["expr"] or doc.get("root") != want["root"] or \
+                doc["object"]["address"] != want["address"] or not steps or \
+                not want["expr"].startswith(steps[0]["expr"]) or \
+                steps[-1]["address"] != want["address"] or steps[-1]["expr"] != want["expr"]:
+            out.append("path to %s: %s, the target evaluates %s from %s"
+                       % (want["address"], doc, want["expr"], want["root"]))
+    return out
+
+
+def check_paths(truth, target, what, *executable):
+    docs = [json.loads(cli("heap", "--json", "--path", w["address"], target, *executable))
+            for w in truth["extra"]["paths"]]
+    p = path_problems(truth, docs)
+    want = truth["extra"]["paths"][-1]
+    text = cli("heap", "--path", want["address"], target, *executable).splitlines()
+    if text[1:3] != [want["expr"], "  from " + want["root"]]:
+        p.append("text form: %r" % text)
+    if p:
+        raise AssertionError("%s --path:\n  %s" % (what, "\n  ".join(p)))
+
+
+def frame_referrer_problems(truth, doc):
+    """@doc: `heap --json --referrers ADDR` of the object only a thread's frame holds: the
+    frames among its referrers are those the target found holding it as a local, with the
+    same via and thread (and, before 3.11, where frames are objects, the same address)."""
+    want = truth["extra"]["frame_referrers"]
+    got = sorted([r["via"], r["thread_id"], r["address"]] for r in doc.get("referrers", [])
+                 if r["type"] == "frame")
+    exp = sorted(want["referrers"])
+    if truth["python"]["hexversion"] >= 0x030b0000:  # frames are not objects: no address
+        got = [g[:2] for g in got]
+        exp = [e[:2] for e in exp]
+    if not exp or got != exp or doc["object"]["address"] != want["address"]:
+        return ["frame referrers of %s: %s, the target's frames: %s"
+                % (want["address"], doc.get("referrers"), want["referrers"])]
+    return []
+
+
+def retained_problems(truth, path_doc, big_doc):
+    """The bytes RETAIN retains (its --path document with --retained) are the getsizeof sum
+    of what only it holds, as the target counted it; each of the 3 largest objects, holding
+    nothing, retains exactly itself."""
+    out = []
+    want = truth["extra"]["retained"]
+    got = path_doc["object"].get("retained")
+    if path_doc["object"]["address"] != want["address"] or got != want["bytes"]:
+        out.append("RETAIN %s retains %s, the target counts %d"
+                   % (want["address"], got, want["bytes"]))
+    for b in big_doc["biggest"]:
+        if b.get("retained") != b["bytes"]:
+            out.append("%s %s retains %s, not its own %d bytes"
+                       % (b["type"], b["address"], b.get("retained"), b["bytes"]))
+    rows = big_doc["types"]
+    if not rows or any("retained" not in r for r in rows[:64]) or \
+            big_doc.get("unreached") is None:
+        out.append("rows without retained: %s" % rows[:3])
+    return out
+
+
+def check_retained(truth, target, what, *executable):
+    p = retained_problems(
+        truth, json.loads(cli("heap", "--json", "--retained", "--path",
+                              truth["extra"]["retained"]["address"], target, *executable)),
+        json.loads(cli("heap", "--json", "--retained", "--biggest", 3, target, *executable)))
+    text = cli("heap", "--retained", "--biggest", 3, "--top", 3, target, *executable)
+    if "retained" not in text or not any(l.split()[:3] == [a, str(n), str(n)]
+                                         for a, _, n in truth["extra"]["largest"]
+                                         for l in text.splitlines()):
+        p.append("text form: %r" % text[-1500:])
+    if p:
+        raise AssertionError("%s --retained:\n  %s" % (what, "\n  ".join(p)))
+
+
+def check_graph(truth, target, what, *executable):
+    """--path, frame referrers and --retained."""
+    check_paths(truth, target, what, *executable)
+    p = frame_referrer_problems(truth, json.loads(cli(
+        "heap", "--json", "--referrers", truth["extra"]["frame_referrers"]["address"], target,
+        *executable)))
+    if p:
+        raise AssertionError("%s --referrers:\n  %s" % (what, "\n  ".join(p)))
+    check_retained(truth, target, what, *executable)
+
+
 def check_text(truth, target, what):
     """The text form: the header counts every object; --top and --min-size cut the rows."""
     doc = json.loads(cli("heap", "--json", target))
@@ -177,9 +273,11 @@ def live_case(py):
                           "live")
                 check_text(t.truth, t.pid, "live")
                 check_referrers(t.truth, t.pid, "live")
+                check_graph(t.truth, t.pid, "live")
             core = t.gcore()
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core)), "gdb core")
             check_referrers(t.truth, core, "gdb core")
+            check_graph(t.truth, core, "gdb core")
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "live", None), ("lldb", "core", core)])
             print("    %s: %d types, %d objects compared" % ((py.label,) + n))
@@ -193,6 +291,7 @@ def crash_case(py):
             check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable)),
                   "kernel core")
             check_referrers(t.truth, core, "kernel core", t.executable)
+            check_graph(t.truth, core, "kernel core", t.executable)
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "core", core)], "kernel core")
     return run
@@ -214,7 +313,14 @@ def debugger_check(t, runs, source=None):
                                      ["py-heap --json --biggest 3", "py-heap --top 5",
                                       "py-heap --no-such-option",
                                       "py-heap --json --referrers %s"
-                                      % t.truth["extra"]["referrers"][0]["address"]])
+                                      % t.truth["extra"]["referrers"][0]["address"],
+                                      "py-heap --json --path %s"
+                                      % t.truth["extra"]["paths"][2]["address"],
+                                      "py-heap --json --referrers %s"
+                                      % t.truth["extra"]["frame_referrers"]["address"],
+                                      "py-heap --json --retained --path %s"
+                                      % t.truth["extra"]["retained"]["address"],
+                                      "py-heap --json --retained --biggest 3 --top 3"])
         no_traceback(what, err, *outs)
         check(t.truth, parse_json(outs[0], what), what)
         want = cli("heap", "--top", "5", core or t.pid)
@@ -224,8 +330,13 @@ def debugger_check(t, runs, source=None):
         if "unknown argument '--no-such-option'" not in outs[2] + err:
             raise AssertionError("%s: a bad option gave no error" % what)
         p = referrer_problems(t.truth, [parse_json(outs[3], what + " --referrers")])
+        p += path_problems({"extra": {"paths": t.truth["extra"]["paths"][2:3]}},
+                           [parse_json(outs[4], what + " --path")])
+        p += frame_referrer_problems(t.truth, parse_json(outs[5], what + " --referrers"))
+        p += retained_problems(t.truth, parse_json(outs[6], what + " --retained --path"),
+                               parse_json(outs[7], what + " --retained --biggest"))
         if p:
-            raise AssertionError("%s py-heap --referrers:\n  %s" % (what, "\n  ".join(p)))
+            raise AssertionError("%s py-heap:\n  %s" % (what, "\n  ".join(p)))
 
 
 def poke(pid, addr, value):

@@ -14,7 +14,9 @@
 # of everything reached from those through gc.get_referents(); writes it to OUTDIR/truth.json
 # ("extra": {"types": {name: [count, bytes]}, "closure": {...}, "atoms": {type: bytes of the
 # zoo's large str, bytes, bytearray, int objects}, "largest": [[address, type, bytes] of the
-# three largest objects], "zoo": {...}}) and parks on a
+# three largest objects], "zoo": {...}, "paths": the expressions it evaluates to four objects
+# and their roots, "frame_referrers": the frames holding FrameHeld as a local,
+# "retained": the getsizeof sum of what only RETAIN holds}) and parks on a
 # lock nobody releases (crash mode: kills itself with SIGSEGV for a kernel core, with
 # its arguments bound before the census so that the call makes no object; 3.7+ first move every
 # object into the permanent generation with gc.freeze(), so that ring is walked too). Runs on
@@ -89,6 +91,14 @@ class LocalHeld(object):
     pass
 
 
+class FrameHeld(object):
+    pass
+
+
+class Leaf(object):
+    pass
+
+
 ZOO = {
     "plain": [Plain(i) for i in range(PLAIN)],
     "slotted": [Slotted(i) for i in range(SLOTTED)],
@@ -126,6 +136,17 @@ REFS = {"list": [0, 0, SHARED], "dict": {"k": SHARED}, "tuple": (1, SHARED),
         "set": set([SHARED]), "holder": HOLDER}
 
 
+# --path: LEAK.cache['k'][3] is reached from sys.modules['__main__'] through an attribute, a dict
+# and a list; a FrameHeld object only through the local 'held' of local_holder's frame.
+LEAK = RefHolder()
+LEAK.cache = {"k": [0, 0, 0, Leaf()]}
+# --retained: everything RETAIN holds is made here and held by nothing else (fresh keys, ints
+# past the small-int cache, strs and bytes of more than one character), so the bytes it
+# retains are the sys.getsizeof() sum of its closure, which main() checks and reports.
+RETAIN = {"".join(["ro", "ws"]): [[10 ** 6 + i, "row%d" % i, (i * 1.5, b"xy" * (2 + i % 50))]
+                                  for i in range(2000)]}
+
+
 def make_cycles():
     for _ in range(CYCLES):
         a, b = CycleNode(), CycleNode()
@@ -161,8 +182,10 @@ READY = threading.Event()
 def local_holder():
     local = threading.local()
     local.obj = LocalHeld()
+    held = FrameHeld()
     READY.set()
     HOLD.acquire()
+    return local, held
 
 
 def type_name(t):
@@ -234,6 +257,65 @@ def referrers_of(obj):
     return {"address": hex(id(obj)), "type": type_name(type(obj)), "referrers": out}
 
 
+def frame_locals_of(obj):
+    """["local NAME of frame #N", thread id, id(frame)] for each local of every thread's Python
+    frames bound to @obj, frames numbered as py-bt numbers them (innermost #0). Run before the
+    census: on 3.12 and older, f_locals makes each frame's locals dict, which then stays."""
+    out = []
+    me = threading.current_thread().ident
+    for tid, f in sys._current_frames().items():
+        if tid == me:
+            continue
+        n = 0
+        while f is not None:
+            for name, value in f.f_locals.items():
+                if value is obj:
+                    out.append(["local %s of frame #%d" % (name, n), tid, hex(id(f))])
+            f = f.f_back
+            n += 1
+    f = value = None
+    return out
+
+
+def _outside(objs, internal):
+    """sys.getrefcount() of each of @objs less the references @internal counts."""
+    out = []
+    for o in objs:
+        out.append(sys.getrefcount(o) - internal.get(id(o), 0))
+    o = None
+    return out
+
+
+def retained_closure(obj):
+    """The sys.getsizeof() sum of @obj and of everything it reaches through
+    gc.get_referents(), after checking by reference counts that nothing else refers to any of
+    those: the bytes freed if @obj went."""
+    ids, objs, frontier, internal = set([id(obj)]), [obj], [obj], {}
+    while frontier:
+        found = []
+        # gc.get_referents() leaves out the str keys of dicts: added here.
+        refs = gc.get_referents(*frontier)
+        listed = set(id(x) for x in refs)
+        keys = [k for d in frontier if type(d) is dict for k in d if id(k) not in listed]
+        for r in refs + keys:
+            internal[id(r)] = internal.get(id(r), 0) + 1
+            if id(r) not in ids:
+                ids.add(id(r))
+                found.append(r)
+        objs.extend(found)
+        frontier = found
+    r = d = k = None
+    del keys[:], refs[:]
+    base = _outside([Leaf()], {})[0]  # an object held by its list alone
+    outside = _outside(objs, internal)
+    for i in range(1, len(objs)):
+        if outside[i] != base:
+            raise AssertionError("%r is held from outside RETAIN" % (type(objs[i]),))
+    total = sum([sys.getsizeof(x) for x in objs])
+    del objs[:], found[:], frontier[:]
+    return total
+
+
 def native_id():
     get = getattr(threading, "get_native_id", None)
     return get() if get is not None else None
@@ -252,6 +334,14 @@ def main():
     holder.start()
     READY.wait()
     time.sleep(0.3)  # the holder blocks on HOLD
+    frame_held = [o for o in gc.get_objects() if type(o) is FrameHeld][0]
+    frame_refs = frame_locals_of(frame_held)
+    frame_held_address = hex(id(frame_held))
+    frame_held = None
+    # Made before the census and kept to the end, as everything the census counts.
+    held_root = "local 'held' of %s of thread 0x%x" % (
+        frame_refs[0][0].split(" of ", 1)[1] if frame_refs else "?",
+        frame_refs[0][1] if frame_refs else 0)
     # Made before the census: calling them makes no object (a bound method, an argument tuple:
     # 2.7 copies a *args tuple, 3.x passes it on; 3.6 makes one for a partial's call).
     crash_args = (os.getpid(), signal.SIGSEGV)
@@ -265,6 +355,18 @@ def main():
     referrers_of(SHARED)  # its first call, too, leaves something on 2.7
     types, closure = census()
     refs = [referrers_of(SHARED), referrers_of(ZOO["lists"][3])]  # not in the census
+    # --path: the chains from the roots, checked here to evaluate to the object.
+    paths = []
+    for obj, expr in ((GLOBAL, "sys.modules['__main__'].GLOBAL"),
+                      (ZOO["lists"][3], "sys.modules['__main__'].ZOO['lists'][3]"),
+                      (LEAK.cache["k"][3], "sys.modules['__main__'].LEAK.cache['k'][3]")):
+        if eval(expr, {"sys": sys}) is not obj:
+            raise AssertionError(expr)
+        paths.append({"address": hex(id(obj)), "expr": expr,
+                      "root": "sys.modules['__main__']"})
+    paths.append({"address": frame_held_address, "expr": "held", "root": held_root})
+    obj = None
+    retained = {"address": hex(id(RETAIN)), "bytes": retained_closure(RETAIN)}
     atoms = {}
     for o in [ZOO["str"], ZOO["text"], ZOO["bytes"], ZOO["bytearray"]] + ZOO["bigints"]:
         atoms[type_name(type(o))] = atoms.get(type_name(type(o)), 0) + sys.getsizeof(o)
@@ -281,12 +383,14 @@ def main():
            "main_thread_id": threading.current_thread().ident, "threads": threads,
            "extra": {"types": types, "closure": closure,
                      "atoms": atoms, "largest": largest,
-                     "referrers": refs,
+                     "referrers": refs, "paths": paths, "retained": retained,
+                     "frame_referrers": {"address": frame_held_address,
+                                         "referrers": frame_refs},
                      "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
                      "zoo": {"Plain": PLAIN, "Slotted": SLOTTED, "DictSub": DICTSUB,
                              "Wide": WIDE, "RealDict": REALDICT, "CycleNode": 2 * CYCLES}}}
     write_truth(doc)
-    del doc, types, closure, threads, atoms, largest, refs
+    del doc, types, closure, threads, atoms, largest, refs, paths, retained
     if MODE == "crash":
         if hasattr(gc, "freeze"):
             gc.freeze()  # 3.7+: every object into the permanent generation's list

@@ -8,6 +8,7 @@
 #include "checkmain.h"
 #include "fakepy.h"
 #include "heap.h"
+#include "heap_graph.h"
 #include "heap_layout.h"
 
 #define HAVE_GC (1ull << 14)
@@ -173,6 +174,95 @@ START_TEST(test_damaged_rings)
 }
 END_TEST
 
+// The zoo's lists made into a graph: A -> B, C, F; B -> D; C -> D; D -> E; E -> D (a cycle).
+enum { A, B, C, D, E, F };
+
+static uint64_t obj_of(const struct zoo *z, int i)
+{
+	return z->nodes[i] + (uint64_t)z->hl->gc.head_size;
+}
+
+static void make_graph(struct zoo *z)
+{
+	static const int edges[NODES][3] = {{B, C, F}, {D, -1, -1}, {D, -1, -1}, {E, -1, -1},
+					    {D, -1, -1}, {-1, -1, -1}};
+	make_zoo(z, 0x030c0000);
+	const struct pyu_value_layout *vl = pyu_value_layout_for_version(0x030c0000);
+	for (int i = 0; i < NODES; i++) {
+		uint64_t items = fm_alloc(&z->p.m, 40), n = 0;
+		for (int k = 0; k < 3 && edges[i][k] >= 0; k++)
+			fm_u64(&z->p.m, items + 8 * n++, obj_of(z, edges[i][k]));
+		fm_u64(&z->p.m, obj_of(z, i) + (uint64_t)z->p.l->ob_size, n);
+		fm_u64(&z->p.m, obj_of(z, i) + (uint64_t)vl->list_item, items);
+	}
+}
+
+START_TEST(test_retained)
+{
+	struct zoo z;
+	make_graph(&z);
+	uint64_t root = obj_of(&z, A);
+	struct pyu_heap_roots roots = {.addrs = &root, .count = 1};
+	struct pyu_heap *h = NULL;
+	struct pyu_heap_dominators *d = NULL;
+	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, 0, &h, &d));
+	uint64_t one = h->bytes / NODES, got = 0;
+	// Every chain to D passes through A only (B and C are two ways); E's through D.
+	static const uint64_t want[NODES] = {6, 1, 1, 2, 1, 1};
+	for (int i = 0; i < NODES; i++) {
+		ck_assert(pyu_heap_retained(d, obj_of(&z, i), &got));
+		ck_assert_uint_eq(got, want[i] * one);
+	}
+	ck_assert_uint_eq(pyu_heap_unreached(d), 0);
+	int32_t set[1] = {0}; // every list
+	pyu_heap_retained_by_sets(d, set, 1, &got);
+	ck_assert_uint_eq(got, 6 * one);
+	pyu_heap_dominators_destroy(d);
+	pyu_heap_destroy(h);
+	// From B alone: A, C and F are reached by no root and retain nothing.
+	root = obj_of(&z, B);
+	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, 0, &h, &d));
+	ck_assert(!pyu_heap_retained(d, obj_of(&z, A), &got));
+	ck_assert(pyu_heap_retained(d, obj_of(&z, B), &got));
+	ck_assert_uint_eq(got, 3 * one);
+	ck_assert_uint_eq(pyu_heap_unreached(d), 3);
+	pyu_heap_dominators_destroy(d);
+	pyu_heap_destroy(h);
+	fm_destroy(&z.p.m);
+}
+END_TEST
+
+START_TEST(test_path)
+{
+	struct zoo z;
+	make_graph(&z);
+	uint64_t root = obj_of(&z, A);
+	struct pyu_heap_roots roots = {.addrs = &root, .count = 1};
+	struct pyu_heap *h = NULL;
+	struct pyu_heap_path p;
+	ck_assert_ptr_null(pyu_heap_path_find(&z.s, &roots, obj_of(&z, E), &h, &p));
+	// Breadth first, A's items in order: A[0] is B, B[0] is D, D[0] is E.
+	ck_assert_uint_eq(p.count, 4);
+	ck_assert_uint_eq(p.root, 0);
+	static const int chain[4] = {A, B, D, E};
+	for (int k = 0; k < 4; k++)
+		ck_assert_uint_eq(p.steps[k].addr, obj_of(&z, chain[k]));
+	for (int k = 0; k < 3; k++) {
+		ck_assert_uint_eq(p.steps[k].via, PYU_VIA_ITEM);
+		ck_assert_uint_eq(p.steps[k].n, 0);
+	}
+	ck_assert(h->want_found);
+	pyu_heap_path_clear(&p);
+	pyu_heap_destroy(h);
+	// Nothing reaches A from D.
+	root = obj_of(&z, D);
+	ck_assert_ptr_null(pyu_heap_path_find(&z.s, &roots, obj_of(&z, A), &h, &p));
+	ck_assert_uint_eq(p.count, 0);
+	pyu_heap_destroy(h);
+	fm_destroy(&z.p.m);
+}
+END_TEST
+
 static Suite *heap_suite(void)
 {
 	Suite *s = suite_create("heap");
@@ -180,6 +270,8 @@ static Suite *heap_suite(void)
 	tcase_add_test(tc, test_census_312);
 	tcase_add_test(tc, test_census_27);
 	tcase_add_test(tc, test_damaged_rings);
+	tcase_add_test(tc, test_retained);
+	tcase_add_test(tc, test_path);
 	suite_add_tcase(s, tc);
 	return s;
 }

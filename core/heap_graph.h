@@ -1,0 +1,60 @@
+// heap_graph.h - what keeps an object alive, over the object graph a heap walk (heap.h)
+// reports: one shortest chain of references from a root (heap_roots.h) to an object, and the
+// bytes each object retains (its dominator subtree: what would be freed if it became
+// unreachable). Model layer; the Face (format_heap.c) prints the results.
+#ifndef PYU_HEAP_GRAPH_H
+#define PYU_HEAP_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "heap.h"
+#include "heap_roots.h"
+
+// One shortest chain: steps[0].addr is the root object, each step's object holds the next one's
+// as its via says, and the last step's object is the one asked for (its via unused).
+struct pyu_heap_path {
+	uint32_t root;            // index in the roots
+	struct pyu_heap_ref *steps; // .addr the object; .via/.n/.key/.field how it holds the next
+	uint32_t count;
+};
+
+// Walks breadth first from @roots (in their order: a tie goes to the earlier root) until the
+// object at @want is met; *path holds the chain (count 0: no root reaches it) and *h the walk's
+// census (the objects met, and want_found/want_type/want_bytes). On error (out of memory, no
+// runtime), *h and *path are unchanged.
+struct pyu_error *pyu_heap_path_find(struct pyu_stacks *s, const struct pyu_heap_roots *roots,
+				     uint64_t want, struct pyu_heap **h,
+				     struct pyu_heap_path *path);
+void pyu_heap_path_clear(struct pyu_heap_path *path);
+
+// Retained sizes: the census (collector lists, then @roots, then references), each object's
+// dominator over the graph from a virtual node whose edges go to the roots (Cooper, Harvey and
+// Kennedy's iterative algorithm over the reverse postorder), and each dominator subtree's bytes.
+struct pyu_heap_dominators;
+
+// Takes the census as pyu_heap_census(@biggest) does and the dominators of its objects. On
+// error (out of memory: the graph needs about 40 bytes per object and 12 per reference),
+// *h and *ret are unchanged.
+struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
+					      const struct pyu_heap_roots *roots,
+					      uint32_t biggest, struct pyu_heap **h,
+					      struct pyu_heap_dominators **ret);
+void pyu_heap_dominators_destroy(struct pyu_heap_dominators *d);
+
+// The bytes the object at @addr retains; false when it is no object of the census or no root
+// reaches it. Cannot fail.
+bool pyu_heap_retained(const struct pyu_heap_dominators *d, uint64_t addr, uint64_t *ret);
+
+// For @n sets of types (@type_set[i] for h->types[i]: a set number below 64, or -1 for none),
+// the bytes retained by each whole set: what would be freed if every object of the set
+// became unreachable. @ret holds @n sums. Cannot fail.
+void pyu_heap_retained_by_sets(const struct pyu_heap_dominators *d, const int32_t *type_set,
+			       uint32_t n, uint64_t *ret);
+
+// Objects no root reaches (garbage cycles, objects held only by frames of generators or by
+// references the census does not follow). Cannot fail.
+uint64_t pyu_heap_unreached(const struct pyu_heap_dominators *d);
+
+#endif
