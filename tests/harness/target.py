@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 
+from .counts import count
 from .matrix import REPO
 
 TARGETS = os.path.join(REPO, "tests", "targets")
@@ -152,6 +153,7 @@ class Target(object):
         # One malloc arena instead of one per thread: gdb cores shrink from ~1 GB to ~100 MB.
         env.setdefault("MALLOC_ARENA_MAX", "1")
         env.update(self.extra_env)
+        count("target")
         self.proc = subprocess.Popen(self.command + [self.program, self.workdir, self.mode],
                                      cwd=self.workdir, stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=self._err, env=env,
@@ -237,6 +239,7 @@ class Target(object):
         path = path or os.path.join(self.workdir, "gcore.%d" % self.pid)
         cmd = ["gdb", "-nx", "-batch", "-p", str(self.pid),
                "-ex", "generate-core-file " + path]
+        count("gcore")
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
                                  stdin=subprocess.DEVNULL)
@@ -277,6 +280,7 @@ class Target(object):
                 if os.path.exists(p):
                     size = os.path.getsize(p)
                     if size > 0 and size == last:
+                        count("crash core")
                         self._cores.append(p)
                         return p
                     last = size
