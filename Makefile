@@ -57,7 +57,8 @@ deps:
 pythons: deps
 	@tools/pythons install
 
-# Every step listed in tests/steps runs, in order; the runner sums their "N passed, N failed".
+# Every step listed in tests/steps runs (two at a time, heaviest first: tests/run_all); the
+# runner sums their "N passed, N failed".
 test: deps pythons all
 	@tests/run_all
 

@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 from harness import (Target, HarnessError, compare, interpreters, run_cases,  # noqa: E402
-                     gdb_batch, lldb_batch, wait_asleep, core_pattern, REPO)
+                     gdb_batch, lldb_batch, wait_asleep, core_pattern, REPO, shared)
 
 GOLDEN = os.path.join(REPO, "tests", "e2e", "golden")
 SEP = "@@pyunwind-next-command@@"
@@ -227,19 +227,27 @@ def check_stacks(debugger, kind, t, core=None, env=None):
                              % (what, name, f0["line"], text[:2000]))
 
 
+def target_of(py, program, mode="park"):
+    """(key, make) of the target every case of (@py, @program, @mode) shares: the cases only
+    read it (the debuggers attach one at a time, under its attach_lock), its gdb core and its
+    kernel core are made once."""
+    return ("adapters", py.label, program, mode), lambda: Target(py, program,
+                                                                 mode=mode).__enter__()
+
+
 def matrix_case(py, kind, debugger):
+    key, make = target_of(py, "scenario", "crash" if kind == "crash" else "park")
+
     def run():
-        if kind == "crash":
-            with Target(py, "scenario", mode="crash") as t:
-                core = t.crash_core()
-                check_stacks(debugger, kind, t, core)
-            return
-        with Target(py, "scenario") as t:
-            if kind == "live":
-                check_stacks(debugger, kind, t)
+        with shared(key, make) as t:
+            if kind == "crash":
+                check_stacks(debugger, kind, t, t.crash_core_once())
+            elif kind == "live":
+                with t.attach_lock:
+                    check_stacks(debugger, kind, t)
             else:
-                check_stacks(debugger, kind, t, t.gcore())
-    return run
+                check_stacks(debugger, kind, t, t.gcore_once())
+    return run, [key]
 
 
 # ---- every command, on the small sample program ---------------------------------------------
@@ -324,9 +332,30 @@ def check_table(py, t, table_text, frame_truth):
                              % (current, off))
 
 
+def sample(py):
+    """The sample program's target, shared by the cases that attach to it one at a time."""
+    key, make = target_of(py, "sample")
+
+    class _Use(object):
+        def __enter__(self):
+            self.use = shared(key, make)
+            t = self.use.__enter__()
+            t.attach_lock.acquire()
+            self.t = t
+            return t
+
+        def __exit__(self, *exc):
+            self.t.attach_lock.release()
+            self.use.__exit__(*exc)
+    return _Use()
+
+
+SAMPLE = lambda py: [target_of(py, "sample")[0]]  # noqa: E731
+
+
 def check_commands(py, debugger):
     """py-line (+ --table), py-list, py-up/py-down at both ends, on the main thread."""
-    with Target(py, "sample") as t:
+    with sample(py) as t:
         main = [th for th in t.truth["threads"] if th["thread_id"] == t.truth["main_thread_id"]][0]
         frames = main["frames"]
         n = len(frames)
@@ -366,7 +395,7 @@ def check_commands(py, debugger):
 
 def check_thread_switch(py, debugger):
     """py-bt follows the debugger's selected thread; py-up's selection is per thread."""
-    with Target(py, "sample") as t:
+    with sample(py) as t:
         select = "thread %d" if debugger == "gdb" else "thread select %d"
         cmds = [select % 2, SELECTED[debugger], "py-bt --json", "py-up", select % 1, "py-line",
                 select % 2, "py-line"]
@@ -412,7 +441,7 @@ def check_golden(py, debugger):
     PYUNWIND_UPDATE_GOLDEN=1 the gdb case writes that file from its output instead and every
     golden case fails as not checked: updating and checking are two separate runs, so an
     update can never make the run that wrote the file pass."""
-    with Target(py, "sample") as t:
+    with sample(py) as t:
         rc, (text,), err = run_debugger(debugger, ["-p", str(t.pid)], ["py-bt --all"])
     got = normalize(text, t)
     path = os.path.join(GOLDEN, "sample-py-bt-%s.txt" % py.version.rsplit(".", 1)[0])
@@ -543,7 +572,8 @@ def check_truncated_core(py, debugger):
 def check_gdbserver(py):
     # The harness's gdbserver takes a free port and, when another process took it between the
     # check and gdbserver's bind, starts again on another (it waits for "Listening on port").
-    with Target(py, "scenario") as t:
+    key, make = target_of(py, "scenario")
+    with shared(key, make) as t, t.attach_lock:
         with t.gdbserver() as address:
             # Connecting is enough: the adapter sees a remote connection and reads through gdb.
             rc, outs, err = gdb_outputs(
@@ -611,13 +641,15 @@ def check_memory_write(py, debugger):
 
 
 def check_lldb_debugger_reads(py):
-    with Target(py, "scenario") as t:
+    key, make = target_of(py, "scenario")
+    with shared(key, make) as t, t.attach_lock:
         check_stacks("lldb", "live", t, env={"PYUNWIND_READS": "debugger"})
 
 
 def check_gdb_core_debugger_reads(py):
-    with Target(py, "scenario") as t:
-        check_stacks("gdb", "gcore", t, t.gcore(), env={"PYUNWIND_READS": "debugger"})
+    key, make = target_of(py, "scenario")
+    with shared(key, make) as t:
+        check_stacks("gdb", "gcore", t, t.gcore_once(), env={"PYUNWIND_READS": "debugger"})
 
 
 # ---- cases ----------------------------------------------------------------------------------
@@ -628,20 +660,21 @@ def cases():
     for py in pys:
         for kind in ("live", "gcore", "crash"):
             for dbg in ("gdb", "lldb"):
-                out.append(("%s %s %s" % (dbg, kind, py.label), matrix_case(py, kind, dbg)))
+                fn, keys = matrix_case(py, kind, dbg)
+                out.append(("%s %s %s" % (dbg, kind, py.label), fn, keys))
     for py in pys:
         for dbg in ("gdb", "lldb"):
             out.append(("%s commands %s" % (dbg, py.label),
-                        (lambda p, d: lambda: check_commands(p, d))(py, dbg)))
+                        (lambda p, d: lambda: check_commands(p, d))(py, dbg), SAMPLE(py)))
     for py in [p for p in pys if p.label in ("pyenv-2.7", "pyenv-3.10", "sid-3.15")]:
         for dbg in ("gdb", "lldb"):
             out.append(("%s thread-switch %s" % (dbg, py.label),
-                        (lambda p, d: lambda: check_thread_switch(p, d))(py, dbg)))
+                        (lambda p, d: lambda: check_thread_switch(p, d))(py, dbg), SAMPLE(py)))
     golden = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.14", "pyenv-2.7")]
     for py in golden:
         for dbg in ("gdb", "lldb"):
             out.append(("%s golden %s" % (dbg, py.label),
-                        (lambda p, d: lambda: check_golden(p, d))(py, dbg)))
+                        (lambda p, d: lambda: check_golden(p, d))(py, dbg), SAMPLE(py)))
     ref = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.15")] or pys[:1]
     for dbg in ("gdb", "lldb"):
         out.append(("%s error not-python" % dbg, (lambda d: lambda: check_not_python(d))(dbg)))
@@ -656,11 +689,13 @@ def cases():
             out.append(("%s memory-write %s" % (dbg, py.label),
                         (lambda p, d: lambda: check_memory_write(p, d))(py, dbg)))
     for py in ref:
-        out.append(("gdb gdbserver %s" % py.label, (lambda p: lambda: check_gdbserver(p))(py)))
+        park = [target_of(py, "scenario")[0]]
+        out.append(("gdb gdbserver %s" % py.label, (lambda p: lambda: check_gdbserver(p))(py),
+                    park))
         out.append(("lldb debugger-reads %s" % py.label,
-                    (lambda p: lambda: check_lldb_debugger_reads(p))(py)))
+                    (lambda p: lambda: check_lldb_debugger_reads(p))(py), park))
         out.append(("gdb core-debugger-reads %s" % py.label,
-                    (lambda p: lambda: check_gdb_core_debugger_reads(p))(py)))
+                    (lambda p: lambda: check_gdb_core_debugger_reads(p))(py), park))
     return out
 
 

@@ -17,4 +17,5 @@ from .target import (Target, HarnessError, core_pattern, task_ids,  # noqa: F401
                      stopped, wait_asleep)
 from .compare import compare, text_frames  # noqa: F401
 from .runner import run_cases  # noqa: F401
+from .sharing import shared  # noqa: F401
 from .debuggers import gdb_batch, lldb_batch, gdb_cmd, lldb_cmd  # noqa: F401

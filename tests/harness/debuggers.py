@@ -3,6 +3,7 @@
 import os
 import subprocess
 
+from .counts import count
 from .matrix import REPO
 from .target import HarnessError
 
@@ -23,6 +24,7 @@ def _run(cmd, timeout, env=None):
                 child_env.pop(k, None)
             else:
                 child_env[k] = v
+    count("lldb" if cmd[0] == LLDB else os.path.basename(cmd[0]))
     try:
         p = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
                            env=child_env)

@@ -1,5 +1,6 @@
 # runner - a tiny parallel test runner for the end-to-end tests (pytest is not a dependency).
-# A case is (name, callable); it passes when the callable returns, fails when it raises.
+# A case is (name, callable) or (name, callable, keys): it passes when the callable returns,
+# fails when it raises; @keys name the shared things it uses (harness/sharing.py).
 # Output: one line per case, then "PREFIX: N passed, N failed" as tests/run_all expects.
 import os
 import sys
@@ -8,6 +9,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
+from . import sharing
 from .target import HarnessError
 
 
@@ -32,11 +34,12 @@ def run_cases(cases, jobs=2, prefix="e2e", argv=None):
                  "none"))
         print("%s: 0 passed, 1 failed" % prefix)
         return 1
+    sharing.plan([k for c in cases for k in (c[2] if len(c) > 2 else ())])
     lock = threading.Lock()
     counts = [0, 0]
 
     def one(case):
-        name, fn = case
+        name, fn = case[:2]
         t0 = time.time()
         try:
             fn()
@@ -51,7 +54,10 @@ def run_cases(cases, jobs=2, prefix="e2e", argv=None):
                                        "" if ok else "\n    " + msg.replace("\n", "\n    ")))
             sys.stdout.flush()
 
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, 2))) as pool:
-        list(pool.map(one, cases))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            list(pool.map(one, cases))
+    finally:
+        sharing.close_all()
     print("%s: %d passed, %d failed" % (prefix, counts[0], counts[1]))
     return 1 if counts[1] else 0

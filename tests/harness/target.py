@@ -9,8 +9,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
+from .counts import count
 from .matrix import REPO
 
 TARGETS = os.path.join(REPO, "tests", "targets")
@@ -124,6 +126,10 @@ class Target(object):
         self.truth = None
         self.gcore_warnings = []
         self._cores = []
+        # Held by whoever attaches to the process (a debugger, gdb making a core) when cases
+        # share the target (harness/sharing.py): one tracer at a time.
+        self.attach_lock = threading.Lock()
+        self._once = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -152,6 +158,7 @@ class Target(object):
         # One malloc arena instead of one per thread: gdb cores shrink from ~1 GB to ~100 MB.
         env.setdefault("MALLOC_ARENA_MAX", "1")
         env.update(self.extra_env)
+        count("target")
         self.proc = subprocess.Popen(self.command + [self.program, self.workdir, self.mode],
                                      cwd=self.workdir, stdin=subprocess.DEVNULL,
                                      stdout=self._out, stderr=self._err, env=env,
@@ -237,6 +244,7 @@ class Target(object):
         path = path or os.path.join(self.workdir, "gcore.%d" % self.pid)
         cmd = ["gdb", "-nx", "-batch", "-p", str(self.pid),
                "-ex", "generate-core-file " + path]
+        count("gcore")
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
                                  stdin=subprocess.DEVNULL)
@@ -249,6 +257,27 @@ class Target(object):
         self.gcore_warnings = [l.strip() for l in out.stderr.splitlines()
                                if "Memory read failed" in l]
         return path
+
+    def _made_once(self, what, make):
+        with self.attach_lock:
+            if what not in self._once:
+                try:
+                    self._once[what] = (make(), None)
+                except HarnessError as e:
+                    self._once[what] = (None, e)
+        path, error = self._once[what]
+        if error is not None:
+            raise error
+        return path
+
+    def gcore_once(self):
+        """gcore(), made by the first caller and the same path for every later one (cases
+        that share the target read one core); its failure is every caller's."""
+        return self._made_once("gcore", self.gcore)
+
+    def crash_core_once(self):
+        """crash_core(), waited for once; later callers get the same core (or error)."""
+        return self._made_once("crash", self.crash_core)
 
     def crash_core(self):
         """For mode="crash": waits for the crash and returns the kernel core's path. Raises
@@ -277,6 +306,7 @@ class Target(object):
                 if os.path.exists(p):
                     size = os.path.getsize(p)
                     if size > 0 and size == last:
+                        count("crash core")
                         self._cores.append(p)
                         return p
                     last = size
