@@ -262,6 +262,8 @@ bool pyu_parse_size(const char *text, uint64_t *ret)
 	return true;
 }
 
+struct sink; // defined only with a decompressor; decompress() names it either way
+
 #if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
 #define CHUNK (256u << 10)
 // Unpacked data may exceed what the headers promise by this much (a quarter, and 16 MiB):
