@@ -226,8 +226,10 @@ static char *read_name(struct pyu_target *t, uint64_t addr)
 	return s;
 }
 
-char *pyu_target_exec_name(struct pyu_target *t)
+char *pyu_target_exec_name(struct pyu_target *t, uint64_t *phdr)
 {
+	if (phdr)
+		*phdr = t ? t->auxv.phdr : 0;
 	return t ? read_name(t, t->auxv.execfn) : NULL;
 }
 
