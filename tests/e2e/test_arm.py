@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 # test_arm - 64-bit Arm targets read on this x86-64 machine: Debian's arm64 CPython builds
-# (tools/pythons arm64: bookworm's 3.11, unstable's 3.13-3.15) run under qemu-aarch64 -L
-# SYSROOT, each with its own truth. qemu-user writes the guest's own ELF core on a fatal signal
-# (qemu_PROGRAM_DATE_PID.core: no NT_FILE, no code pages), so every read of such a core finds
-# the files from the dynamic linker's list in its memory. Per interpreter, one crash of the rich
-# scenario is read by the CLI (JSON and text, --sysroot alone, the executable alone, files
-# through --search-path, the crashing thread's system call, native frames merged through
-# elfutils' aarch64 unwinder), by gdb-multiarch and by lldb; one live target (3.11 and 3.14)
-# is read through gdb-multiarch on qemu's gdb stub; the values zoo (3.13) and the tasks zoo
-# (3.15) crash once each and are read as test-values and test-tasks read kernel cores.
-# Emulation is slow: one target per case, run 2 at a time.
+# (tools/pythons arm64: bookworm's 3.11, unstable's 3.13-3.15 and the 3.14 debug build) run
+# under qemu-aarch64 -L SYSROOT, each with its own truth. qemu-user writes the guest's own ELF
+# core on a fatal signal (qemu_PROGRAM_DATE_PID.core: no NT_FILE, no code pages), so every read
+# of such a core finds the files from the dynamic linker's list in its memory. Per build, one
+# crash of the rich scenario serves every check: the CLI (JSON and text, --sysroot alone, the
+# executable alone, files through --search-path, memory alone, triage, the crashing thread's
+# system call, native frames merged through elfutils' aarch64 unwinder past signed return
+# addresses, every native frame equal to gdb-multiarch's bt of a copy carrying the kernel's
+# NT_ARM_PAC_MASK), gdb-multiarch and lldb; for 3.14, pyunwind cross-built for aarch64 and run
+# under qemu reads the core as this build does. One live target (3.11 and 3.14) is read through
+# gdb-multiarch on qemu's gdb stub; the values zoo (3.13), the locals zoo (3.14) and the tasks
+# zoo (3.15) crash once each and are read by the CLI, gdb-multiarch and lldb as test-values,
+# test-locals and test-tasks read kernel cores. Emulation is slow: one target per case, run 2
+# at a time.
 #
 #   tests/e2e/test_arm.py [-j N] [FILTER...]     (make test-arm)
 #
