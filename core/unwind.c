@@ -540,16 +540,18 @@ static int stop_at_signed(struct walk *w, Dwfl_Frame *state, Dwarf_Addr pc)
 {
 	struct resume *r = &w->resume;
 	r->have = 0;
+	int lr = w->t->arch ? w->t->arch->dwarf_lr : -1;
 	for (unsigned i = 0; i < RESUME_REGS; i++) {
 		Dwarf_Word v;
 		if (dwfl_frame_reg(state, i, &v) == 0) {
-			// The link register holds the signed return address too.
-			r->regs[i] = (v & w->pac_mask) && (v & ~w->pac_mask) ? v & ~w->pac_mask : v;
+			// The link register holds the signed return address too; other registers
+			// hold data, kept as they are.
+			r->regs[i] = (int)i == lr ? v & ~w->pac_mask : v;
 			r->have |= 1u << i;
 		}
 	}
 	r->pc = pc & ~w->pac_mask;
-	r->pending = true;
+	r->pending = r->pc >= 4; // a code and no address: where a lost unwind ends
 	return DWARF_CB_ABORT;
 }
 
