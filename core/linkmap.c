@@ -226,6 +226,13 @@ static char *read_name(struct pyu_target *t, uint64_t addr)
 	return s;
 }
 
+char *pyu_target_exec_name(struct pyu_target *t, uint64_t *phdr)
+{
+	if (phdr)
+		*phdr = t ? t->auxv.phdr : 0;
+	return t ? read_name(t, t->auxv.execfn) : NULL;
+}
+
 // r_debug's address from the executable's dynamic section at @dynamic (DT_DEBUG), 0 when it
 // is not there or not filled in.
 static uint64_t r_debug_from_dynamic(struct pyu_target *t, uint64_t dynamic)

@@ -607,6 +607,17 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			rt.version_hex = exact;
 	}
 	rt.debug_build = best.debug;
+	// Memory alone with no file named (a core without NT_FILE): the name the program was
+	// started by ("python3.14d") still tells a debug build, when it names this version. Only
+	// the flag: the layout came from the target's own debug offsets or structure scan.
+	if (rt.memory_only && !best_m && !best.name_version && !rt.debug_build) {
+		char *exe = pyu_target_exec_name(t, NULL);
+		bool debug = false, ft = false;
+		uint32_t named = exe ? pyu_version_from_name(exe, &debug, &ft) : 0;
+		if (named && named >> 16 == rt.version_hex >> 16)
+			rt.debug_build = debug;
+		free(exe);
+	}
 
 	// Where the interpreter list and the GIL holder are.
 	if (best.runtime) {

@@ -50,6 +50,7 @@ struct region {
 // One file named like an interpreter, with its writable pages.
 struct image {
 	const char *path;
+	char exec_name[256]; // path's storage when the image is the program itself (exec_image)
 	uint32_t version; // major.minor from the name
 	bool debug, ft;
 	struct region regions[SCAN_REGIONS];
@@ -79,8 +80,47 @@ static void image_regions(const struct pyu_target *t, struct image *img)
 	}
 }
 
-// Files the core names that carry a CPython version in their name, libpython first.
-static size_t find_images(const struct pyu_target *t, struct image *out)
+// No file named like an interpreter (a core without NT_FILE whose files are missing): the
+// program itself, when the name it was started by (AT_EXECFN) carries a version. Its pages
+// are the mappings from the one holding its program headers (AT_PHDR) on, while each starts
+// where the one before ended and names no other file: its segments (named by the link map
+// when its file was found, then hidden: the writable ones still unnamed), its .bss, the heap
+// after it. Returns 1 with *img filled, or 0.
+static size_t exec_image(struct pyu_target *t, struct image *img)
+{
+	uint64_t phdr = 0;
+	char *name = pyu_target_exec_name(t, &phdr);
+	memset(img, 0, sizeof(*img));
+	if (name) {
+		snprintf(img->exec_name, sizeof(img->exec_name), "%s", name);
+		img->version = pyu_version_from_name(name, &img->debug, &img->ft);
+	}
+	free(name);
+	size_t count = pyu_target_mapping_count(t), i = 0;
+	const struct pyu_mapping *first = phdr ? pyu_target_find_mapping(t, phdr) : NULL;
+	if (!img->version || !first)
+		return 0;
+	while (i < count && pyu_target_mapping(t, i) != first)
+		i++;
+	uint64_t end = first->start;
+	for (; i < count && img->nregions < SCAN_REGIONS && img->bytes < SCAN_IMAGE_MAX; i++) {
+		const struct pyu_mapping *m = pyu_target_mapping(t, i);
+		if (m->start != end || (m->path && (!first->path || strcmp(m->path, first->path))))
+			break;
+		end = m->end;
+		if (!m->writable)
+			continue;
+		uint64_t stop = m->end - m->start > SCAN_IMAGE_MAX - img->bytes
+			? m->start + (SCAN_IMAGE_MAX - img->bytes) : m->end;
+		img->regions[img->nregions++] = (struct region){m->start, stop};
+		img->bytes += stop - m->start;
+	}
+	return img->nregions ? 1 : 0;
+}
+
+// Files the core names that carry a CPython version in their name, libpython first; else the
+// program by the name it was started by (exec_image).
+static size_t find_images(struct pyu_target *t, struct image *out)
 {
 	size_t n = 0, count = pyu_target_mapping_count(t);
 	for (int pass = 0; pass < 2; pass++) {
@@ -104,6 +144,10 @@ static size_t find_images(const struct pyu_target *t, struct image *out)
 			if (img.nregions)
 				out[n++] = img;
 		}
+	}
+	if (n == 0 && exec_image(t, &out[0])) {
+		out[0].path = out[0].exec_name;
+		n = 1;
 	}
 	return n;
 }

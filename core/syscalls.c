@@ -64,6 +64,8 @@ static const struct pyu_arch arches[] = {
 		.dwarf_sp = 31,
 		.syscall_insn = aarch64_svc,
 		.syscall_insn_len = sizeof(aarch64_svc),
+		.signed_return_addresses = true, // PAC (Armv8.3), as Debian's -mbranch-protection
+		.dwarf_lr = 30,                  // x30
 	},
 };
 

@@ -44,6 +44,11 @@ struct pyu_arch {
 	// before pc (the call instruction): the architecture keeps no "not in a call" value.
 	const uint8_t *syscall_insn;
 	uint32_t syscall_insn_len;
+	// Whether return addresses may be signed (pointer authentication): a code above the
+	// address bits, which the unwinder strips before it looks a return address up; and the
+	// DWARF number of the link register, which holds one too.
+	bool signed_return_addresses;
+	int dwarf_lr;
 };
 
 // The architecture of cores whose ELF header says @e_machine, or NULL. Cannot fail.

@@ -57,6 +57,10 @@ struct pyu_error *pyu_target_read_u8(struct pyu_target *t, uint64_t addr, uint8_
 // memory ends before a NUL or @max), *ret is unchanged.
 struct pyu_error *pyu_target_read_cstr(struct pyu_target *t, uint64_t addr, size_t max,
 				       char **ret);
+// The name the program was started by, as the target's memory holds it (the auxiliary
+// vector's AT_EXECFN; a core's NT_AUXV), malloc'd; NULL when unknown or out of memory. When
+// @phdr is not NULL, *phdr is where the program's headers are (AT_PHDR; 0: unknown).
+char *pyu_target_exec_name(struct pyu_target *t, uint64_t *phdr);
 
 // The mappings, sorted by start address. Cannot fail.
 size_t pyu_target_mapping_count(const struct pyu_target *t);

@@ -44,6 +44,7 @@
 #define NT_AUXV 6
 #define NT_FILE 0x46494c45u
 #define NT_SIGINFO 0x53494749u
+#define NT_ARM_PAC_MASK 0x406u // {data mask, instruction mask}: the PAC bits of a pointer
 #define PRSTATUS_CURSIG_OFFSET 12 // after struct elf_siginfo (signo, code, errno)
 #define SIGINFO_CODE_OFFSET 8     // siginfo_t: si_signo, si_errno, si_code, then the union
 #define SIGINFO_ADDR_OFFSET 16
@@ -260,6 +261,8 @@ bool pyu_parse_size(const char *text, uint64_t *ret)
 	*ret = (uint64_t)v << shift;
 	return true;
 }
+
+struct sink; // defined only with a decompressor; decompress() names it either way
 
 #if defined(PYU_HAVE_ZLIB) || defined(PYU_HAVE_ZSTD) || defined(PYU_HAVE_LZMA)
 #define CHUNK (256u << 10)
@@ -819,6 +822,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 					t->crash.has_address = true;
 				}
 			}
+		} else if (core && type == NT_ARM_PAC_MASK && descsz >= 16 && !t->pac_code_mask) {
+			t->pac_code_mask = pyu_le64(desc + 8);
 		} else if (core && type == NT_FILE) {
 			parse_nt_file(desc, descsz, n);
 		}

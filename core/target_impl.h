@@ -126,6 +126,9 @@ struct pyu_target {
 	// again whenever where files are looked for changes.
 	struct pyu_auxv auxv;
 	bool names_from_linkmap;
+	// The bits of a code address that hold its pointer-authentication code, from a core's
+	// NT_ARM_PAC_MASK note (its instruction mask); 0 when the core has none.
+	uint64_t pac_code_mask;
 	struct pyu_thread_record *statuses;
 	size_t status_count, status_cap;
 	void (*read_statuses)(struct pyu_target *t, const int64_t *tids, size_t count,

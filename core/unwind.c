@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "target_impl.h"
 #include "unwind.h"
 
@@ -59,9 +60,21 @@ struct joined_path {
 	char path[];
 };
 
+#define RESUME_REGS 32 // the registers a resumed unwind starts from (aarch64: x0-x30, sp)
+
+// Where an unwind that met a signed return address goes on (see resume_thread): the
+// registers of the frame it returns to, and the return address with its code stripped.
+struct resume {
+	uint64_t regs[RESUME_REGS];
+	uint32_t have; // bit i: regs[i] is known
+	uint64_t pc;
+	bool pending;  // a resume is wanted
+	bool first;    // the next frame given is the resumed one (its pc is the call's)
+};
+
 struct walk {
 	Dwfl *dwfl;
-	const struct pyu_target *t;
+	struct pyu_target *t;
 	struct named_pc *names; // NAME_CACHE entries; NULL when out of memory (no caching)
 	struct joined_path *paths;
 	uint32_t path_count;
@@ -75,6 +88,13 @@ struct walk {
 	char callee[128];
 	int sp_regno; // the DWARF number of the target's stack pointer; -1: not known
 	uint32_t max_frames; // per thread: PYU_UNWIND_MAX_FRAMES, of a core fewer (unwind.h)
+	// The bits of a return address that may hold a pointer-authentication code (0: none),
+	// and the Dwfl that goes on past such an address (resume_thread; NULL until needed).
+	uint64_t pac_mask;
+	Dwfl *resume_dwfl;
+	Elf *core_elf;
+	bool resume_failed;
+	struct resume resume;
 };
 
 // At @w's bound of frames for a thread: the thread's unwinding ends with an error saying so
@@ -512,6 +532,29 @@ static uint32_t tail_calls(Dwfl *dwfl, Dwfl_Module *mod, Dwarf_Addr pc, const ch
 static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 		       struct pyu_unwound *f, bool tail);
 
+// A return address signed by pointer authentication: elfutils 0.188 keeps the code in the
+// address (its aarch64 backend has no mask for it), finds no module there and goes on by frame
+// pointers alone. Instead the walk stops at it and records the frame's registers with the
+// address stripped, to go on from there (resume_thread). Returns DWARF_CB_ABORT.
+static int stop_at_signed(struct walk *w, Dwfl_Frame *state, Dwarf_Addr pc)
+{
+	struct resume *r = &w->resume;
+	r->have = 0;
+	int lr = w->t->arch ? w->t->arch->dwarf_lr : -1;
+	for (unsigned i = 0; i < RESUME_REGS; i++) {
+		Dwarf_Word v;
+		if (dwfl_frame_reg(state, i, &v) == 0) {
+			// The link register holds the signed return address too; other registers
+			// hold data, kept as they are.
+			r->regs[i] = (int)i == lr ? v & ~w->pac_mask : v;
+			r->have |= 1u << i;
+		}
+	}
+	r->pc = pc & ~w->pac_mask;
+	r->pending = r->pc >= 4; // a code and no address: where a lost unwind ends
+	return DWARF_CB_ABORT;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
@@ -522,6 +565,15 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return past_bound(w);
 	if (!dwfl_frame_pc(state, &pc, &activation) || !pc)
 		return DWARF_CB_ABORT;
+	if (w->pac_mask && (pc & w->pac_mask) && w->resume_dwfl)
+		return stop_at_signed(w, state, pc);
+	// A resumed walk starts at the call instruction (4 bytes before the return address,
+	// where the caller's unwind rules are those of the call): the frame is its return.
+	if (w->resume.first) {
+		w->resume.first = false;
+		pc += 4;
+		activation = false;
+	}
 	Dwarf_Word sp = 0;
 	if (w->sp_regno < 0 || dwfl_frame_reg(state, (unsigned)w->sp_regno, &sp) != 0)
 		sp = 0;
@@ -551,7 +603,8 @@ static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 	struct named_frame found[MAX_INLINED + 1] = {{NULL, NULL, -1}};
 	const struct named_frame *frames = found;
 	uint32_t count = 1;
-	if (slot && slot->pc == lookup) {
+	// An empty entry holds pc 0, which a lost unwinder can give (a return address of 1).
+	if (slot && lookup && slot->pc == lookup && slot->count) {
 		f.library = slot->library;
 		frames = slot->frames;
 		count = slot->count;
@@ -590,13 +643,102 @@ static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 	return DWARF_CB_OK;
 }
 
+// The resume Dwfl's one thread: the walk's current one, starting from w->resume.
+static pid_t resume_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	struct walk *w = dwfl_arg;
+	*thread_argp = w;
+	return (pid_t)w->tid;
+}
+
+static bool resume_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	(void)dwfl;
+	struct walk *w = dwfl_arg;
+	unsigned char buf[8];
+	struct pyu_error *err = pyu_target_read(w->t, addr, buf, sizeof(buf));
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	*result = pyu_le64(buf);
+	return true;
+}
+
+static bool resume_set_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct walk *w = thread_arg;
+	const struct resume *r = &w->resume;
+	for (unsigned i = 0; i < RESUME_REGS; i++)
+		if ((r->have >> i & 1) && !dwfl_thread_state_registers(thread, (int)i, 1, &r->regs[i]))
+			return false;
+	dwfl_thread_state_register_pc(thread, r->pc - 4);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks resume_callbacks = {
+	.next_thread = resume_next_thread,
+	.memory_read = resume_memory_read,
+	.set_initial_registers = resume_set_registers,
+};
+
+static void report_core_modules(struct pyu_target *t, Dwfl *dwfl, Elf *elf, bool *ok);
+
+// A second Dwfl over the same core and files, whose one thread starts wherever w->resume
+// says: a walk stopped at a signed return address goes on there. False when it cannot be
+// made (the walk then goes on as elfutils does, by frame pointers).
+static bool open_resume(struct walk *w)
+{
+	if (w->resume_dwfl || w->resume_failed || !w->core_elf)
+		return w->resume_dwfl != NULL;
+	bool ok = true;
+	Dwfl *d = dwfl_begin(&core_callbacks);
+	if (d) {
+		dwfl_report_begin(d);
+		report_core_modules(w->t, d, w->core_elf, &ok);
+		if (!ok || dwfl_report_end(d, NULL, NULL) != 0 ||
+		    !dwfl_attach_state(d, w->core_elf, (pid_t)(w->tid > 0 ? w->tid : 1),
+				       &resume_callbacks, w))
+			ok = false;
+	}
+	if (!d || !ok) {
+		if (d)
+			dwfl_end(d);
+		w->resume_failed = true;
+		return false;
+	}
+	w->resume_dwfl = d;
+	return true;
+}
+
+// Unwinds thread @thread of @w, resuming past each signed return address (stop_at_signed)
+// from the registers of its frame. Each resume gives at least one frame (its pc is stripped),
+// so the frame bound ends it. Returns dwfl_thread_getframes()'s result for the last part.
+static int walk_thread(struct walk *w, Dwfl_Thread *thread)
+{
+	w->resume.pending = w->resume.first = false;
+	int rc = dwfl_thread_getframes(thread, frame_cb, w);
+	while (!w->err && w->resume.pending && w->frames < w->max_frames) {
+		w->resume.pending = false;
+		w->resume.first = true;
+		rc = dwfl_getthread_frames(w->resume_dwfl, (pid_t)w->tid, frame_cb, w);
+		w->resume.first = false;
+	}
+	return rc;
+}
+
 static int thread_cb(Dwfl_Thread *thread, void *arg)
 {
 	struct walk *w = arg;
 	w->tid = dwfl_thread_tid(thread);
 	w->frames = 0;
 	w->callee[0] = '\0';
-	int rc = dwfl_thread_getframes(thread, frame_cb, w);
+	if (w->pac_mask)
+		open_resume(w);
+	int rc = walk_thread(w, thread);
 	if (w->err)
 		return DWARF_CB_ABORT;
 	// An unwinder stops with an error at the outermost frame; only a thread with no frame
@@ -717,6 +859,37 @@ static void report_mapped_files(struct pyu_target *t, Dwfl *dwfl)
 	}
 }
 
+// A core's modules: the files the target found from the link map when the core names none,
+// else those of its NT_FILE note. *ok false when elfutils could not read the note.
+static void report_core_modules(struct pyu_target *t, Dwfl *dwfl, Elf *elf, bool *ok)
+{
+	if (t->names_from_linkmap)
+		report_mapped_files(t, dwfl);
+	else if (dwfl_core_file_report(dwfl, elf, t->exe_local_path) < 0)
+		*ok = false;
+}
+
+// The bits of a return address in core @t that may hold a pointer-authentication code: the
+// core's NT_ARM_PAC_MASK, else (qemu-user's cores have no such note) every bit from the width
+// of the highest address the core maps up. The code sits above the virtual address size, which
+// is at least that width, and no code address is above the highest mapping: so the mask strips
+// every code and keeps every address. 0 on architectures that do not sign return addresses.
+static uint64_t pac_mask(const struct pyu_target *t)
+{
+	if (!t->arch || !t->arch->signed_return_addresses)
+		return 0;
+	if (t->pac_code_mask)
+		return t->pac_code_mask;
+	uint64_t top = 0;
+	for (size_t i = 0; i < t->mapping_count; i++)
+		if (t->mappings[i].end - 1 > top)
+			top = t->mappings[i].end - 1;
+	unsigned bits = 0;
+	while (bits < 64 && (top >> bits))
+		bits++;
+	return bits >= 64 || bits < 32 ? 0 : ~((UINT64_C(1) << bits) - 1);
+}
+
 struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void *arg)
 {
 	if (!t || !fn || (!t->live_pid && t->core_fd < 0))
@@ -752,15 +925,17 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 						elf_errmsg(-1));
 		}
 		dwfl_report_begin(w.dwfl);
-		if (t->names_from_linkmap)
-			report_mapped_files(t, w.dwfl);
-		else if (dwfl_core_file_report(w.dwfl, elf, t->exe_local_path) < 0)
+		bool ok = true;
+		report_core_modules(t, w.dwfl, elf, &ok);
+		if (!ok)
 			err = dwfl_failure("read the core's mappings");
 		if (!err && dwfl_report_end(w.dwfl, NULL, NULL) != 0)
 			err = dwfl_failure("list the core's modules");
 		else if (!err && dwfl_core_file_attach(w.dwfl, elf) < 0)
 			err = dwfl_failure("read the core's threads");
 	}
+	w.core_elf = elf;
+	w.pac_mask = elf ? pac_mask(t) : 0;
 	if (!err)
 		w.names = calloc(NAME_CACHE, sizeof(*w.names)); // NULL: each pc looked up afresh
 	if (!err && dwfl_getthreads(w.dwfl, thread_cb, &w) != 0 && !w.err)
@@ -770,6 +945,8 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 		err = w.err;
 	}
 	dwfl_end(w.dwfl);
+	if (w.resume_dwfl)
+		dwfl_end(w.resume_dwfl);
 	free(w.names);
 	while (w.paths) {
 		struct joined_path *next = w.paths->next;
