@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrset.h"
 #include "bytes.h"
 #include "heap.h"
 #include "inspect.h"
@@ -118,12 +119,6 @@ static bool map_grow(struct pyu_heap *h)
 	return true;
 }
 
-// Every object counted, by address: open addressing, linear probing, grown at 3/4 load.
-struct addr_set {
-	uint64_t *keys;
-	size_t slots, used;
-};
-
 struct census {
 	struct pyu_stacks *s;
 	struct pyu_target *t;
@@ -132,7 +127,7 @@ struct census {
 	struct pyu_sizer z;
 	struct pyu_heap *h;
 	uint64_t visited;
-	struct addr_set seen;
+	struct pyu_addrset seen;  // every object counted, by address
 	uint64_t *queue;          // objects whose references are still to be followed
 	size_t queue_len, queue_cap;
 	bool oom;
@@ -140,51 +135,18 @@ struct census {
 	struct pyu_heap_ref via;  // how cur holds the reference considered next
 };
 
-static bool set_grow(struct addr_set *a)
+static bool set_has(struct census *c, uint64_t addr)
 {
-	size_t slots = a->slots ? a->slots * 2 : 1u << 16;
-	uint64_t *keys = calloc(slots, sizeof(*keys));
-	if (!keys)
-		return false;
-	for (size_t i = 0; i < a->slots; i++) {
-		if (!a->keys[i])
-			continue;
-		size_t j = slot_of(a->keys[i], slots);
-		while (keys[j])
-			j = (j + 1) & (slots - 1);
-		keys[j] = a->keys[i];
-	}
-	free(a->keys);
-	a->keys = keys;
-	a->slots = slots;
-	return true;
-}
-
-static bool set_has(const struct addr_set *a, uint64_t addr)
-{
-	if (!a->slots)
-		return false;
-	for (size_t j = slot_of(addr, a->slots); a->keys[j]; j = (j + 1) & (a->slots - 1))
-		if (a->keys[j] == addr)
-			return true;
-	return false;
+	return pyu_addrset_has(&c->seen, addr);
 }
 
 // Adds @addr (non-zero); false when it was there already or memory ran out (c->oom).
 static bool set_add(struct census *c, uint64_t addr)
 {
-	struct addr_set *a = &c->seen;
-	if ((a->used + 1) * 4 > a->slots * 3 && !set_grow(a)) {
+	int added = pyu_addrset_add(&c->seen, addr);
+	if (added < 0)
 		c->oom = true;
-		return false;
-	}
-	size_t j = slot_of(addr, a->slots);
-	for (; a->keys[j]; j = (j + 1) & (a->slots - 1))
-		if (a->keys[j] == addr)
-			return false;
-	a->keys[j] = addr;
-	a->used++;
-	return true;
+	return added > 0;
 }
 
 static void queue_push(struct census *c, uint64_t addr)
@@ -540,7 +502,7 @@ static void consider(struct census *c, uint64_t addr)
 {
 	if (addr && addr == c->h->want && c->cur)
 		note_referrer(c);
-	if (!addr || (addr & 7) || c->oom || set_has(&c->seen, addr))
+	if (!addr || (addr & 7) || c->oom || set_has(c, addr))
 		return;
 	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
 		c->h->partial = true;
@@ -985,7 +947,7 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 			add_source(h, "reached through references of those: %" PRIu64 " objects the "
 				   "collector does not track", h->untracked);
 	}
-	free(c.seen.keys);
+	pyu_addrset_clear(&c.seen);
 	free(c.queue);
 	pyu_values_destroy(v);
 	if (!ok || c.oom) {
