@@ -19,6 +19,9 @@
 
 #define INTERP_GC_MAX (1u << 20) // a gc state offset past this in PyInterpreterState is corrupt
 #define GENERATIONS_MAX 8
+// Objects counted or looked into between two pyu_target_release_views(): what a core's mapped
+// pages add to the census's memory stays small.
+#define RELEASE_EVERY (1u << 14)
 
 static void add_error(struct pyu_heap *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -127,6 +130,7 @@ struct census {
 	struct pyu_sizer z;
 	struct pyu_heap *h;
 	uint64_t visited;
+	uint64_t ticks;           // objects counted and looked into (tick())
 	struct pyu_addrset seen;  // every object counted, by address
 	uint64_t *queue;          // objects whose references are still to be followed
 	size_t queue_len, queue_cap;
@@ -162,6 +166,13 @@ static void queue_push(struct census *c, uint64_t addr)
 		c->queue_cap = cap;
 	}
 	c->queue[c->queue_len++] = addr;
+}
+
+// Called for each object counted and each looked into: now and then lets a core's pages go.
+static void tick(struct census *c)
+{
+	if ((++c->ticks & (RELEASE_EVERY - 1)) == 0)
+		pyu_target_release_views(c->t);
 }
 
 static bool is_metatype(const struct pyu_heap *h, uint64_t type)
@@ -298,6 +309,7 @@ static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, 
 	ht->count++;
 	ht->bytes += size;
 	h->objects++;
+	tick(c);
 	h->bytes += size;
 	keep_if_big(h, obj, size, (uint32_t)i);
 	return true;
@@ -805,6 +817,7 @@ static void follow(struct census *c, uint64_t obj)
 static void follow_all(struct census *c)
 {
 	for (size_t i = 0; i < c->queue_len && !c->oom; i++) {
+		tick(c);
 		c->cur = c->queue[i];
 		follow(c, c->queue[i]);
 	}
@@ -939,6 +952,7 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 	c.z.hl = hl;
 	c.z.v = v;
 	c.z.shift = rt->layout.ob_type - 8;
+	bool direct = pyu_target_direct(c.t, true);
 	bool ok = walk_all(&c);
 	h->tracked = h->objects;
 	if (ok && !c.oom) {
@@ -948,6 +962,8 @@ static struct pyu_error *census_run(struct pyu_stacks *s, uint32_t biggest, uint
 				   "collector does not track", h->untracked);
 	}
 	pyu_addrset_clear(&c.seen);
+	pyu_target_release_views(c.t);
+	pyu_target_direct(c.t, direct);
 	free(c.queue);
 	pyu_values_destroy(v);
 	if (!ok || c.oom) {
