@@ -22,6 +22,8 @@
 // Objects counted or looked into between two pyu_target_release_views(): what a core's mapped
 // pages add to the census's memory stays small.
 #define RELEASE_EVERY (1u << 14)
+// Objects counted or looked into between two calls of the progress callback.
+#define PROGRESS_EVERY (1u << 12)
 
 static void add_error(struct pyu_heap *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -131,6 +133,9 @@ struct census {
 	struct pyu_heap *h;
 	uint64_t visited;
 	uint64_t ticks;           // objects counted and looked into (tick())
+	uint64_t followed;        // objects looked into (queue entries followed)
+	bool following;           // past the lists: following references
+	bool stop;                // the progress callback asked to stop
 	struct pyu_addrset seen;  // every object counted, by address
 	uint64_t *queue;          // objects whose references are still to be followed
 	size_t queue_len, queue_cap;
@@ -168,11 +173,19 @@ static void queue_push(struct census *c, uint64_t addr)
 	c->queue[c->queue_len++] = addr;
 }
 
-// Called for each object counted and each looked into: now and then lets a core's pages go.
+// Called for each object counted and each looked into: now and then lets a core's pages go,
+// and tells the progress callback how far the census got (which may stop it).
 static void tick(struct census *c)
 {
-	if ((++c->ticks & (RELEASE_EVERY - 1)) == 0)
+	c->ticks++;
+	if ((c->ticks & (RELEASE_EVERY - 1)) == 0)
 		pyu_target_release_views(c->t);
+	if ((c->ticks & (PROGRESS_EVERY - 1)) == 0 && c->s->progress && !c->stop &&
+	    c->s->progress(c->s->progress_arg, c->following ? c->followed : c->h->objects,
+			   c->following ? c->queue_len : 0)) {
+		c->stop = true;
+		c->h->partial = c->h->interrupted = true;
+	}
 }
 
 static bool is_metatype(const struct pyu_heap *h, uint64_t type)
@@ -349,7 +362,7 @@ static uint64_t walk_ring(struct census *c, uint64_t head, const char *what, boo
 	}
 	uint64_t prev = head, node = first & next_mask;
 	size_t min_len = hs + (size_t)c->l->ob_type + 8;
-	while (node != head) {
+	while (node != head && !c->stop) {
 		if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
 			h->partial = true;
 			break;
@@ -514,7 +527,7 @@ static void consider(struct census *c, uint64_t addr)
 {
 	if (addr && addr == c->h->want && c->cur)
 		note_referrer(c);
-	if (!addr || (addr & 7) || c->oom || set_has(c, addr))
+	if (!addr || (addr & 7) || c->oom || c->stop || set_has(c, addr))
 		return;
 	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
 		c->h->partial = true;
@@ -816,7 +829,9 @@ static void follow(struct census *c, uint64_t obj)
 // Follows references from every object counted so far, and from each one found that way.
 static void follow_all(struct census *c)
 {
-	for (size_t i = 0; i < c->queue_len && !c->oom; i++) {
+	c->following = true;
+	for (size_t i = 0; i < c->queue_len && !c->oom && !c->stop; i++) {
+		c->followed = i;
 		tick(c);
 		c->cur = c->queue[i];
 		follow(c, c->queue[i]);

@@ -485,6 +485,7 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		thread = default_thread(s, core);
 	}
 	char *out = NULL;
+	bool interrupted = false; // heap: Ctrl-C stopped the census (exit status 130)
 	for (size_t k = 1; k < LIMIT_COUNT && !err; k++)
 		err = pyu_stacks_set_limit(s, (uint32_t)k, o->limits[k]);
 	if (err) {
@@ -511,12 +512,14 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		err = pyu_format_tasks(s, all ? -1 : (int32_t)thread, flags, &out);
 	} else if (!strcmp(o->command, "heap")) {
 		uint32_t top = o->has_top ? o->top : o->json ? 0 : 25;
+		pyu_cli_progress_begin(s, "heap");
 		if (o->referrers)
 			err = pyu_format_heap_referrers(s, o->referrers, o->json ? PYU_FMT_JSON : 0,
 							&out);
 		else
 			err = pyu_format_heap(s, o->json ? PYU_FMT_JSON : 0, top, o->min_size, o->biggest,
 				      &out);
+		interrupted = pyu_cli_progress_end(s);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
 	} else if (!strcmp(o->command, "print")) {
@@ -545,7 +548,9 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 			threads, frames, backend, cached,
 			frames ? (double)backend / (double)frames : 0.0);
 	}
-	return fflush(stdout) == 0 ? 0 : 1;
+	if (fflush(stdout) != 0)
+		return 1;
+	return interrupted ? 128 + 2 : 0; // as a shell reports a command SIGINT ended
 }
 
 int main(int argc, char **argv)
