@@ -746,8 +746,16 @@ static void follow(struct census *c, uint64_t obj)
 	const struct pyu_size_type *st = &ht->size;
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
-	if (st->is_type && !(pyu_get_u64(buf, c->l->type_tp_flags) & (1ull << 9)))
-		return; // a static class: no collector object
+	if (st->is_type) {
+		// tp_flags lies past the prefix read (offset 168 on 3.12)
+		uint64_t flags = 0;
+		err = pyu_target_read_u64(c->t, obj + (uint64_t)c->l->type_tp_flags, &flags);
+		bool unreadable = err != NULL;
+		pyu_error_destroy(err);
+		err = NULL;
+		if (unreadable || !(flags & (1ull << 9)))
+			return; // a static class: no collector object
+	}
 	struct pyu_values *v = c->z.v;
 	uint64_t size = pyu_get_u64(buf, c->l->ob_size), items;
 	(void)obj;
