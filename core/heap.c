@@ -13,6 +13,7 @@
 #include "addrset.h"
 #include "bytes.h"
 #include "heap.h"
+#include "heap_find.h"
 #include "inspect.h"
 #include "runtime.h"
 #include "values.h"
@@ -880,9 +881,19 @@ static bool walk_all(struct census *c)
 	switch (hl->home) {
 	case PYU_GC_GEN0_SYMBOL:
 		if (!rt->gc_generation0_addr) {
-			add_error(c->h, "no _PyGC_generation0 symbol: the collector's lists of "
-				  "CPython %s are not known without it", hl->name);
-			return true;
+			uint64_t var = 0;
+			gens = pyu_heap_find_generations(c->t, c->l, hl, rt->image, &var);
+			if (!gens) {
+				add_error(c->h, "no _PyGC_generation0 symbol, and no array of "
+					  "generation heads found in the writable data of %s: the "
+					  "collector's lists of CPython %s are not known", rt->image,
+					  hl->name);
+				return true;
+			}
+			add_source(c->h, "the generation heads found in memory alone: at 0x%" PRIx64
+				   ", which the word at 0x%" PRIx64 " (_PyGC_generation0) points at",
+				   gens, var);
+			return walk_state(c, 0, gens, 0);
 		}
 		err = pyu_target_read_u64(c->t, rt->gc_generation0_addr, &gens);
 		if (err) {
