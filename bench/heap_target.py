@@ -31,9 +31,9 @@ class Record(object):
     int."""
 
     def __init__(self, i):
-        self.name = "record-%09d " % i + "x" * (200 + i % 200)
+        self.name = "record-%09d " % i + "x" * (300 + i % 200)
         self.ident = 10 ** 20 + i
-        self.tags = ["tag-%d-%s" % (i, "t" * (150 + i % 100)) for _ in range(3)]
+        self.tags = ["tag-%d-%s" % (i, "t" * (250 + i % 100)) for _ in range(3)]
         self.where = (i * 0.5, i * 0.25)
         self.meta = {"n": 100000 + i}
         self.__dict__["seen"] = None

@@ -981,7 +981,7 @@ Every object the collector tracks (each generation and the permanent one, of eve
 interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
 per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
 whose __sizeof__ is their own are sized by tp_basicsize and marked so. Nothing in the target
-runs.
+runs. Ctrl-C stops the census: what it counted until then is printed, marked partial.
   --top N          the N types with the most bytes (default 25; 0: every type)
   --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
   --biggest N      also the N largest objects: address, bytes, type and a short repr
