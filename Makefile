@@ -74,6 +74,7 @@ bench: deps pythons all
 	@bench/triage
 	@bench/memonly
 	@bench/locals-run
+	@bench/heap
 
 clean:
 	rm -rf $(BUILD)

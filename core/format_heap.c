@@ -113,9 +113,10 @@ static void json_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			  "\"free_threaded\": %s},\n", s->hexversion,
 			  s->debug_build ? "true" : "false", s->free_threaded ? "true" : "false");
 	pyu_strbuf_printf(sb, " \"objects\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"tracked\": %"
-			  PRIu64 ", \"untracked\": %" PRIu64 ", \"partial\": %s, \"type_count\": %u,"
+			  PRIu64 ", \"untracked\": %" PRIu64 ", \"partial\": %s, \"interrupted\": %s, "
+			  "\"type_count\": %u,"
 			  "\n \"sources\": [", h->objects, h->bytes, h->tracked, h->untracked,
-			  h->partial ? "true" : "false", names);
+			  h->partial ? "true" : "false", h->interrupted ? "true" : "false", names);
 	for (uint32_t i = 0; i < h->source_count; i++) {
 		pyu_strbuf_puts(sb, i ? ", " : "");
 		pyu_strbuf_json_cstr(sb, h->sources[i]);
@@ -173,7 +174,11 @@ static void text_document(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 	pyu_strbuf_printf(sb, "Python %s heap: %" PRIu64 " objects, ", s->version, h->objects);
 	human(sb, h->bytes);
 	pyu_strbuf_printf(sb, " in %u types%s\n", names,
+			  h->interrupted ? " (partial: interrupted)" :
 			  h->partial ? " (partial: the object limit was reached)" : "");
+	if (h->interrupted)
+		pyu_strbuf_printf(sb, "  interrupted before the census finished: the counts are of "
+				  "the %" PRIu64 " objects found until then\n", h->objects);
 	for (uint32_t i = 0; i < h->source_count; i++) {
 		pyu_strbuf_puts(sb, "  ");
 		pyu_strbuf_text(sb, h->sources[i], strlen(h->sources[i]));
@@ -447,6 +452,7 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 				  h->want_bytes, repr ? repr : "?");
 		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", h->ref_count + frame_refs,
 				  h->ref_count + frame_refs == 1 ? "" : "s",
+				  h->interrupted ? " (the census was interrupted)" :
 				  h->partial ? " (the census stopped at its object limit)" : "");
 	}
 	free(repr);

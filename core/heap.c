@@ -10,14 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrset.h"
 #include "bytes.h"
 #include "heap.h"
+#include "heap_find.h"
 #include "inspect.h"
 #include "runtime.h"
 #include "values.h"
 
 #define INTERP_GC_MAX (1u << 20) // a gc state offset past this in PyInterpreterState is corrupt
 #define GENERATIONS_MAX 8
+// Objects counted or looked into between two pyu_target_release_views(): what a core's mapped
+// pages add to the census's memory stays small.
+#define RELEASE_EVERY (1u << 14)
+// Objects counted or looked into between two calls of the progress callback.
+#define PROGRESS_EVERY (1u << 12)
 
 static void add_error(struct pyu_heap *h, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -118,12 +125,6 @@ static bool map_grow(struct pyu_heap *h)
 	return true;
 }
 
-// Every object counted, by address: open addressing, linear probing, grown at 3/4 load.
-struct addr_set {
-	uint64_t *keys;
-	size_t slots, used;
-};
-
 struct census {
 	struct pyu_stacks *s;
 	struct pyu_target *t;
@@ -132,7 +133,11 @@ struct census {
 	struct pyu_sizer z;
 	struct pyu_heap *h;
 	uint64_t visited;
-	struct addr_set seen;
+	uint64_t ticks;           // objects counted and looked into (tick())
+	uint64_t followed;        // objects looked into (queue entries followed)
+	bool following;           // past the lists: following references
+	bool stop;                // the progress callback asked to stop
+	struct pyu_addrset seen;  // every object counted, by address
 	uint64_t *queue;          // objects whose references are still to be followed
 	size_t queue_len, queue_cap;
 	bool oom;
@@ -142,51 +147,18 @@ struct census {
 	bool stopped;             // a hook asked to stop
 };
 
-static bool set_grow(struct addr_set *a)
+static bool set_has(struct census *c, uint64_t addr)
 {
-	size_t slots = a->slots ? a->slots * 2 : 1u << 16;
-	uint64_t *keys = calloc(slots, sizeof(*keys));
-	if (!keys)
-		return false;
-	for (size_t i = 0; i < a->slots; i++) {
-		if (!a->keys[i])
-			continue;
-		size_t j = slot_of(a->keys[i], slots);
-		while (keys[j])
-			j = (j + 1) & (slots - 1);
-		keys[j] = a->keys[i];
-	}
-	free(a->keys);
-	a->keys = keys;
-	a->slots = slots;
-	return true;
-}
-
-static bool set_has(const struct addr_set *a, uint64_t addr)
-{
-	if (!a->slots)
-		return false;
-	for (size_t j = slot_of(addr, a->slots); a->keys[j]; j = (j + 1) & (a->slots - 1))
-		if (a->keys[j] == addr)
-			return true;
-	return false;
+	return pyu_addrset_has(&c->seen, addr);
 }
 
 // Adds @addr (non-zero); false when it was there already or memory ran out (c->oom).
 static bool set_add(struct census *c, uint64_t addr)
 {
-	struct addr_set *a = &c->seen;
-	if ((a->used + 1) * 4 > a->slots * 3 && !set_grow(a)) {
+	int added = pyu_addrset_add(&c->seen, addr);
+	if (added < 0)
 		c->oom = true;
-		return false;
-	}
-	size_t j = slot_of(addr, a->slots);
-	for (; a->keys[j]; j = (j + 1) & (a->slots - 1))
-		if (a->keys[j] == addr)
-			return false;
-	a->keys[j] = addr;
-	a->used++;
-	return true;
+	return added > 0;
 }
 
 static void queue_push(struct census *c, uint64_t addr)
@@ -202,6 +174,21 @@ static void queue_push(struct census *c, uint64_t addr)
 		c->queue_cap = cap;
 	}
 	c->queue[c->queue_len++] = addr;
+}
+
+// Called for each object counted and each looked into: now and then lets a core's pages go,
+// and tells the progress callback how far the census got (which may stop it).
+static void tick(struct census *c)
+{
+	c->ticks++;
+	if ((c->ticks & (RELEASE_EVERY - 1)) == 0)
+		pyu_target_release_views(c->t);
+	if ((c->ticks & (PROGRESS_EVERY - 1)) == 0 && c->s->progress && !c->stop &&
+	    c->s->progress(c->s->progress_arg, c->following ? c->followed : c->h->objects,
+			   c->following ? c->queue_len : 0)) {
+		c->stop = true;
+		c->h->partial = c->h->interrupted = true;
+	}
 }
 
 static bool is_metatype(const struct pyu_heap *h, uint64_t type)
@@ -341,6 +328,7 @@ static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, 
 	ht->count++;
 	ht->bytes += size;
 	h->objects++;
+	tick(c);
 	h->bytes += size;
 	keep_if_big(h, obj, size, (uint32_t)i);
 	return true;
@@ -380,7 +368,7 @@ static uint64_t walk_ring(struct census *c, uint64_t head, const char *what, boo
 	}
 	uint64_t prev = head, node = first & next_mask;
 	size_t min_len = hs + (size_t)c->l->ob_type + 8;
-	while (node != head) {
+	while (node != head && !c->stop) {
 		if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
 			h->partial = true;
 			break;
@@ -555,9 +543,9 @@ static void consider(struct census *c, uint64_t addr)
 {
 	if (addr && addr == c->h->want && c->cur)
 		note_referrer(c);
-	if (!addr || (addr & 7) || c->oom || c->stopped)
+	if (!addr || (addr & 7) || c->oom || c->stopped || c->stop)
 		return;
-	if (set_has(&c->seen, addr)) {
+	if (set_has(c, addr)) {
 		report_edge(c, addr);
 		return;
 	}
@@ -780,14 +768,13 @@ static void follow(struct census *c, uint64_t obj)
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
 	if (st->is_type) {
-		// tp_flags lies past the prefix read above (at 168 on 3.11): read on its own.
+		// tp_flags lies past the prefix read (offset 168 on 3.12): read on its own.
 		uint64_t flags = 0;
 		err = pyu_target_read_u64(c->t, obj + (uint64_t)c->l->type_tp_flags, &flags);
-		if (err) {
-			pyu_error_destroy(err);
-			return;
-		}
-		if (!(flags & (1ull << 9)))
+		bool unreadable = err != NULL;
+		pyu_error_destroy(err);
+		err = NULL;
+		if (unreadable || !(flags & (1ull << 9)))
 			return; // a static class: no collector object
 	}
 	struct pyu_values *v = c->z.v;
@@ -871,7 +858,10 @@ static void follow(struct census *c, uint64_t obj)
 // Follows references from every object counted so far, and from each one found that way.
 static void follow_all(struct census *c)
 {
-	for (size_t i = 0; i < c->queue_len && !c->oom && !c->stopped; i++) {
+	c->following = true;
+	for (size_t i = 0; i < c->queue_len && !c->oom && !c->stopped && !c->stop; i++) {
+		c->followed = i;
+		tick(c);
 		c->cur = c->queue[i];
 		follow(c, c->queue[i]);
 	}
@@ -911,9 +901,19 @@ static bool walk_all(struct census *c)
 	switch (hl->home) {
 	case PYU_GC_GEN0_SYMBOL:
 		if (!rt->gc_generation0_addr) {
-			add_error(c->h, "no _PyGC_generation0 symbol: the collector's lists of "
-				  "CPython %s are not known without it", hl->name);
-			return true;
+			uint64_t var = 0;
+			gens = pyu_heap_find_generations(c->t, c->l, hl, rt->image, &var);
+			if (!gens) {
+				add_error(c->h, "no _PyGC_generation0 symbol, and no array of "
+					  "generation heads found in the writable data of %s: the "
+					  "collector's lists of CPython %s are not known", rt->image,
+					  hl->name);
+				return true;
+			}
+			add_source(c->h, "the generation heads found in memory alone: at 0x%" PRIx64
+				   ", which the word at 0x%" PRIx64 " (_PyGC_generation0) points at",
+				   gens, var);
+			return walk_state(c, 0, gens, 0);
 		}
 		err = pyu_target_read_u64(c->t, rt->gc_generation0_addr, &gens);
 		if (err) {
@@ -959,7 +959,7 @@ static bool walk_all(struct census *c)
 // a walk from roots alone meets no type on the collector's lists.
 static void consider_roots(struct census *c, const struct pyu_heap_walk *w)
 {
-	for (uint32_t i = 0; i < w->root_count && !c->oom && !c->stopped; i++) {
+	for (uint32_t i = 0; i < w->root_count && !c->oom && !c->stopped && !c->stop; i++) {
 		uint64_t type = 0;
 		struct pyu_error *err = pyu_target_read_u64(c->t, w->roots[i] + (uint64_t)c->l->ob_type,
 							    &type);
@@ -1033,6 +1033,7 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 	c.z.v = v;
 	c.z.shift = rt->layout.ob_type - 8;
 	c.hooks = w->hooks;
+	bool direct = pyu_target_direct(c.t, true);
 	bool ok = w->roots_only || walk_all(&c);
 	h->tracked = w->roots_only ? 0 : h->objects;
 	if (ok && !c.oom)
@@ -1043,7 +1044,9 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 			add_source(h, "reached through references of those: %" PRIu64 " objects the "
 				   "collector does not track", h->untracked);
 	}
-	free(c.seen.keys);
+	pyu_addrset_clear(&c.seen);
+	pyu_target_release_views(c.t);
+	pyu_target_direct(c.t, direct);
 	free(c.queue);
 	pyu_values_destroy(v);
 	if (!ok || c.oom) {

@@ -69,7 +69,8 @@ struct pyu_heap {
 	uint64_t objects, bytes;
 	uint64_t tracked;         // found on the collector's lists
 	uint64_t untracked;       // reached only through references of those
-	bool partial;             // the object limit stopped the census
+	bool partial;             // the object limit or an interruption stopped the census
+	bool interrupted;         // the progress callback stopped it (pyu_stacks_set_progress)
 	uint32_t interpreters;    // whose lists were walked
 	struct pyu_heap_type *types;
 	uint32_t type_count, type_cap;

@@ -177,6 +177,14 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_set_limit(struct pyu_stacks *s, uint32_t
 	return pyu_inspect_set_limit(s->inspect, which, value);
 }
 
+PYU_PUBLIC void pyu_stacks_set_progress(struct pyu_stacks *s, pyu_progress_fn fn, void *arg)
+{
+	if (!s)
+		return;
+	s->progress = fn;
+	s->progress_arg = arg;
+}
+
 PYU_PUBLIC uint32_t pyu_stacks_thread_count(const struct pyu_stacks *s)
 {
 	return s ? s->thread_count : 0;

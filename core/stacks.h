@@ -119,6 +119,8 @@ struct pyu_stacks {
 	struct pyu_cython_files *cython_files; // files read for Cython frames, made on demand (owned)
 	enum pyu_native_placement placement; // how Python frames are matched to native ones
 	char eval_function[64];     // the eval loop's symbol for this version
+	pyu_progress_fn progress;   // pyu_stacks_set_progress(); NULL: none
+	void *progress_arg;
 };
 
 #endif

@@ -885,10 +885,31 @@ struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf
 	if (len - 1 > UINT64_MAX - addr)
 		return pyu_error_create(PYU_ERR_FAULT, "cannot read %zu bytes at 0x%" PRIx64
 					": range wraps around", len, addr);
+	if (t->direct && t->backend_view) {
+		const unsigned char *p = t->backend_view(t, addr, len);
+		if (p) {
+			t->cached_reads++;
+			memcpy(buf, p, len);
+			return NULL;
+		}
+	}
 	size_t n = read_prefix(t, addr, buf, len);
 	if (n == len)
 		return NULL;
 	return pyu_error_create(PYU_ERR_FAULT, "cannot read memory at 0x%" PRIx64, addr + n);
+}
+
+bool pyu_target_direct(struct pyu_target *t, bool on)
+{
+	bool was = t->direct;
+	t->direct = on && !t->read_log_on; // a read log must see every read
+	return was;
+}
+
+void pyu_target_release_views(struct pyu_target *t)
+{
+	if (t->backend_release)
+		t->backend_release(t);
 }
 
 struct pyu_error *pyu_target_read_u64(struct pyu_target *t, uint64_t addr, uint64_t *ret)

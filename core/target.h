@@ -187,6 +187,17 @@ void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 // what a prefetch brought in, to prefetch what they lead to. Cannot fail.
 bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *ret);
 
+// Long walks over much of the target's memory (the heap census): while @on, reads the
+// backend can serve in place (a core file's own data, mapped into memory) are copied from
+// there, past the page cache and without a system call, and counted as cached reads; other
+// reads (a live process, a debugger's, pages a core left to mapped files) are as ever.
+// Returns the setting before. Cannot fail.
+bool pyu_target_direct(struct pyu_target *t, bool on);
+// A hint during such a walk: the pages read in place so far need not stay resident (they are
+// read again from the file system's cache when next needed), so the walk's memory stays
+// bounded however much of a core it reads. Cannot fail.
+void pyu_target_release_views(struct pyu_target *t);
+
 // Forgets every cached page: call after a live target ran (the debugger resumed it).
 // Cannot fail.
 void pyu_target_flush_cache(struct pyu_target *t);

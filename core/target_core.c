@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -80,6 +81,11 @@ struct core_backend {
 	bool has_sections;      // section headers: a debugger (BFD) wrote it, never the kernel
 	struct core_load *loads; // sorted by vaddr
 	size_t load_count;
+	// The whole file mapped read-only for pyu_target_direct() reads, made on first use;
+	// map_failed when it could not be (then reads go through pread as ever).
+	const unsigned char *map;
+	bool map_failed;
+	const struct core_load *last_view; // the load the last view was in (most are in it again)
 };
 
 struct file_entry {
@@ -205,9 +211,49 @@ static uint64_t core_image_read(struct pyu_target *t, uint64_t addr, void *buf, 
 	return core_pread(c, l->offset + delta, buf, len);
 }
 
+// The core's own bytes of [addr, addr+len) in place, when one load's data in the file holds
+// them all (never a mapped file's, never past a truncated core's end); else NULL.
+static const unsigned char *core_view(struct pyu_target *t, uint64_t addr, uint64_t len)
+{
+	struct core_backend *c = t->backend_data;
+	if (!c->map) {
+		if (c->map_failed || !c->file_size || c->file_size > SIZE_MAX)
+			return NULL;
+		void *m = mmap(NULL, (size_t)c->file_size, PROT_READ, MAP_SHARED, c->fd, 0);
+		if (m == MAP_FAILED) {
+			c->map_failed = true;
+			return NULL;
+		}
+		c->map = m;
+	}
+	const struct core_load *l = c->last_view;
+	if (!l || addr - l->vaddr >= l->memsz) {
+		uint64_t next;
+		if (!(l = find_load(c, addr, &next)))
+			return NULL;
+		c->last_view = l;
+	}
+	uint64_t delta = addr - l->vaddr, off = l->offset + delta;
+	if (delta >= l->filesz || len > l->filesz - delta || off < l->offset ||
+	    off > c->file_size || len > c->file_size - off)
+		return NULL;
+	return c->map + off;
+}
+
+// Lets the kernel take back the pages of the mapping (they stay in its page cache; the next
+// view faults them in again): a long run of direct reads does not keep the core resident.
+static void core_release(struct pyu_target *t)
+{
+	struct core_backend *c = t->backend_data;
+	if (c->map)
+		madvise((void *)c->map, (size_t)c->file_size, MADV_DONTNEED);
+}
+
 static void core_destroy(struct pyu_target *t)
 {
 	struct core_backend *c = t->backend_data;
+	if (c->map)
+		munmap((void *)c->map, (size_t)c->file_size);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->loads);
@@ -1123,6 +1169,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
 		return err;
 	}
 	t->image_read = core_image_read;
+	t->backend_view = core_view;
+	t->backend_release = core_release;
 	t->core_fd = fd;
 	err = load_core(t, c, core_path, executable);
 	if (err) {

@@ -81,6 +81,13 @@ struct pyu_target {
 	// are powers of two.
 	uint64_t span_gap;
 	uint32_t sector_size;
+	// Optional (NULL: none): the target's bytes of [addr, addr+len) in place, without a
+	// copy, or NULL when the backend cannot give them so (a core file mapped into memory:
+	// its own data, not a mapped file's). Used while pyu_target_direct() is on.
+	const unsigned char *(*backend_view)(struct pyu_target *t, uint64_t addr, uint64_t len);
+	// Optional: lets go of the memory views hold (pyu_target_release_views).
+	void (*backend_release)(struct pyu_target *t);
+	bool direct; // pyu_target_direct()
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;

@@ -71,7 +71,14 @@ def _mapped_core_files():
 
 
 class LldbView(core.DebuggerView):
+    def interrupted(self):
+        # SBDebugger.InterruptRequested (lldb 17+): Ctrl-C while a command runs. Older lldb
+        # raises KeyboardInterrupt in the Python that runs next, as gdb does.
+        check = getattr(self.debugger, "InterruptRequested", None)
+        return bool(check()) if check is not None else False
+
     def __init__(self, debugger, exe_ctx):
+        self.debugger = debugger
         target = exe_ctx.GetTarget() if exe_ctx is not None else None
         if target is None or not target.IsValid():
             target = debugger.GetSelectedTarget()

@@ -43,7 +43,9 @@ static const char usage[] =
 	"Prints the Python stacks of a live process (PID) or of an ELF core file, as the py-bt,\n"
 	"py-line, py-list, py-locals and py-print debugger commands do; tasks: the asyncio tasks,\n"
 	"their coroutine stacks and who awaits whom, as py-tasks does; heap: the objects the\n"
-	"collector tracks and those they refer to, per type, with their sizes, as py-heap does.\n"
+	"collector tracks and those they refer to, per type, with their sizes, as py-heap does\n"
+	"(a progress bar on stderr when it is a terminal; Ctrl-C stops the census and prints what\n"
+	"it counted, marked partial, with exit status 130).\n"
 	"\n"
 	"  --all              bt, tasks: every thread (the default for bt and tasks)\n"
 	"  --thread TID       only the thread with this kernel tid (or pthread id, 0x...)\n"
@@ -501,6 +503,7 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 		thread = default_thread(s, core);
 	}
 	char *out = NULL;
+	bool interrupted = false; // heap: Ctrl-C stopped the census (exit status 130)
 	for (size_t k = 1; k < LIMIT_COUNT && !err; k++)
 		err = pyu_stacks_set_limit(s, (uint32_t)k, o->limits[k]);
 	if (err) {
@@ -528,6 +531,7 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 	} else if (!strcmp(o->command, "heap")) {
 		uint32_t top = o->has_top ? o->top : o->json ? 0 : 25;
 		uint32_t flags = (o->json ? PYU_FMT_JSON : 0) | (o->retained ? PYU_FMT_RETAINED : 0);
+		pyu_cli_progress_begin(s, "heap");
 		if (o->path_to)
 			err = pyu_format_heap_path(s, o->path_to, flags, &out);
 		else if (o->referrers)
@@ -535,6 +539,7 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 							&out);
 		else
 			err = pyu_format_heap(s, flags, top, o->min_size, o->biggest, &out);
+		interrupted = pyu_cli_progress_end(s);
 	} else if (!strcmp(o->command, "locals")) {
 		err = pyu_format_locals(s, thread, o->frame, o->json ? PYU_FMT_JSON : 0, &out);
 	} else if (!strcmp(o->command, "print")) {
@@ -563,7 +568,9 @@ static int run(const struct options *o, struct pyu_target *t, bool core)
 			threads, frames, backend, cached,
 			frames ? (double)backend / (double)frames : 0.0);
 	}
-	return fflush(stdout) == 0 ? 0 : 1;
+	if (fflush(stdout) != 0)
+		return 1;
+	return interrupted ? 128 + 2 : 0; // as a shell reports a command SIGINT ended
 }
 
 int main(int argc, char **argv)

@@ -339,6 +339,15 @@ PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const c
 PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags, uint32_t top,
 					     uint64_t min_size, uint32_t biggest, char **ret);
 
+// Long work on a snapshot (the heap census of pyu_format_heap and pyu_format_heap_referrers)
+// calls @fn now and then (every few thousand objects): @done counts the objects looked into so
+// far, @total those found so far (both grow; @total is 0 while the collector's lists are still
+// being walked). A non-zero return stops the work: it ends with what it had counted, marked
+// partial and interrupted (doc/heap.md), as if it had finished. @fn NULL: none. @fn must not
+// use the snapshot. The caller keeps @fn and @arg alive while they are set. Cannot fail.
+typedef int32_t (*pyu_progress_fn)(void *arg, uint64_t done, uint64_t total);
+PYU_PUBLIC void pyu_stacks_set_progress(struct pyu_stacks *s, pyu_progress_fn fn, void *arg);
+
 // py-heap --referrers: the object at @addr (its type, getsizeof bytes, a one-line repr) and
 // every object the census finds referring to it, each with how ("[3]", "['key']", ".attr",
 // ".__dict__"), and every thread's frame that holds it as a local ("local x of frame #N"), as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with PYU_ERR_NOT_FOUND

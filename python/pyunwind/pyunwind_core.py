@@ -4,6 +4,7 @@
 # "view" of their debugger (which target, which thread is selected, how to read memory).
 import ctypes
 import os
+import signal
 import shlex
 
 ABI_VERSION = 7
@@ -31,6 +32,8 @@ class PyunwindError(Exception):
 
 READ_FN = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
                            ctypes.c_void_p, ctypes.c_uint64)
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64,
+                               ctypes.c_uint64)
 
 
 def _candidate_libraries(adapter_dir):
@@ -150,6 +153,7 @@ class Library(object):
                                     ctypes.c_uint32, PP]),
             "pyu_format_heap_referrers": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
             "pyu_format_heap_path": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
+            "pyu_stacks_set_progress": (None, [P, PROGRESS_FN, P]),
         }
         for name, (res, args) in sigs.items():
             fn = getattr(lib, name)
@@ -378,14 +382,49 @@ class Stacks(_Handle):
             last, flags, ctypes.byref(count), ctypes.byref(out)))
         return self.lib.take_string(out), count.value
 
-    def heap(self, flags, top, min_size, biggest):
-        return self._text(self.lib.lib.pyu_format_heap, flags, top, min_size, biggest)
+    def _interruptible(self, view, fn, *args):
+        """_text() of long work (the heap census) that the debugger's interrupt (Ctrl-C)
+        stops with what it had. gdb turns Ctrl-C into a Python SIGINT (PyErr_SetInterrupt),
+        handled when Python code next runs - the progress callback - so for the while a
+        handler that notes it replaces the one that raises KeyboardInterrupt (which ctypes
+        would swallow); lldb's view may also say so when asked."""
+        stop = []
 
-    def heap_referrers(self, addr, flags):
-        return self._text(self.lib.lib.pyu_format_heap_referrers, addr, flags)
+        def on_sigint(_signum, _frame):
+            stop.append(True)
 
-    def heap_path(self, addr, flags):
-        return self._text(self.lib.lib.pyu_format_heap_path, addr, flags)
+        def progress(_arg, _done, _total):
+            try:
+                if not stop and view is not None and view.interrupted():
+                    stop.append(True)
+            except BaseException:  # never an exception through ctypes into the census
+                stop.append(True)
+            return 1 if stop else 0
+
+        callback = PROGRESS_FN(progress)  # referenced until the census is over
+        lib = self.lib.lib
+        previous = None
+        try:
+            previous = signal.signal(signal.SIGINT, on_sigint)
+        except (ValueError, OSError, TypeError):  # not the main thread: KeyboardInterrupt
+            pass
+        lib.pyu_stacks_set_progress(self.handle, callback, None)
+        try:
+            return self._text(fn, *args)
+        finally:
+            lib.pyu_stacks_set_progress(self.handle, PROGRESS_FN(), None)
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def heap(self, flags, top, min_size, biggest, view=None):
+        return self._interruptible(view, self.lib.lib.pyu_format_heap, flags, top, min_size,
+                                   biggest)
+
+    def heap_referrers(self, addr, flags, view=None):
+        return self._interruptible(view, self.lib.lib.pyu_format_heap_referrers, addr, flags)
+
+    def heap_path(self, addr, flags, view=None):
+        return self._interruptible(view, self.lib.lib.pyu_format_heap_path, addr, flags)
 
     def print_path(self, thread, frame, path, flags):
         return self._text(self.lib.lib.pyu_format_print, thread, frame,
@@ -429,6 +468,11 @@ class DebuggerView(object):
         """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
         unwinds it: (pc, sp, cfa, function, library, file, line) per frame, innermost first."""
         raise NotImplementedError
+
+    def interrupted(self):
+        """True when the user asked the debugger to stop the command running (its own
+        interrupt check), where the debugger offers one to poll; False otherwise."""
+        return False
 
 
 def _parse_int(text, what):
@@ -780,12 +824,12 @@ class Session(object):
                 raise PyunwindError("py-heap: unknown argument %r; %s" % (w, usage))
             i += 1
         if path_to:
-            return self.stacks(view).heap_path(path_to, flags)
+            return self.stacks(view).heap_path(path_to, flags, view)
         if referrers:
-            return self.stacks(view).heap_referrers(referrers, flags & PYU_FMT_JSON)
+            return self.stacks(view).heap_referrers(referrers, flags & PYU_FMT_JSON, view)
         if top is None:
             top = 0 if flags & PYU_FMT_JSON else HEAP_TOP_DEFAULT
-        return self.stacks(view).heap(flags, top, min_size, biggest)
+        return self.stacks(view).heap(flags, top, min_size, biggest, view)
 
     def py_line(self, view, arg):
         flags, frame_arg = PYU_FMT_SOURCE, None
@@ -951,7 +995,7 @@ Every object the collector tracks (each generation and the permanent one, of eve
 interpreter) and every object those refer to (str, int, bytes, code objects ...), counted once
 per type (module.qualname, builtins bare) with its bytes as sys.getsizeof() reports them; types
 whose __sizeof__ is their own are sized by tp_basicsize and marked so. Nothing in the target
-runs.
+runs. Ctrl-C stops the census: what it counted until then is printed, marked partial.
   --top N          the N types with the most bytes (default 25; 0: every type)
   --min-size SIZE  leave out types with fewer bytes in all (K, M, G, T)
   --biggest N      also the N largest objects: address, bytes, type and a short repr

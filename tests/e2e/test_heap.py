@@ -21,6 +21,10 @@
 #   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
 import json
 import os
+import pty
+import select
+import signal
+import subprocess
 import sys
 import time
 
@@ -34,6 +38,15 @@ from test_tasks import cli  # noqa: E402
 ADAPTER_PYTHONS = ("pyenv-2.7", "pyenv-3.9", "pyenv-3.12", "sid-3.14")
 DAMAGE_PYTHONS = ("pyenv-2.7", "pyenv-3.11", "sid-3.15")
 DAMAGE_SECONDS = 20
+# Ctrl-C mid-census: a process of this many objects (bench/heap_target.py), its census from a
+# kernel core and live, by the CLI and by the CLI over the ASan/UBSan build of the core.
+INTERRUPT_PYTHONS = ("pyenv-3.12", "sid-3.14")
+INTERRUPT_OBJECTS = 2000000
+BIG_TARGET = os.path.join(REPO, "bench", "heap_target.py")
+CLI = os.path.join(REPO, "build", "pyunwind")
+SAN_CLI = os.path.join(REPO, "build", "pyunwind-san")
+SAN_ENV = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:exitcode=99",
+               UBSAN_OPTIONS="halt_on_error=1:exitcode=98")
 
 
 def wait_parked(pid, timeout=60):
@@ -288,10 +301,32 @@ def crash_case(py):
     def run():
         with Target(py, "heap", mode="crash") as t:
             core = t.crash_core()
-            check(t.truth, json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable)),
-                  "kernel core")
+            full = json.loads(cli("heap", "--json", "--biggest", 3, core, t.executable))
+            check(t.truth, full, "kernel core")
             check_referrers(t.truth, core, "kernel core", t.executable)
             check_graph(t.truth, core, "kernel core", t.executable)
+            # Memory alone: every file the core names hidden. The same census, and it says
+            # how it found the lists (2.7, 3.6: the generation heads, with no symbol).
+            empty = os.path.join(t.workdir, "empty")
+            os.makedirs(empty, exist_ok=True)
+            mem = json.loads(cli("heap", "--json", "--biggest", 3, "--path-map", "/=" + empty,
+                                 core))
+            # Static types' names (C strings in the files' read-only data) are not in a
+            # kernel core: those types are "<type at 0x...>" and sized and followed as their
+            # names would not say. The lists are the same: every tracked object is found.
+            if mem["tracked"] != full["tracked"] or mem["partial"] or \
+                    any("generation" in e["message"] or "_PyGC" in e["message"]
+                        for e in mem["errors"]):
+                raise AssertionError("memory alone: %d objects on the collector's lists, with "
+                                     "files %d; errors %s" % (mem["tracked"], full["tracked"],
+                                                              mem["errors"]))
+            if sum(r["count"] for r in mem["types"] if r["type"].startswith("__main__.")) != \
+                    sum(r["count"] for r in full["types"] if r["type"].startswith("__main__.")):
+                raise AssertionError("memory alone: another count of the zoo's instances")
+            if t.truth["python"]["hexversion"] < 0x03070000 and \
+                    not any("found in memory alone" in x for x in mem["sources"]):
+                raise AssertionError("memory alone: the sources do not say how the lists "
+                                     "were found: %s" % mem["sources"])
             if py.label in ADAPTER_PYTHONS:
                 debugger_check(t, [("gdb", "core", core)], "kernel core")
     return run
@@ -304,9 +339,9 @@ def row_types(text):
 
 
 def debugger_check(t, runs, source=None):
-    """`py-heap --json` in each (debugger, kind, core) of @runs against the truth, and the
-    text form's largest types the same as from the CLI (a debugger's reads may reach a few
-    static objects fewer than the CLI's own)."""
+    """`py-heap --json` in each (debugger, kind, core) of @runs against the truth and the
+    same census, type by type, as the CLI's on the same target; the text form's largest
+    types the same as from the CLI's."""
     for debugger, kind, core in runs:
         what = "%s %s" % (debugger, source or kind)
         rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
@@ -322,7 +357,15 @@ def debugger_check(t, runs, source=None):
                                       % t.truth["extra"]["retained"]["address"],
                                       "py-heap --json --retained --biggest 3 --top 3"])
         no_traceback(what, err, *outs)
-        check(t.truth, parse_json(outs[0], what), what)
+        got = parse_json(outs[0], what)
+        check(t.truth, got, what)
+        mine = json.loads(cli("heap", "--json", core or t.pid))
+        rows = lambda d: dict((r["type"], (r["count"], r["bytes"])) for r in d["types"])  # noqa
+        if rows(got) != rows(mine) or got["objects"] != mine["objects"]:
+            a, b = rows(got), rows(mine)
+            raise AssertionError("%s: py-heap --json differs from the CLI's census: %s"
+                                 % (what, dict((k, (a.get(k), b.get(k))) for k in set(a) | set(b)
+                                               if a.get(k) != b.get(k))))
         want = cli("heap", "--top", "5", core or t.pid)
         if row_types(outs[1]) != row_types(want) or len(row_types(want)) != 5:
             raise AssertionError("%s: py-heap --top 5 shows other types than the CLI:\n%s\n%s"
@@ -387,6 +430,114 @@ def plain_addresses(t):
     return [int(a, 16) for a in t.truth["extra"]["plain_addresses"]]
 
 
+def census_on_pty(cli_path, args, interrupt, timeout=300):
+    """`CLI heap --json ARGS` with stderr on a terminal (a pty) and stdout piped; with
+    @interrupt, SIGINT as soon as the progress bar shows it looking into objects. Returns
+    (status, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([cli_path, "heap", "--json"] + [str(a) for a in args],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                         env=SAN_ENV)
+    os.close(slave)
+    seen, sent, deadline = b"", False, time.time() + timeout
+    try:
+        while time.time() < deadline:
+            r, _, _ = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk and p.poll() is not None:
+                    break
+                seen += chunk
+            elif p.poll() is not None:
+                break
+            if interrupt and not sent and b"objects looked into" in seen:
+                p.send_signal(signal.SIGINT)
+                sent = True
+        else:
+            p.kill()
+            raise AssertionError("%s heap: no end within %ds" % (cli_path, timeout))
+        out = p.stdout.read()
+        p.wait()
+    finally:
+        os.close(master)
+        p.stdout.close()
+    if interrupt and not sent:
+        raise AssertionError("%s heap: no progress bar on the terminal before it ended "
+                             "(status %s):\n%r" % (cli_path, p.returncode, seen[-800:]))
+    return p.returncode, out.decode("utf-8", "replace"), seen.decode("utf-8", "replace")
+
+
+def interrupted_problems(full, rc, out, term):
+    """A census stopped by SIGINT: status 130, the JSON of what it had (partial, interrupted,
+    fewer objects than the whole and rows that add up to it), and the terminal told."""
+    if rc != 130:
+        return ["status %s, want 130; terminal: %r" % (rc, term[-800:])]
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return ["no JSON on stdout: %r" % out[:500]]
+    p = []
+    if not doc["partial"] or not doc.get("interrupted"):
+        p.append("partial %s, interrupted %s" % (doc["partial"], doc.get("interrupted")))
+    if not 0 < doc["objects"] < full["objects"]:
+        p.append("%d objects counted, the whole census has %d" % (doc["objects"],
+                                                                  full["objects"]))
+    if doc["objects"] != sum(t["count"] for t in doc["types"]) or \
+            doc["bytes"] != sum(t["bytes"] for t in doc["types"]):
+        p.append("totals are not the sums of the rows")
+    if "interrupted" not in term:
+        p.append("the terminal was not told: %r" % term[-300:])
+    return p
+
+
+def interrupt_case(py):
+    """Progress and Ctrl-C on a big heap: piped, no bar and the whole census; on a terminal,
+    a bar, and SIGINT once it shows stops the census with what it had (status 130, partial
+    and interrupted JSON), from a kernel core by the CLI and the ASan/UBSan CLI (no leak, no
+    error), and live - where the process must be released afterwards, neither stopped nor
+    traced."""
+    env = {"PYU_BENCH_HEAP_OBJECTS": str(INTERRUPT_OBJECTS)}
+
+    def run():
+        with Target(py, BIG_TARGET, mode="crash", timeout=600, env=env) as t:
+            core = t.crash_core()
+            p = subprocess.run([CLI, "heap", "--json", core, t.executable], timeout=300,
+                               capture_output=True, stdin=subprocess.DEVNULL)
+            if p.returncode != 0 or p.stderr:
+                raise AssertionError("piped: status %d, stderr %r (want 0 and nothing)"
+                                     % (p.returncode, p.stderr[-500:]))
+            full = json.loads(p.stdout)
+            if full["partial"] or full["interrupted"] or \
+                    full["objects"] < INTERRUPT_OBJECTS:
+                raise AssertionError("piped: %d objects, partial %s" % (full["objects"],
+                                                                       full["partial"]))
+            rc, out, term = census_on_pty(CLI, [core, t.executable], False)
+            if rc != 0 or json.loads(out)["objects"] != full["objects"] or \
+                    "objects looked into" not in term:
+                raise AssertionError("terminal, not interrupted: status %s, bar %s"
+                                     % (rc, "objects looked into" in term))
+            for who in (CLI, SAN_CLI):
+                rc, out, term = census_on_pty(who, [core, t.executable], True)
+                p = interrupted_problems(full, rc, out, term)
+                if p:
+                    raise AssertionError("%s, kernel core:\n  %s" % (who, "\n  ".join(p)))
+        with Target(py, BIG_TARGET, timeout=600, env=env) as t:
+            wait_parked(t.pid)
+            rc, out, term = census_on_pty(CLI, [t.pid], True)
+            p = interrupted_problems(full, rc, out, term)
+            with open("/proc/%d/status" % t.pid) as f:
+                status = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            if status["TracerPid"].strip() != "0" or status["State"].split()[0] not in "SR":
+                p.append("the process is left %s, traced by %s" % (status["State"].strip(),
+                                                                 status["TracerPid"].strip()))
+            if p:
+                raise AssertionError("live:\n  %s" % "\n  ".join(p))
+    return run
+
+
 def cases():
     out = []
     for py in selected():
@@ -394,6 +545,8 @@ def cases():
         out.append(("heap-crash %s" % py.label, crash_case(py)))
         if py.label in DAMAGE_PYTHONS:
             out.append(("heap-damaged %s" % py.label, damage_case(py)))
+        if py.label in INTERRUPT_PYTHONS:
+            out.append(("heap-interrupt %s" % py.label, interrupt_case(py)))
     return out
 
 
