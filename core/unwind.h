@@ -10,10 +10,6 @@
 #include "target.h"
 
 #define PYU_UNWIND_MAX_FRAMES 8000000 // per thread: as PYU_MAX_NATIVE_FRAMES (native.h)
-// Of a core: elfutils (0.188) reads each stack word of a core through a list of the chunks it
-// read before, searched whole, so unwinding costs the square of the depth: 10,000 frames take
-// seconds, 180,000 (a 3.10 thread 30,000 Python frames deep) most of an hour.
-#define PYU_UNWIND_MAX_CORE_FRAMES 10000
 
 // One frame of thread @tid, innermost first; or, when @error is set, why @tid could not be
 // unwound at all. Strings are valid only during the call; NULL / -1 when unknown.
