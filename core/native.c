@@ -466,3 +466,105 @@ void pyu_merge_release(struct pyu_merge *m)
 	m->runner = NULL;
 	m->count = 0;
 }
+
+// ---- Cython frames, selectable like Python ones (public) ------------------------------------
+
+static const struct pyu_thread_info *thread_at(const struct pyu_stacks *s, uint32_t thread)
+{
+	return s && thread < s->thread_count ? &s->threads[thread] : NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_frame_steps(const struct pyu_stacks *s, uint32_t thread,
+						    int64_t *ret, uint32_t cap,
+						    uint32_t *ret_count)
+{
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	if (!th)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no thread #%u", thread);
+	if (!ret)
+		cap = 0;
+	uint32_t n = 0;
+	if (!th->native_known) { // the Python frames alone
+		for (uint32_t i = 0; i < th->frame_count; i++, n++)
+			if (n < cap)
+				ret[n] = i;
+		*ret_count = n;
+		return NULL;
+	}
+	struct pyu_merge m;
+	struct pyu_error *err = pyu_merge_thread(s, th, false, &m);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < m.count; i++) {
+		const struct pyu_merge_item *it = &m.items[i];
+		if (!it->python && !(m.merged && it->cython))
+			continue;
+		if (n < cap)
+			ret[n] = it->python ? (int64_t)it->index : -1 - (int64_t)it->index;
+		n++;
+	}
+	pyu_merge_release(&m);
+	*ret_count = n;
+	return NULL;
+}
+
+// The Cython function native frame @level of @thread runs; NULL when it runs none.
+static const struct pyu_native_frame *cython_at(const struct pyu_stacks *s, uint32_t thread,
+						uint32_t level)
+{
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	if (!th || level >= th->native_count)
+		return NULL;
+	const struct pyu_native_frame *f = &th->native[level];
+	return f->cython && f->cython->role == PYU_CYTHON_FUNCTION ? f : NULL;
+}
+
+PYU_PUBLIC int64_t pyu_stacks_level_step(const struct pyu_stacks *s, uint32_t thread,
+					 uint32_t level)
+{
+	if (cython_at(s, thread, level))
+		return -1 - (int64_t)level;
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	struct pyu_merge m;
+	if (!th || !th->native_known || pyu_merge_thread(s, th, false, &m))
+		return PYU_ABSENT;
+	int64_t step = PYU_ABSENT;
+	for (uint32_t i = 0; m.merged && i < th->frame_count && step == PYU_ABSENT; i++)
+		if (m.runner[i] == (int32_t)level)
+			step = i;
+	pyu_merge_release(&m);
+	return step;
+}
+
+PYU_PUBLIC const char *pyu_stacks_cython_string(const struct pyu_stacks *s, uint32_t thread,
+						uint32_t level, uint32_t which)
+{
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	if (!f)
+		return NULL;
+	switch (which) {
+	case PYU_CYSTR_MODULE:
+		return f->cython->module;
+	case PYU_CYSTR_FILE:
+		return f->cython->file;
+	case PYU_CYSTR_FUNCTION:
+		return f->cython->qualname;
+	case PYU_CYSTR_C_FUNCTION:
+		return f->function;
+	case PYU_CYSTR_LIBRARY:
+		return f->library;
+	case PYU_CYSTR_NO_LINE:
+		return f->cython->line_from == PYU_CYTHON_LINE_NONE ? f->cython->why : NULL;
+	default:
+		return NULL;
+	}
+}
+
+PYU_PUBLIC int64_t pyu_stacks_cython_line(const struct pyu_stacks *s, uint32_t thread,
+					  uint32_t level)
+{
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	if (!f)
+		return PYU_ABSENT;
+	return f->cython->line > 0 ? f->cython->line : -1;
+}

@@ -177,6 +177,12 @@ class GdbView(core.DebuggerView):
         return th.ptid[1] or th.ptid[0], pthread_id
 
 
+    def selected_level(self):
+        try:
+            return gdb.selected_frame().level()
+        except (gdb.error, RuntimeError):
+            return None
+
     def native_threads(self):
         """(tid, pthread id, frames callback) per thread. The callbacks switch threads; the
         selected thread and frame are restored once, when the iteration ends (or is closed),

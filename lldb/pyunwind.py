@@ -241,6 +241,13 @@ class LldbView(core.DebuggerView):
         return th.GetThreadID(), 0
 
 
+    def selected_level(self):
+        th = self.process.GetSelectedThread() if self.process else None
+        if not th or not th.IsValid():
+            return None
+        frame = th.GetSelectedFrame()
+        return frame.GetFrameID() if frame and frame.IsValid() else None
+
     def native_threads(self):
         p = self.process
         for i in range(p.GetNumThreads()):
