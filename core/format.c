@@ -1990,7 +1990,8 @@ PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s,
 		return err;
 	const struct pyu_thread_info *th = &s->threads[thread];
 	const struct pyu_native_frame *f = level < th->native_count ? &th->native[level] : NULL;
-	if (!f || !f->cython || f->cython->role != PYU_CYTHON_FUNCTION)
+	if (!f || !f->cython || (f->cython->role != PYU_CYTHON_FUNCTION &&
+				 f->cython->role != PYU_CYTHON_WRAPPER))
 		return pyu_error_create(PYU_ERR_NOT_FOUND,
 					"native frame #%u of this thread runs no Cython function",
 					level);

@@ -516,23 +516,34 @@ static const struct pyu_native_frame *cython_at(const struct pyu_stacks *s, uint
 	if (!th || level >= th->native_count)
 		return NULL;
 	const struct pyu_native_frame *f = &th->native[level];
-	return f->cython && f->cython->role == PYU_CYTHON_FUNCTION ? f : NULL;
+	// a wrapper shown stands for the body the compiler inlined into it (native.c's merge)
+	return f->cython && (f->cython->role == PYU_CYTHON_FUNCTION ||
+			     f->cython->role == PYU_CYTHON_WRAPPER) ? f : NULL;
 }
 
 PYU_PUBLIC int64_t pyu_stacks_level_step(const struct pyu_stacks *s, uint32_t thread,
 					 uint32_t level)
 {
-	if (cython_at(s, thread, level))
-		return -1 - (int64_t)level;
 	const struct pyu_thread_info *th = thread_at(s, thread);
 	struct pyu_merge m;
 	if (!th || !th->native_known || pyu_merge_thread(s, th, false, &m))
-		return PYU_ABSENT;
+		return cython_at(s, thread, level) ? -1 - (int64_t)level : PYU_ABSENT;
+	// A Cython function shown, or the argument wrapper hidden around the one just inner to it.
 	int64_t step = PYU_ABSENT;
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	for (uint32_t i = 0; f && i < m.count && step == PYU_ABSENT; i++)
+		if (m.items[i].cython && m.items[i].index == level)
+			step = -1 - (int64_t)level;
+	for (uint32_t i = 0; f && i < m.count && step == PYU_ABSENT; i++)
+		if (m.items[i].cython && m.items[i].index + 1 == level &&
+		    f->cython->role == PYU_CYTHON_WRAPPER)
+			step = -1 - (int64_t)m.items[i].index;
 	for (uint32_t i = 0; m.merged && i < th->frame_count && step == PYU_ABSENT; i++)
 		if (m.runner[i] == (int32_t)level)
 			step = i;
 	pyu_merge_release(&m);
+	if (step == PYU_ABSENT && f)
+		step = -1 - (int64_t)level;
 	return step;
 }
 

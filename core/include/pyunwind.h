@@ -275,9 +275,10 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_frame_steps(const struct pyu_stacks *s, 
 						    int64_t *ret, uint32_t cap,
 						    uint32_t *ret_count);
 // What the debugger's own selection of native frame @level of @thread selects among those
-// steps: the Cython function it runs (-1 - @level), else the innermost Python frame its eval
-// call runs (its number); PYU_ABSENT when neither (the frames are not merged, or it is another
-// native frame). Cannot fail.
+// steps: the Cython function it runs (-1 - @level; Cython's argument wrapper around a function
+// shown selects that function), else the innermost Python frame its eval call runs (its
+// number); PYU_ABSENT when neither (the frames are not merged, or it is another native frame).
+// Cannot fail.
 PYU_PUBLIC int64_t pyu_stacks_level_step(const struct pyu_stacks *s, uint32_t thread,
 					 uint32_t level);
 // Where native frame @level of @thread runs Cython code. Strings borrowed from the snapshot;
