@@ -152,6 +152,16 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 		th->native = grown;
 		th->native_cap = n;
 	}
+	// The library by the path the target maps it from, whoever unwound: a debugger may name
+	// it as the loader asked for it (lldb: /lib/x86_64-linux-gnu/libffi.so.8, a link to the
+	// file the process maps, /usr/lib/x86_64-linux-gnu/libffi.so.8.1.2), a core's module
+	// list by a short name; every front end and source shows the same full path. A return
+	// address of an outer frame may lie just past its call: the call is looked up.
+	uint64_t at = th->native_count && pc ? pc - 1 : pc;
+	const struct pyu_mapping *m = s->target && at ? pyu_target_find_mapping(s->target, at)
+						      : NULL;
+	if (m && m->path && m->path[0] == '/')
+		library = m->path;
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),

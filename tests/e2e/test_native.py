@@ -209,6 +209,29 @@ def check_full_paths(doc, where):
         raise AssertionError("%s: libraries named without their path: %s" % (where, short))
 
 
+def check_same_libraries(docs):
+    """One form of a library's name everywhere: every reader (CLI, gdb, lldb) of every source
+    of one process (live, its gdb core; or its kernel core) names the file a native frame runs
+    in by the same full path. @docs: {where: doc}."""
+    seen = {}  # pc -> (library, where)
+    problems = []
+    for where, doc in sorted(docs.items()):
+        try:
+            check_full_paths(doc, where)
+        except AssertionError as e:
+            problems.append(str(e))
+        for t in doc.get("threads", []):
+            for f in t["frames"] + (t.get("native_frames") or []):
+                if f["kind"] != "native" or not f.get("library"):
+                    continue
+                first = seen.setdefault(f["pc"], (f["library"], where))
+                if first[0] != f["library"]:
+                    problems.append("pc %s: %s in %s, %s in %s" % (
+                        f["pc"], first[0], first[1], f["library"], where))
+    if problems:
+        raise AssertionError("\n".join(sorted(set(problems))[:20]))
+
+
 def debuggers(py):
     """The debuggers that read @py's targets (all of them; PYUNWIND_NATIVE_CLI_ONLY=1 leaves the
     Py_DEBUG builds to the CLI, for a quicker run)."""
@@ -228,12 +251,13 @@ def case_park(py):
                 ext = has_extension_frame(gdb_live[1][1])
             doc = cli_json(t.pid)
             check_doc(t.truth, doc, "cli live", unm, ext)
-            check_full_paths(doc, "cli live")
+            docs = {"cli live": doc}
             for kind in debuggers(py):
                 doc, texts = gdb_live if kind == "gdb" else \
                     debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
                 check_doc(t.truth, doc, kind + " live", (), ext)
                 check_bt_decoration(kind, texts, "live")
+                docs[kind + " live"] = doc
             core = t.gcore()
             # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the
             # unstable builds' root) zero in its cores: no native stack can be unwound there.
@@ -241,10 +265,13 @@ def case_park(py):
                 if t.gcore_warnings else unm
             doc = cli_json(core, t.executable)
             check_doc(t.truth, doc, "cli gdb core", gunm, ext)
-            check_full_paths(doc, "cli gdb core")
+            docs["cli gdb core"] = doc
             if debuggers(py):
-                check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb gdb core",
-                          gunm if t.gcore_warnings else (), ext)
+                doc = debugger_doc("gdb", [t.executable, core])
+                check_doc(t.truth, doc, "gdb gdb core", gunm if t.gcore_warnings else (), ext)
+                docs["gdb gdb core"] = doc
+                docs["lldb gdb core"] = debugger_doc("lldb", ["-c", core, t.executable])
+            check_same_libraries(docs)
     return run
 
 
@@ -259,11 +286,13 @@ def case_crash(py):
                 ext = has_extension_frame(texts[1])
             doc = cli_json(core, t.executable)
             check_doc(t.truth, doc, "cli kernel core", cli_unmergeable(py), ext)
-            check_full_paths(doc, "cli kernel core")
+            docs = {"cli kernel core": doc}
             if debuggers(py):
                 check_doc(t.truth, gdb_doc, "gdb kernel core", (), ext)
-                check_doc(t.truth, debugger_doc("lldb", ["-c", core, t.executable]),
-                          "lldb kernel core", (), ext)
+                doc = debugger_doc("lldb", ["-c", core, t.executable])
+                check_doc(t.truth, doc, "lldb kernel core", (), ext)
+                docs.update({"gdb kernel core": gdb_doc, "lldb kernel core": doc})
+            check_same_libraries(docs)
     return run
 
 
