@@ -851,11 +851,11 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 				  hidden == 1 ? "" : "s", limit);
 }
 
-// "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the debugger's frame level.
-static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
-			      uint32_t level)
+// "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the frame's number (its
+// place among the frames that are not made up for tail calls).
+static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f)
 {
-	pyu_strbuf_printf(sb, "native #%u  0x%016" PRIx64 " in ", level, f->pc);
+	pyu_strbuf_printf(sb, "native #%u  0x%016" PRIx64 " in ", f->number, f->pc);
 	put_text(sb, f->function ? f->function : "??");
 	pyu_strbuf_puts(sb, " ()");
 	if (f->file) {
@@ -909,10 +909,10 @@ static void text_cython_words(struct pyu_strbuf *sb, const struct pyu_cython_fra
 // "cython #K  File "cymod.pyx", line 9, in inner", then its source line; a frame without a line
 // says why, and names its C function and library.
 static void text_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
-			      uint32_t level, uint32_t flags, struct pyu_source_cache *cache)
+			      uint32_t flags, struct pyu_source_cache *cache)
 {
 	const struct pyu_cython_frame *cy = f->cython;
-	pyu_strbuf_printf(sb, "cython #%u  ", level);
+	pyu_strbuf_printf(sb, "cython #%u  ", f->number);
 	text_cython_words(sb, cy);
 	if (cy->line_from == PYU_CYTHON_LINE_NONE) {
 		pyu_strbuf_puts(sb, " [");
@@ -968,9 +968,9 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 				text_frame(sb, s, thread, it->index, it->index, flags, cache,
 					   memos);
 		} else if (it->cython)
-			text_cython_frame(sb, &th->native[it->index], it->index, flags, cache);
+			text_cython_frame(sb, &th->native[it->index], flags, cache);
 		else
-			text_native_frame(sb, &th->native[it->index], it->index);
+			text_native_frame(sb, &th->native[it->index]);
 	}
 	fold_flush(sb, &fo);
 	if (shown < m.count)
@@ -1309,7 +1309,7 @@ static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 		pyu_strbuf_json_cstr(sb, mod->source);
 		pyu_strbuf_printf(sb, ", \"symbols\": %s", mod->symbols ? "true" : "false");
 	}
-	pyu_strbuf_printf(sb, ", \"level\": %u}", level);
+	pyu_strbuf_printf(sb, ", \"level\": %u, \"debugger_level\": %u}", f->number, level);
 }
 
 static const char *const line_from_names[] = {
@@ -1348,7 +1348,8 @@ static void json_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 	json_int_or_null(sb, f->line, f->line <= 0 || cy->line_from == PYU_CYTHON_LINE_DWARF);
 	pyu_strbuf_puts(sb, ", \"library\": ");
 	pyu_strbuf_json_cstr(sb, f->library);
-	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"level\": %u}", f->pc, level);
+	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"level\": %u, \"debugger_level\": %u}",
+			  f->pc, f->number, level);
 }
 
 // --native: "frames" is the merged stack; when the sides do not fit, "frames" keeps the Python
@@ -1915,10 +1916,10 @@ static void cython_locals_text(struct pyu_strbuf *sb, const struct pyu_native_fr
 			       uint32_t level)
 {
 	const struct pyu_cython_frame *cy = f->cython;
-	pyu_strbuf_printf(sb, "cython #%u (", level);
+	pyu_strbuf_printf(sb, "cython #%u (", f->number);
 	put_text(sb, cy->qualname ? cy->qualname : "???");
-	pyu_strbuf_puts(sb, ") is a Cython function: its locals are C variables of native frame #");
-	pyu_strbuf_printf(sb, "%u, not Python objects, so py-locals cannot list them. ", level);
+	pyu_strbuf_puts(sb, ") is a Cython function: its locals are C variables of its native "
+			    "frame, not Python objects, so py-locals cannot list them. ");
 	if (f->file)
 		pyu_strbuf_printf(sb, "The debugger reads them: `frame %u` then `info locals` (gdb), "
 				      "`frame select %u` then `frame variable` (lldb); a local NAME "
@@ -1933,12 +1934,12 @@ static void cython_locals_text(struct pyu_strbuf *sb, const struct pyu_native_fr
 // Lines @first..@last (0, 0: around its line) of the .pyx Cython frame @cy runs, the current
 // line marked ">".
 static struct pyu_error *cython_listing(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-					const struct pyu_cython_frame *cy, uint32_t level,
+					const struct pyu_cython_frame *cy, uint32_t number,
 					int64_t first, int64_t last)
 {
 	if (!cy->file || cy->line <= 0)
 		return pyu_error_create(PYU_ERR_NOT_FOUND, "cython #%u (%s) has no .pyx line: %s",
-					level, cy->qualname ? cy->qualname : "???",
+					number, cy->qualname ? cy->qualname : "???",
 					cy->why ? cy->why : "unknown");
 	if ((first || last) && (first < 1 || last < first))
 		return pyu_error_create(PYU_ERR_ARGUMENT, "bad line range %" PRId64 ",%" PRId64,
@@ -2000,7 +2001,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s,
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
 	if (what == PYU_TASK_LINE) {
 		struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
-		text_cython_frame(&sb, f, level, flags, cache);
+		text_cython_frame(&sb, f, flags, cache);
 		pyu_source_cache_destroy(cache);
 		pyu_strbuf_puts(&sb, "    module ");
 		put_text(&sb, cy->module ? cy->module : "?");
@@ -2016,9 +2017,9 @@ PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s,
 			pyu_strbuf_puts(&sb, " from ");
 			put_text(&sb, f->library);
 		}
-		pyu_strbuf_printf(&sb, " (native frame #%u)\n", level);
+		pyu_strbuf_printf(&sb, " (the debugger's frame %u)\n", level);
 	} else if (what == PYU_TASK_LIST) {
-		err = cython_listing(&sb, s, cy, level, first, last);
+		err = cython_listing(&sb, s, cy, f->number, first, last);
 	} else if (what == PYU_TASK_LOCALS && (flags & PYU_FMT_JSON)) {
 		struct pyu_strbuf why;
 		pyu_strbuf_init(&why, PYU_STRBUF_MAX);
@@ -2026,8 +2027,8 @@ PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s,
 		char *text = NULL;
 		err = pyu_strbuf_finish(&why, &text);
 		if (!err) {
-			pyu_strbuf_printf(&sb, "{\"kind\": \"cython\", \"level\": %u, \"function\": ",
-					  level);
+			pyu_strbuf_printf(&sb, "{\"kind\": \"cython\", \"level\": %u, "
+					  "\"debugger_level\": %u, \"function\": ", f->number, level);
 			pyu_strbuf_json_cstr(&sb, cy->qualname);
 			pyu_strbuf_puts(&sb, ", \"locals\": null, \"reason\": ");
 			pyu_strbuf_json_cstr(&sb, text);

@@ -79,7 +79,7 @@ static void clear_native(struct pyu_thread_info *th)
 	free(th->native);
 	free(th->native_error);
 	th->native = NULL;
-	th->native_count = th->native_cap = 0;
+	th->native_count = th->native_cap = th->native_stack_frames = 0;
 	th->native_error = NULL;
 	th->native_known = false;
 }
@@ -165,7 +165,8 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),
-				     file && *file && line > 0 ? line : -1, NULL, NULL};
+				     file && *file && line > 0 ? line : -1,
+				     th->native_stack_frames, false, false, NULL, NULL};
 	if (!failed && pyu_cython_role(function) != PYU_CYTHON_NONE)
 		err = add_cython(s, &f);
 	else if (!failed && !f.function && f.library)
@@ -175,7 +176,27 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 		return err ? err : &pyu_error_nomem;
 	}
 	th->native[th->native_count++] = f;
+	th->native_stack_frames++; // until said otherwise (pyu_stacks_set_native_kind)
 	th->native_known = true;
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, uint32_t thread,
+							uint32_t kind)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	if (!th->native_count)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no native frame to mark");
+	if (kind != PYU_NATIVE_INLINE && kind != PYU_NATIVE_ARTIFICIAL)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "unknown native frame kind %u", kind);
+	struct pyu_native_frame *f = &th->native[th->native_count - 1];
+	if (!f->inlined && !f->artificial)
+		th->native_stack_frames--;
+	f->inlined = kind == PYU_NATIVE_INLINE;
+	f->artificial = kind == PYU_NATIVE_ARTIFICIAL;
 	return NULL;
 }
 
@@ -217,8 +238,14 @@ static struct pyu_error *take_frame(void *arg, const struct pyu_unwound *f)
 		return pyu_stacks_set_native_error(u->s, (uint32_t)u->thread, f->error);
 	if (u->s->threads[u->thread].native_count >= PYU_MAX_NATIVE_FRAMES)
 		return NULL;
-	return pyu_stacks_add_native_frame(u->s, (uint32_t)u->thread, f->pc, f->sp, 0, f->function,
-					   f->library, f->file, f->line);
+	struct pyu_error *err = pyu_stacks_add_native_frame(u->s, (uint32_t)u->thread, f->pc, f->sp,
+							    0, f->function, f->library, f->file,
+							    f->line);
+	if (!err && (f->artificial || f->inlined))
+		err = pyu_stacks_set_native_kind(u->s, (uint32_t)u->thread,
+						 f->artificial ? PYU_NATIVE_ARTIFICIAL
+							       : PYU_NATIVE_INLINE);
+	return err;
 }
 
 PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s)
@@ -457,7 +484,7 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 			hidden = false;
 			cython = true;
 		}
-		if (!err && (keep_all || !hidden))
+		if (!err && (keep_all || !hidden) && !f->artificial)
 			err = push_item(&m, &cap, false, cython, k);
 	}
 	if (err) {

@@ -616,6 +616,8 @@ static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 		f.file = frames[i].file;
 		f.line = frames[i].line;
 		w->frames++;
+		f.artificial = tail;
+		f.inlined = !tail && i + 1 < count;
 		w->err = w->fn(w->arg, &f);
 		if (w->err)
 			return DWARF_CB_ABORT;

@@ -4,6 +4,7 @@
 #ifndef PYU_UNWIND_H
 #define PYU_UNWIND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -19,6 +20,8 @@ struct pyu_unwound {
 	const char *function, *library, *file;
 	int64_t line;
 	const char *error;
+	bool artificial; // a frame for a function jumped through (a tail call)
+	bool inlined;    // a function inlined where the next frame given runs
 };
 
 // Called for each frame; a non-NULL error stops the whole unwind and is returned.

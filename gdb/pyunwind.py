@@ -212,6 +212,9 @@ class GdbView(core.DebuggerView):
 
 
 _UNNAMED = ("??",)
+# gdb's inlined calls and its frames for functions jumped through (tail calls)
+_KINDS = {getattr(gdb, "INLINE_FRAME", -1): core.NATIVE_INLINE,
+          getattr(gdb, "TAILCALL_FRAME", -2): core.NATIVE_ARTIFICIAL}
 _MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
@@ -232,8 +235,8 @@ class _Libraries(object):
 
 
 def _native_frames(thread, libraries):
-    """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per frame,
-    innermost first. Leaves @thread selected: the caller restores the selection."""
+    """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind) per
+    frame, innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
     try:
         current = gdb.selected_thread()
@@ -253,7 +256,7 @@ def _native_frames(thread, libraries):
             path = sal.symtab.fullname() if sal is not None and sal.symtab is not None \
                 else None
             frames.append((pc, sp, 0, name if name not in _UNNAMED else None, libraries(pc),
-                           path, sal.line if path else 0))
+                           path, sal.line if path else 0, _KINDS.get(f.type(), 0)))
             try:
                 f = f.older()
             except gdb.error:

@@ -248,6 +248,19 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 							 const char *function,
 							 const char *library, const char *file,
 							 int64_t line);
+// What the native frame last added to @thread is, when it is not a stack frame of its own:
+// PYU_NATIVE_INLINE, a function inlined where the next outer frame runs (gdb's INLINE_FRAME,
+// lldb's IsInlined()), or PYU_NATIVE_ARTIFICIAL, a frame a debugger made up for a function that
+// ended in a jump to another (gdb's tail-call frames, lldb's artificial frames: never shown).
+// A native frame's number ("native #K", "cython #K", JSON "level") counts the stack frames
+// inner to it - calls that have a frame on the stack - so that every front end numbers it
+// alike, whichever inlined or tail calls its debugger lists; the functions inlined into a
+// frame share its number. JSON "debugger_level" is its level in the debugger (or the
+// unwinder) that listed it: what `frame K` selects there.
+#define PYU_NATIVE_INLINE 1u
+#define PYU_NATIVE_ARTIFICIAL 2u
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, uint32_t thread,
+							uint32_t kind);
 // Records why the native frames of @thread could not be had (shown instead of them).
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message);

@@ -25,6 +25,7 @@ PYU_TASK_SELECT, PYU_TASK_LINE, PYU_TASK_LIST, PYU_TASK_LOCALS, PYU_TASK_PRINT =
 # pyu_stacks_cython_string's strings; PYU_ABSENT
 CYSTR_MODULE, CYSTR_FILE, CYSTR_FUNCTION = range(3)
 ABSENT = -(1 << 63)
+NATIVE_INLINE, NATIVE_ARTIFICIAL = 1, 2  # what a native frame is when not a stack frame
 
 
 class PyunwindError(Exception):
@@ -141,6 +142,7 @@ class Library(object):
                                                 ctypes.c_char_p, ctypes.c_char_p,
                                                 ctypes.c_char_p, ctypes.c_int64]),
             "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
+            "pyu_stacks_set_native_kind": (P, [P, ctypes.c_uint32, ctypes.c_uint32]),
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
             "pyu_stacks_frame_steps": (P, [P, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64),
@@ -342,13 +344,17 @@ class Stacks(_Handle):
 
     def add_native_frames(self, thread, frames):
         """Hands the core the native frames of snapshot thread @thread, innermost first:
-        (pc, sp, cfa, function, library, file, line), unknowns None/0."""
+        (pc, sp, cfa, function, library, file, line[, kind]), unknowns None/0; kind:
+        NATIVE_INLINE, NATIVE_ARTIFICIAL (a frame the debugger made up for a tail call) or 0."""
         lib = self.lib.lib
         self.lib.check(lib.pyu_stacks_clear_native(self.handle, thread))
-        for pc, sp, cfa, function, library, file, line in frames:
+        for frame in frames:
+            pc, sp, cfa, function, library, file, line = frame[:7]
             self.lib.check(lib.pyu_stacks_add_native_frame(
                 self.handle, thread, pc or 0, sp or 0, cfa or 0, _enc(function),
                 _enc(library), _enc(file), line if line and line > 0 else -1))
+            if len(frame) > 7 and frame[7]:
+                self.lib.check(lib.pyu_stacks_set_native_kind(self.handle, thread, frame[7]))
 
     def set_native_error(self, thread, message):
         self.lib.check(self.lib.lib.pyu_stacks_set_native_error(self.handle, thread,
@@ -467,7 +473,8 @@ class DebuggerView(object):
 
     def native_threads(self):
         """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
-        unwinds it: (pc, sp, cfa, function, library, file, line) per frame, innermost first."""
+        unwinds it: (pc, sp, cfa, function, library, file, line, kind) per frame, innermost
+        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0)."""
         raise NotImplementedError
 
     def selected_level(self):

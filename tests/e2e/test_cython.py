@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 from harness import REPO, Target, run_cases, selected  # noqa: E402
-from test_native import cli_json, debugger_json  # noqa: E402
+from test_native import check_same_numbers, cli_json, debugger_json  # noqa: E402
 from test_adapters import no_traceback, run_debugger  # noqa: E402
 
 # Real paths: the files DWARF names are those the compiler saw (.cache may be a symbolic link).
@@ -383,20 +383,22 @@ def check_select(moddir, kind, args, truth, doc, where):
     """py-up and py-down step through the Cython functions between two Python frames, and the
     debugger's own frame command selects one: py-line shows its .pyx line, py-list lists the
     .pyx around it, py-locals says where its C variables are (cyc, with DWARF) or that nothing
-    can read them (cystrip, without). Levels are those the debugger's py-bt --native gave."""
+    can read them (cystrip, without). Numbers and the debugger's own levels are those the
+    debugger's py-bt --native gave."""
     problems = []
     threads = {t["thread_id"]: t for t in doc["threads"]}
     for module in ("cyc", "cystrip"):
         tt = [x for x in truth["threads"] if x.get("scenario") == "outer." + module][0]
         th = threads[tt["thread_id"]]
         levels = [f["level"] for f in th["frames"] if f["kind"] == "cython"]
+        dlevels = [f["debugger_level"] for f in th["frames"] if f["kind"] == "cython"]
         want = expected_cython(moddir, module, "outer")
         label = "%s %s select outer.%s" % (kind, where, module)
         if len(levels) != len(want):
             problems.append("%s: Cython frames at levels %s, expected %s" % (label, levels, want))
             continue
         cmds = [SELECT_THREAD[kind] % th["native_thread_id"]] + ["py-up"] * len(want) + \
-            ["py-list", "py-locals", "py-up", "py-down", SELECT_FRAME[kind] % levels[0],
+            ["py-list", "py-locals", "py-up", "py-down", SELECT_FRAME[kind] % dlevels[0],
              "py-line", "py-list"]
         rc, outs, err = run_debugger(kind, args, cmds)
         no_traceback(label, err, *outs)
@@ -452,7 +454,8 @@ def case_park(py):
     def go():
         moddir = modules_for(py)
         with Target(py, "cython_calls", env=target_env(moddir)) as t:
-            check_doc(moddir, t.truth, cli_json(t.pid), "cli live")
+            docs = {"cli": cli_json(t.pid)}
+            check_doc(moddir, t.truth, docs["cli"], "cli live")
             check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [t.pid]),
                       "cli live --path-map", mapped=True)
             check_text(moddir, t.pid)
@@ -461,16 +464,19 @@ def case_park(py):
                 check_doc(moddir, t.truth, doc, kind + " live")
                 check_bt(moddir, kind, texts, "live")
                 check_select(moddir, kind, ["-p", str(t.pid)], t.truth, doc, "live")
+                docs[kind] = doc
+            check_same_numbers(docs, "live")
             core = t.gcore()
             # gdb 13 leaves the guarded stacks of the unstable builds' glibc zero in its cores
             # (see Target.gcore): their threads cannot be merged there, never merged wrongly.
             unm = bool(t.gcore_warnings)
-            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
-                      "cli gdb core --path-map", unm, mapped=True)
-            doc, _ = debugger_json("gdb", [t.executable, core])
-            check_doc(moddir, t.truth, doc, "gdb gdb core", unm)
-            doc, _ = debugger_json("lldb", ["-c", core, t.executable])
-            check_doc(moddir, t.truth, doc, "lldb gdb core", unm)
+            docs = {"cli": cli_json(*path_map(moddir) + [core, t.executable])}
+            check_doc(moddir, t.truth, docs["cli"], "cli gdb core --path-map", unm, mapped=True)
+            docs["gdb"], _ = debugger_json("gdb", [t.executable, core])
+            check_doc(moddir, t.truth, docs["gdb"], "gdb gdb core", unm)
+            docs["lldb"], _ = debugger_json("lldb", ["-c", core, t.executable])
+            check_doc(moddir, t.truth, docs["lldb"], "lldb gdb core", unm)
+            check_same_numbers(docs, "gdb core")
     return go
 
 
@@ -479,13 +485,15 @@ def case_crash(py):
         moddir = modules_for(py)
         with Target(py, "cython_calls", mode="crash", env=target_env(moddir)) as t:
             core = t.crash_core()
-            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
-                      "cli kernel core --path-map", mapped=True)
+            docs = {"cli": cli_json(*path_map(moddir) + [core, t.executable])}
+            check_doc(moddir, t.truth, docs["cli"], "cli kernel core --path-map", mapped=True)
             for kind, args in (("gdb", [t.executable, core]),
                                ("lldb", ["-c", core, t.executable])):
                 doc = debugger_json(kind, args)[0]
                 check_doc(moddir, t.truth, doc, kind + " kernel core")
                 check_select(moddir, kind, args, t.truth, doc, "kernel core")
+                docs[kind] = doc
+            check_same_numbers(docs, "kernel core")
             for kind, args in (("gdb", [t.executable, core]),
                                ("lldb", ["-c", core, t.executable])):
                 doc = debugger_json(kind, args, setup=debugger_path_map(kind, moddir))[0]

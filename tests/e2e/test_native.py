@@ -129,9 +129,12 @@ def check_thread(tt, t, where, extension_frame=None):
         return ["%s: Python frames %s, the target reported %s" % (label, py[:8], want[:8])]
     if t.get("merge_error") is not None:
         return ["%s: not merged: %s" % (label, t["merge_error"])]
-    levels = [f["level"] for f in frames if f["kind"] == "native"]
+    levels = [f["debugger_level"] for f in frames if f["kind"] == "native"]
     if levels != sorted(levels) or len(set(levels)) != len(levels):
-        return ["%s: native frames out of order: levels %s" % (label, levels)]
+        return ["%s: native frames out of order: debugger levels %s" % (label, levels)]
+    numbers = [f["level"] for f in frames if f["kind"] != "python"]
+    if numbers != sorted(numbers):
+        return ["%s: native frames numbered out of order: %s" % (label, numbers)]
     problems = []
 
     def order(*preds_names):
@@ -209,6 +212,37 @@ def check_full_paths(doc, where):
         raise AssertionError("%s: libraries named without their path: %s" % (where, short))
 
 
+def merged_numbers(t):
+    """A merged thread as its numbers: ("python", N) and (kind, level) per frame in order."""
+    return [("python", f["function"], f["line"]) if f["kind"] == "python" else
+            (f["kind"], f["level"]) for f in t["frames"]]
+
+
+def check_same_numbers(docs, where):
+    """One numbering: the CLI, gdb and lldb (@docs: {reader: doc} of one source) show every
+    merged thread as the same frames in the same order with the same numbers - Python, Cython
+    and native frames alike. Threads one of them could not merge are left out (the checks
+    of each doc say whether that is allowed)."""
+    problems = []
+    readers = sorted(docs)
+    by_tid = {r: {t["native_thread_id"]: t for t in docs[r].get("threads", [])}
+              for r in readers}
+    for tid, t in sorted(by_tid[readers[0]].items()):
+        ts = [by_tid[r].get(tid) for r in readers]
+        if any(x is None or x.get("merge_error") is not None for x in ts):
+            continue
+        seqs = [merged_numbers(x) for x in ts]
+        for r, s in zip(readers[1:], seqs[1:]):
+            if s != seqs[0]:
+                at = next((i for i, (a, b) in enumerate(zip(seqs[0], s)) if a != b),
+                          min(len(s), len(seqs[0])))
+                problems.append("%s thread %s (%s): %s numbers frame %d as %s, %s as %s" % (
+                    where, tid, t.get("name"), readers[0], at, seqs[0][at:at + 3], r,
+                    s[at:at + 3]))
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
 def check_same_libraries(docs):
     """One form of a library's name everywhere: every reader (CLI, gdb, lldb) of every source
     of one process (live, its gdb core; or its kernel core) names the file a native frame runs
@@ -272,6 +306,9 @@ def case_park(py):
                 docs["gdb gdb core"] = doc
                 docs["lldb gdb core"] = debugger_doc("lldb", ["-c", core, t.executable])
             check_same_libraries(docs)
+            for source in ("live", "gdb core"):
+                check_same_numbers({w.split()[0]: d for w, d in docs.items()
+                                    if w.endswith(source)}, source)
     return run
 
 
@@ -293,6 +330,7 @@ def case_crash(py):
                 check_doc(t.truth, doc, "lldb kernel core", (), ext)
                 docs.update({"gdb kernel core": gdb_doc, "lldb kernel core": doc})
             check_same_libraries(docs)
+            check_same_numbers({w.split()[0]: d for w, d in docs.items()}, "kernel core")
     return run
 
 
@@ -354,7 +392,8 @@ def check_library_thread(t, scenario, where, own=None, exact=False):
                 label, f["pc"], "Cython" if cython else "extension", module, f))
             break
     if own:
-        native = [(f["level"], int(f["pc"], 16)) for f in frames if f["kind"] == "native"]
+        native = [(f["debugger_level"], int(f["pc"], 16)) for f in frames
+                  if f["kind"] == "native"]
         if exact:
             have = dict(own)
             wrong = [(lv, hex(pc)) for lv, pc in native if lv in have and have[lv] != pc]
