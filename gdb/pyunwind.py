@@ -25,8 +25,11 @@ _CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
 class GdbView(core.DebuggerView):
     """gdb's side: the selected inferior, its connection and the selected thread."""
 
-    def __init__(self):
+    def __init__(self, past_main=True):
         self.inferior = gdb.selected_inferior()
+        # Unwind past main (gdb stops there by default; lldb and the CLI do not), so that all
+        # three list the same frames; the setting is restored after each thread.
+        self.past_main = past_main
 
     def stop_key(self):
         inf = self.inferior
@@ -201,7 +204,7 @@ class GdbView(core.DebuggerView):
                 except Exception:
                     pass
                 yield th.ptid[1] or th.ptid[0], pthread_id, \
-                    (lambda th=th: _native_frames(th, libraries))
+                    (lambda th=th: _native_frames(th, libraries, self.past_main))
         finally:
             if saved is not None and saved.is_valid():
                 if gdb.selected_thread() is None or gdb.selected_thread().ptid != saved.ptid:
@@ -234,11 +237,15 @@ class _Libraries(object):
         return gdb.solib_name(pc)
 
 
-def _native_frames(thread, libraries):
+def _native_frames(thread, libraries, past_main=False):
     """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind) per
     frame, innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
+    restore = None
     try:
+        if past_main and not gdb.parameter("backtrace past-main"):
+            gdb.execute("set backtrace past-main on", to_string=True)
+            restore = "set backtrace past-main off"
         current = gdb.selected_thread()
         if current is None or current.ptid != thread.ptid:
             thread.switch()
@@ -263,6 +270,9 @@ def _native_frames(thread, libraries):
                 break
     except gdb.error as e:
         raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
+    finally:
+        if restore:
+            gdb.execute(restore, to_string=True)
     return frames
 
 
