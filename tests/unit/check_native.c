@@ -220,7 +220,9 @@ START_TEST(test_numbers_and_steps)
 		ck_assert_uint_eq(th->native[k].number, want[k]);
 	merged(s, false, true, "N0 N1 N3 N4 P0 N6");
 	merged(s, true, true, "N0 N1 N3 N4 P0 N5 N6");
-	ck_assert_ptr_nonnull(pyu_stacks_set_native_kind(s, 0, 7)); // unknown kind: an error
+	struct pyu_error *bad = pyu_stacks_set_native_kind(s, 0, 7); // unknown kind: an error
+	ck_assert_ptr_nonnull(bad);
+	pyu_error_destroy(bad);
 	int64_t steps[4];
 	uint32_t n = 0;
 	ck_assert_ptr_null(pyu_stacks_frame_steps(s, 0, steps, 4, &n));
