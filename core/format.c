@@ -853,11 +853,11 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 				  hidden == 1 ? "" : "s", limit);
 }
 
-// "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the debugger's frame level.
-static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
-			      uint32_t level)
+// "native #K  0x... in FUNCTION () at FILE:LINE from LIBRARY": K is the frame's number (its
+// place among the frames that are not made up for tail calls).
+static void text_native_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f)
 {
-	pyu_strbuf_printf(sb, "native #%u  0x%016" PRIx64 " in ", level, f->pc);
+	pyu_strbuf_printf(sb, "native #%u  0x%016" PRIx64 " in ", f->number, f->pc);
 	put_text(sb, f->function ? f->function : "??");
 	pyu_strbuf_puts(sb, " ()");
 	if (f->file) {
@@ -911,10 +911,10 @@ static void text_cython_words(struct pyu_strbuf *sb, const struct pyu_cython_fra
 // "cython #K  File "cymod.pyx", line 9, in inner", then its source line; a frame without a line
 // says why, and names its C function and library.
 static void text_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
-			      uint32_t level, uint32_t flags, struct pyu_source_cache *cache)
+			      uint32_t flags, struct pyu_source_cache *cache)
 {
 	const struct pyu_cython_frame *cy = f->cython;
-	pyu_strbuf_printf(sb, "cython #%u  ", level);
+	pyu_strbuf_printf(sb, "cython #%u  ", f->number);
 	text_cython_words(sb, cy);
 	if (cy->line_from == PYU_CYTHON_LINE_NONE) {
 		pyu_strbuf_puts(sb, " [");
@@ -970,9 +970,9 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 				text_frame(sb, s, thread, it->index, it->index, flags, cache,
 					   memos);
 		} else if (it->cython)
-			text_cython_frame(sb, &th->native[it->index], it->index, flags, cache);
+			text_cython_frame(sb, &th->native[it->index], flags, cache);
 		else
-			text_native_frame(sb, &th->native[it->index], it->index);
+			text_native_frame(sb, &th->native[it->index]);
 	}
 	fold_flush(sb, &fo);
 	if (shown < m.count)
@@ -1319,7 +1319,7 @@ static void json_native_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 		pyu_strbuf_json_cstr(sb, mod->source);
 		pyu_strbuf_printf(sb, ", \"symbols\": %s", mod->symbols ? "true" : "false");
 	}
-	pyu_strbuf_printf(sb, ", \"level\": %u}", level);
+	pyu_strbuf_printf(sb, ", \"level\": %u, \"debugger_level\": %u}", f->number, level);
 }
 
 static const char *const line_from_names[] = {
@@ -1358,7 +1358,8 @@ static void json_cython_frame(struct pyu_strbuf *sb, const struct pyu_native_fra
 	json_int_or_null(sb, f->line, f->line <= 0 || cy->line_from == PYU_CYTHON_LINE_DWARF);
 	pyu_strbuf_puts(sb, ", \"library\": ");
 	pyu_strbuf_json_cstr(sb, f->library);
-	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"level\": %u}", f->pc, level);
+	pyu_strbuf_printf(sb, ", \"pc\": \"0x%" PRIx64 "\", \"level\": %u, \"debugger_level\": %u}",
+			  f->pc, f->number, level);
 }
 
 // --native: "frames" is the merged stack; when the sides do not fit, "frames" keeps the Python
@@ -1915,4 +1916,154 @@ void pyu_format_text_location(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		text_location_words(sb, c, f);
 	else
 		text_error_frame(sb, f);
+}
+
+// ---- a Cython frame selected (py-line, py-list, py-locals, py-print) -------------------------
+
+// Where a Cython frame's locals are, said plainly: C variables of its native frame, which the
+// debugger reads when the module has DWARF (its frame then has a source file).
+static void cython_locals_text(struct pyu_strbuf *sb, const struct pyu_native_frame *f,
+			       uint32_t level)
+{
+	const struct pyu_cython_frame *cy = f->cython;
+	pyu_strbuf_printf(sb, "cython #%u (", f->number);
+	put_text(sb, cy->qualname ? cy->qualname : "???");
+	pyu_strbuf_puts(sb, ") is a Cython function: its locals are C variables of its native "
+			    "frame, not Python objects, so py-locals cannot list them. ");
+	if (f->file)
+		pyu_strbuf_printf(sb, "The debugger reads them: `frame %u` then `info locals` (gdb), "
+				      "`frame select %u` then `frame variable` (lldb); a local NAME "
+				      "is the C variable __pyx_v_NAME (some may be optimized out).",
+				  level, level);
+	else
+		pyu_strbuf_puts(sb, "Its module has no debug information (DWARF), so the debugger "
+				    "cannot read them either: a build with -g, or its debug symbols "
+				    "installed, would have them.");
+}
+
+// Lines @first..@last (0, 0: around its line) of the .pyx Cython frame @cy runs, the current
+// line marked ">".
+static struct pyu_error *cython_listing(struct pyu_strbuf *sb, const struct pyu_stacks *s,
+					const struct pyu_cython_frame *cy, uint32_t number,
+					int64_t first, int64_t last)
+{
+	if (!cy->file || cy->line <= 0)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "cython #%u (%s) has no .pyx line: %s",
+					number, cy->qualname ? cy->qualname : "???",
+					cy->why ? cy->why : "unknown");
+	if ((first || last) && (first < 1 || last < first))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "bad line range %" PRId64 ",%" PRId64,
+					first, last);
+	if (!first && !last) {
+		first = cy->line > PYU_LIST_CONTEXT ? cy->line - PYU_LIST_CONTEXT : 1;
+		last = cy->line + PYU_LIST_CONTEXT;
+	}
+	struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+	int64_t count = pyu_source_line_count(cache, cy->file);
+	struct pyu_error *err = NULL;
+	if (count < 0)
+		err = pyu_error_create(PYU_ERR_IO, "source file \"%s\" is not readable here",
+				       cy->file);
+	else if (first > count)
+		err = pyu_error_create(PYU_ERR_NOT_FOUND,
+				       "line %" PRId64 " is past the end of \"%s\" (%" PRId64
+				       " lines; has the file changed?)", first, cy->file, count);
+	if (err) {
+		pyu_source_cache_destroy(cache);
+		return err;
+	}
+	if (last > count)
+		last = count;
+	char num[24];
+	int width = snprintf(num, sizeof(num), "%" PRId64, last) + 1;
+	if (width < 4)
+		width = 4;
+	for (int64_t i = first; i <= last; i++) {
+		const char *text;
+		size_t n;
+		if (!pyu_source_line(cache, cy->file, i, &text, &n))
+			break;
+		snprintf(num, sizeof(num), "%s%" PRId64, i == cy->line ? ">" : "", i);
+		pyu_strbuf_printf(sb, "%*s    ", width, num);
+		pyu_strbuf_text(sb, text, n);
+		pyu_strbuf_putc(sb, '\n');
+	}
+	pyu_source_cache_destroy(cache);
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s, uint32_t thread,
+						     uint32_t level, uint32_t what, int64_t first,
+						     int64_t last, uint32_t flags, char **ret)
+{
+	struct pyu_error *err = check_thread(s, thread);
+	if (err)
+		return err;
+	const struct pyu_thread_info *th = &s->threads[thread];
+	const struct pyu_native_frame *f = level < th->native_count ? &th->native[level] : NULL;
+	if (!f || !f->cython || (f->cython->role != PYU_CYTHON_FUNCTION &&
+				 f->cython->role != PYU_CYTHON_WRAPPER))
+		return pyu_error_create(PYU_ERR_NOT_FOUND,
+					"native frame #%u of this thread runs no Cython function",
+					level);
+	const struct pyu_cython_frame *cy = f->cython;
+	struct pyu_strbuf sb;
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (what == PYU_TASK_LINE) {
+		struct pyu_source_cache *cache = pyu_source_cache_create(s->target);
+		text_cython_frame(&sb, f, flags, cache);
+		pyu_source_cache_destroy(cache);
+		pyu_strbuf_puts(&sb, "    module ");
+		put_text(&sb, cy->module ? cy->module : "?");
+		pyu_strbuf_puts(&sb, ", C function ");
+		put_text(&sb, f->function ? f->function : "??");
+		if (f->file) {
+			pyu_strbuf_puts(&sb, " at ");
+			put_text(&sb, f->file);
+			if (f->line > 0)
+				pyu_strbuf_printf(&sb, ":%" PRId64, f->line);
+		}
+		if (f->library) {
+			pyu_strbuf_puts(&sb, " from ");
+			put_text(&sb, f->library);
+		}
+		pyu_strbuf_printf(&sb, " (the debugger's frame %u)\n", level);
+	} else if (what == PYU_TASK_LIST) {
+		err = cython_listing(&sb, s, cy, f->number, first, last);
+	} else if (what == PYU_TASK_LOCALS && (flags & PYU_FMT_JSON)) {
+		struct pyu_strbuf why;
+		pyu_strbuf_init(&why, PYU_STRBUF_MAX);
+		cython_locals_text(&why, f, level);
+		char *text = NULL;
+		err = pyu_strbuf_finish(&why, &text);
+		if (!err) {
+			pyu_strbuf_printf(&sb, "{\"kind\": \"cython\", \"level\": %u, "
+					  "\"debugger_level\": %u, \"function\": ", f->number, level);
+			pyu_strbuf_json_cstr(&sb, cy->qualname);
+			pyu_strbuf_puts(&sb, ", \"locals\": null, \"reason\": ");
+			pyu_strbuf_json_cstr(&sb, text);
+			pyu_strbuf_puts(&sb, "}\n");
+		}
+		free(text);
+	} else if (what == PYU_TASK_LOCALS) {
+		cython_locals_text(&sb, f, level);
+		pyu_strbuf_putc(&sb, '\n');
+	} else if (what == PYU_TASK_PRINT) {
+		struct pyu_strbuf why;
+		pyu_strbuf_init(&why, PYU_STRBUF_MAX);
+		cython_locals_text(&why, f, level);
+		char *text = NULL;
+		err = pyu_strbuf_finish(&why, &text);
+		if (!err)
+			err = pyu_error_create(PYU_ERR_NOT_FOUND, "%s", text);
+		free(text);
+	} else {
+		err = pyu_error_create(PYU_ERR_ARGUMENT, "unknown request %u for a Cython frame",
+				       what);
+	}
+	if (err) {
+		pyu_strbuf_release(&sb);
+		return err;
+	}
+	return pyu_strbuf_finish(&sb, ret);
 }

@@ -79,7 +79,7 @@ static void clear_native(struct pyu_thread_info *th)
 	free(th->native);
 	free(th->native_error);
 	th->native = NULL;
-	th->native_count = th->native_cap = 0;
+	th->native_count = th->native_cap = th->native_stack_frames = 0;
 	th->native_error = NULL;
 	th->native_known = false;
 }
@@ -152,10 +152,21 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 		th->native = grown;
 		th->native_cap = n;
 	}
+	// The library by the path the target maps it from, whoever unwound: a debugger may name
+	// it as the loader asked for it (lldb: /lib/x86_64-linux-gnu/libffi.so.8, a link to the
+	// file the process maps, /usr/lib/x86_64-linux-gnu/libffi.so.8.1.2), a core's module
+	// list by a short name; every front end and source shows the same full path. A return
+	// address of an outer frame may lie just past its call: the call is looked up.
+	uint64_t at = th->native_count && pc ? pc - 1 : pc;
+	const struct pyu_mapping *m = s->target && at ? pyu_target_find_mapping(s->target, at)
+						      : NULL;
+	if (m && m->path && m->path[0] == '/')
+		library = m->path;
 	bool failed = false;
 	struct pyu_native_frame f = {pc, sp, cfa, dup_or_null(function, &failed),
 				     dup_or_null(library, &failed), dup_or_null(file, &failed),
-				     file && *file && line > 0 ? line : -1, NULL, NULL};
+				     file && *file && line > 0 ? line : -1,
+				     th->native_stack_frames, false, false, NULL, NULL};
 	if (!failed && pyu_cython_role(function) != PYU_CYTHON_NONE)
 		err = add_cython(s, &f);
 	else if (!failed && !f.function && f.library)
@@ -165,7 +176,27 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 		return err ? err : &pyu_error_nomem;
 	}
 	th->native[th->native_count++] = f;
+	th->native_stack_frames++; // until said otherwise (pyu_stacks_set_native_kind)
 	th->native_known = true;
+	return NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, uint32_t thread,
+							uint32_t kind)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	if (!th->native_count)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no native frame to mark");
+	if (kind != PYU_NATIVE_INLINE && kind != PYU_NATIVE_ARTIFICIAL)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "unknown native frame kind %u", kind);
+	struct pyu_native_frame *f = &th->native[th->native_count - 1];
+	if (!f->inlined && !f->artificial)
+		th->native_stack_frames--;
+	f->inlined = kind == PYU_NATIVE_INLINE;
+	f->artificial = kind == PYU_NATIVE_ARTIFICIAL;
 	return NULL;
 }
 
@@ -207,8 +238,14 @@ static struct pyu_error *take_frame(void *arg, const struct pyu_unwound *f)
 		return pyu_stacks_set_native_error(u->s, (uint32_t)u->thread, f->error);
 	if (u->s->threads[u->thread].native_count >= PYU_MAX_NATIVE_FRAMES)
 		return NULL;
-	return pyu_stacks_add_native_frame(u->s, (uint32_t)u->thread, f->pc, f->sp, 0, f->function,
-					   f->library, f->file, f->line);
+	struct pyu_error *err = pyu_stacks_add_native_frame(u->s, (uint32_t)u->thread, f->pc, f->sp,
+							    0, f->function, f->library, f->file,
+							    f->line);
+	if (!err && (f->artificial || f->inlined))
+		err = pyu_stacks_set_native_kind(u->s, (uint32_t)u->thread,
+						 f->artificial ? PYU_NATIVE_ARTIFICIAL
+							       : PYU_NATIVE_INLINE);
+	return err;
 }
 
 PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s)
@@ -447,7 +484,7 @@ struct pyu_error *pyu_merge_thread(const struct pyu_stacks *s, const struct pyu_
 			hidden = false;
 			cython = true;
 		}
-		if (!err && (keep_all || !hidden))
+		if (!err && (keep_all || !hidden) && !f->artificial)
 			err = push_item(&m, &cap, false, cython, k);
 	}
 	if (err) {
@@ -465,4 +502,117 @@ void pyu_merge_release(struct pyu_merge *m)
 	m->items = NULL;
 	m->runner = NULL;
 	m->count = 0;
+}
+
+// ---- Cython frames, selectable like Python ones (public) ------------------------------------
+
+static const struct pyu_thread_info *thread_at(const struct pyu_stacks *s, uint32_t thread)
+{
+	return s && thread < s->thread_count ? &s->threads[thread] : NULL;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_frame_steps(const struct pyu_stacks *s, uint32_t thread,
+						    int64_t *ret, uint32_t cap,
+						    uint32_t *ret_count)
+{
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	if (!th)
+		return pyu_error_create(PYU_ERR_NOT_FOUND, "no thread #%u", thread);
+	if (!ret)
+		cap = 0;
+	uint32_t n = 0;
+	if (!th->native_known) { // the Python frames alone
+		for (uint32_t i = 0; i < th->frame_count; i++, n++)
+			if (n < cap)
+				ret[n] = i;
+		*ret_count = n;
+		return NULL;
+	}
+	struct pyu_merge m;
+	struct pyu_error *err = pyu_merge_thread(s, th, false, &m);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < m.count; i++) {
+		const struct pyu_merge_item *it = &m.items[i];
+		if (!it->python && !(m.merged && it->cython))
+			continue;
+		if (n < cap)
+			ret[n] = it->python ? (int64_t)it->index : -1 - (int64_t)it->index;
+		n++;
+	}
+	pyu_merge_release(&m);
+	*ret_count = n;
+	return NULL;
+}
+
+// The Cython function native frame @level of @thread runs; NULL when it runs none.
+static const struct pyu_native_frame *cython_at(const struct pyu_stacks *s, uint32_t thread,
+						uint32_t level)
+{
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	if (!th || level >= th->native_count)
+		return NULL;
+	const struct pyu_native_frame *f = &th->native[level];
+	// a wrapper shown stands for the body the compiler inlined into it (native.c's merge)
+	return f->cython && (f->cython->role == PYU_CYTHON_FUNCTION ||
+			     f->cython->role == PYU_CYTHON_WRAPPER) ? f : NULL;
+}
+
+PYU_PUBLIC int64_t pyu_stacks_level_step(const struct pyu_stacks *s, uint32_t thread,
+					 uint32_t level)
+{
+	const struct pyu_thread_info *th = thread_at(s, thread);
+	struct pyu_merge m;
+	if (!th || !th->native_known || pyu_merge_thread(s, th, false, &m))
+		return cython_at(s, thread, level) ? -1 - (int64_t)level : PYU_ABSENT;
+	// A Cython function shown, or the argument wrapper hidden around the one just inner to it.
+	int64_t step = PYU_ABSENT;
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	for (uint32_t i = 0; f && i < m.count && step == PYU_ABSENT; i++)
+		if (m.items[i].cython && m.items[i].index == level)
+			step = -1 - (int64_t)level;
+	for (uint32_t i = 0; f && i < m.count && step == PYU_ABSENT; i++)
+		if (m.items[i].cython && m.items[i].index + 1 == level &&
+		    f->cython->role == PYU_CYTHON_WRAPPER)
+			step = -1 - (int64_t)m.items[i].index;
+	for (uint32_t i = 0; m.merged && i < th->frame_count && step == PYU_ABSENT; i++)
+		if (m.runner[i] == (int32_t)level)
+			step = i;
+	pyu_merge_release(&m);
+	if (step == PYU_ABSENT && f)
+		step = -1 - (int64_t)level;
+	return step;
+}
+
+PYU_PUBLIC const char *pyu_stacks_cython_string(const struct pyu_stacks *s, uint32_t thread,
+						uint32_t level, uint32_t which)
+{
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	if (!f)
+		return NULL;
+	switch (which) {
+	case PYU_CYSTR_MODULE:
+		return f->cython->module;
+	case PYU_CYSTR_FILE:
+		return f->cython->file;
+	case PYU_CYSTR_FUNCTION:
+		return f->cython->qualname;
+	case PYU_CYSTR_C_FUNCTION:
+		return f->function;
+	case PYU_CYSTR_LIBRARY:
+		return f->library;
+	case PYU_CYSTR_NO_LINE:
+		return f->cython->line_from == PYU_CYTHON_LINE_NONE ? f->cython->why : NULL;
+	default:
+		return NULL;
+	}
+}
+
+PYU_PUBLIC int64_t pyu_stacks_cython_line(const struct pyu_stacks *s, uint32_t thread,
+					  uint32_t level)
+{
+	const struct pyu_native_frame *f = cython_at(s, thread, level);
+	if (!f)
+		return PYU_ABSENT;
+	return f->cython->line > 0 ? f->cython->line : -1;
 }

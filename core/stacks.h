@@ -56,6 +56,13 @@ struct pyu_native_frame {
 	char *library;
 	char *file;
 	int64_t line;  // -1 when unknown
+	// The frame's number as every front end shows it ("native #K"): the stack frames inner
+	// to it (an inlined function shares the number of the frame it is inlined in). The index
+	// in the thread's list is the level of the debugger (or unwinder) that listed it.
+	uint32_t number;
+	bool inlined;    // a function inlined where the next outer frame runs
+	bool artificial; // a frame for a function that ended in a jump (a tail call), made up by
+			 // a debugger from DWARF call sites: never shown (not every one makes them)
 	struct pyu_cython_frame *cython; // what it is to Cython (cython.h); NULL when nothing; owned
 	// A nameless frame's extension module (cython.h): which module, whether Cython's and
 	// whether it has symbols; borrowed from the snapshot's cython_files; NULL when none.
@@ -82,6 +89,7 @@ struct pyu_thread_info {
 				    // exceptions format_exception shows with it
 	struct pyu_native_frame *native; // innermost first (pyu_stacks_add_native_frame)
 	uint32_t native_count, native_cap;
+	uint32_t native_stack_frames; // of them, stack frames (neither inlined nor made up)
 	bool native_known;          // native frames were given (possibly none)
 	char *native_error;         // why they could not be had; owned, NULL when none
 	uint64_t entry_frame;       // 3.12+: the outermost entry frame, which the C stack holds

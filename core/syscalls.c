@@ -11,13 +11,19 @@ extern const char *const pyu_syscalls_aarch64[];
 extern const uint32_t pyu_syscalls_aarch64_count;
 
 #define NT_PRSTATUS 1
-// struct elf_prstatus of 64-bit Linux: the registers (pr_reg) start at byte 112.
-#define PR_REG 112
+#define PR_REG PYU_PRSTATUS_REGS
 // x86-64's struct user_regs_struct: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi
 // orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs, 8 bytes each.
 #define X86_64_REG(i) {NT_PRSTATUS, PR_REG + 8 * (i), 8}
 // aarch64's struct user_pt_regs: x0 - x30, sp, pc, pstate, 8 bytes each.
 #define AARCH64_REG(i) {NT_PRSTATUS, PR_REG + 8 * (i), 8}
+// DWARF's x86-64 registers 0-16 (rax rdx rcx rbx rsi rdi rbp rsp r8-r15, then rip as the
+// return address column) as words of user_regs_struct.
+static const uint8_t x86_64_dwarf[] = {10, 12, 11, 5, 13, 14, 4, 19, 9, 8, 7, 6, 3, 2, 1, 0, 16};
+// DWARF's aarch64 registers 0-31 (x0-x30, sp): user_pt_regs in the same order.
+static const uint8_t aarch64_dwarf[] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+					11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+					22, 23, 24, 25, 26, 27, 28, 29, 30, 31};
 // aarch64's system call instruction, svc #0, as it lies in memory (little-endian).
 static const uint8_t aarch64_svc[] = {0x01, 0x00, 0x00, 0xd4};
 
@@ -46,6 +52,9 @@ static const struct pyu_arch arches[] = {
 		.names = pyu_syscalls_x86_64,
 		.name_count = &pyu_syscalls_x86_64_count,
 		.dwarf_sp = 7, // rsp
+		.dwarf_regs = x86_64_dwarf,
+		.dwarf_reg_count = sizeof(x86_64_dwarf),
+		.pc_word = 16,
 	},
 	{
 		.e_machine = 183, // EM_AARCH64
@@ -66,6 +75,9 @@ static const struct pyu_arch arches[] = {
 		.syscall_insn_len = sizeof(aarch64_svc),
 		.signed_return_addresses = true, // PAC (Armv8.3), as Debian's -mbranch-protection
 		.dwarf_lr = 30,                  // x30
+		.dwarf_regs = aarch64_dwarf,
+		.dwarf_reg_count = sizeof(aarch64_dwarf),
+		.pc_word = 32,
 	},
 };
 

@@ -49,7 +49,17 @@ struct pyu_arch {
 	// DWARF number of the link register, which holds one too.
 	bool signed_return_addresses;
 	int dwarf_lr;
+	// A core's register set for unwinding: DWARF register i is word dwarf_regs[i] of the
+	// registers NT_PRSTATUS holds (from PYU_PRSTATUS_REGS on); the pc is word @pc_word.
+	const uint8_t *dwarf_regs;
+	uint32_t dwarf_reg_count;
+	uint32_t pc_word;
 };
+
+// Where NT_PRSTATUS of 64-bit Linux holds the registers (struct elf_prstatus's pr_reg), and
+// how many 8-byte words of them are kept (aarch64's user_pt_regs, the largest here).
+#define PYU_PRSTATUS_REGS 112
+#define PYU_PRSTATUS_WORDS 34
 
 // The architecture of cores whose ELF header says @e_machine, or NULL. Cannot fail.
 const struct pyu_arch *pyu_arch_by_machine(uint16_t e_machine);

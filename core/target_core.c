@@ -800,6 +800,8 @@ static void parse_nt_file(unsigned char *desc, uint64_t len, struct core_notes *
 static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 			 const unsigned char *desc, uint64_t descsz);
 static void note_cpu_time(struct pyu_target *t, int64_t tid, const unsigned char *desc);
+static void note_gregs(struct pyu_target *t, int64_t tid, const unsigned char *desc,
+		       uint64_t descsz);
 
 static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 				     uint64_t len, struct core_notes *n)
@@ -831,6 +833,8 @@ static struct pyu_error *parse_notes(struct pyu_target *t, unsigned char *buf,
 					return err;
 			}
 			n->current_tid = pid;
+			if (pid > 0)
+				note_gregs(t, pid, desc, descsz);
 			if (descsz >= PRSTATUS_STIME_OFFSET + 16) {
 				if (pyu_le32(desc + PRSTATUS_PPID_OFFSET))
 					n->has_ids = true;
@@ -924,6 +928,22 @@ static void note_syscall(struct pyu_target *t, int64_t tid, uint32_t type,
 			r->check_insn = true;
 		}
 	}
+}
+
+// The registers NT_PRSTATUS holds for thread @tid, kept for unwinding it (unwind.c). Out of
+// memory: left out (the unwinder then has none for it).
+static void note_gregs(struct pyu_target *t, int64_t tid, const unsigned char *desc,
+		       uint64_t descsz)
+{
+	if (descsz <= PYU_PRSTATUS_REGS)
+		return;
+	uint64_t words = (descsz - PYU_PRSTATUS_REGS) / 8;
+	struct pyu_thread_record *r = pyu_target_status_record(t, tid);
+	if (!r)
+		return;
+	r->greg_count = (uint32_t)(words < PYU_PRSTATUS_WORDS ? words : PYU_PRSTATUS_WORDS);
+	for (uint32_t i = 0; i < r->greg_count; i++)
+		r->gregs[i] = pyu_le64(desc + PYU_PRSTATUS_REGS + 8 * i);
 }
 
 static uint64_t timeval_ns(const unsigned char *tv)

@@ -58,6 +58,10 @@ struct pyu_thread_record {
 	// @pc (architectures with pyu_arch.syscall_insn); checked when first asked for.
 	uint64_t pc;
 	bool check_insn;
+	// A core's registers of the thread (NT_PRSTATUS pr_reg, PYU_PRSTATUS_WORDS words at
+	// most), for unwinding it; none when @greg_count is 0.
+	uint64_t gregs[PYU_PRSTATUS_WORDS];
+	uint32_t greg_count;
 };
 
 struct pyu_target {

@@ -72,6 +72,20 @@ struct resume {
 	bool first;    // the next frame given is the resumed one (its pc is the call's)
 };
 
+// The tail calls found between a return address and the function called from there,
+// remembered for the whole unwind: finding them searches the DWARF of the caller's function
+// (thousands of DIEs in an eval loop), and a deep stack returns to the same few places
+// thousands of times. Direct-mapped, like the names.
+#define TAIL_CACHE 1024u
+#define TAIL_CHAIN_MAX 8 // functions jumped through between a caller and its callee
+
+struct tail_memo {
+	uint64_t pc; // 0: empty
+	char callee[128];
+	uint32_t count;
+	uint64_t tails[TAIL_CHAIN_MAX];
+};
+
 struct walk {
 	Dwfl *dwfl;
 	struct pyu_target *t;
@@ -86,8 +100,9 @@ struct walk {
 	// The real function of the last frame given, for the tail calls between it and its
 	// caller (tail_calls()); "" at a thread's start.
 	char callee[128];
+	struct tail_memo *tails; // TAIL_CACHE entries; NULL when out of memory (no caching)
 	int sp_regno; // the DWARF number of the target's stack pointer; -1: not known
-	uint32_t max_frames; // per thread: PYU_UNWIND_MAX_FRAMES, of a core fewer (unwind.h)
+	uint32_t max_frames; // per thread: PYU_UNWIND_MAX_FRAMES
 	// The bits of a return address that may hold a pointer-authentication code (0: none),
 	// and the Dwfl that goes on past such an address (resume_thread; NULL until needed).
 	uint64_t pac_mask;
@@ -102,8 +117,8 @@ struct walk {
 static int past_bound(struct walk *w)
 {
 	char msg[128];
-	snprintf(msg, sizeof(msg), "native stack unwound only to its %u innermost frames%s",
-		 w->max_frames, w->max_frames < PYU_UNWIND_MAX_FRAMES ? " of a core" : "");
+	snprintf(msg, sizeof(msg), "native stack unwound only to its %u innermost frames",
+		 w->max_frames);
 	struct pyu_unwound f = {w->tid, 0, 0, NULL, NULL, NULL, -1, msg};
 	w->err = w->fn(w->arg, &f);
 	return DWARF_CB_ABORT;
@@ -238,7 +253,6 @@ static uint32_t name_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 // tail-call sites leads from it to the function that runs - and number frames with them. The
 // CLI does the same, so that its frame numbers are gdb's.
 
-#define TAIL_CHAIN_MAX 8      // functions jumped through between a caller and its callee
 #define TAIL_DIES_MAX 20000u  // DIEs searched for call sites in one function
 
 // @name up to a suffix the compiler added ("x.constprop.0", "x.isra.0", "x.cold").
@@ -528,6 +542,25 @@ static uint32_t tail_calls(Dwfl *dwfl, Dwfl_Module *mod, Dwarf_Addr pc, const ch
 	return chain.count;
 }
 
+// tail_calls() between return address @pc and @w's callee, through @w's cache.
+static uint32_t memo_tail_calls(struct walk *w, Dwfl_Module *mod, Dwarf_Addr pc,
+				Dwarf_Addr *ret)
+{
+	struct tail_memo *slot = w->tails ? &w->tails[(pc ^ (pc >> 12)) % TAIL_CACHE] : NULL;
+	if (slot && slot->pc == pc && !strcmp(slot->callee, w->callee)) {
+		memcpy(ret, slot->tails, slot->count * sizeof(*ret));
+		return slot->count;
+	}
+	uint32_t n = tail_calls(w->dwfl, mod, pc, w->callee, ret);
+	if (slot) {
+		slot->pc = pc;
+		memcpy(slot->callee, w->callee, sizeof(slot->callee));
+		slot->count = n;
+		memcpy(slot->tails, ret, n * sizeof(*ret));
+	}
+	return n;
+}
+
 // Gives @fn the frames @lookup names in @mod (or one nameless frame): @f holds tid, pc, sp.
 static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 		       struct pyu_unwound *f, bool tail);
@@ -582,7 +615,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct pyu_unwound f = {w->tid, pc, sp, NULL, NULL, NULL, -1, NULL};
 	Dwfl_Module *mod = dwfl_addrmodule(w->dwfl, lookup);
 	Dwarf_Addr tails[TAIL_CHAIN_MAX];
-	uint32_t ntails = !activation && mod ? tail_calls(w->dwfl, mod, pc, w->callee, tails) : 0;
+	uint32_t ntails = !activation && mod ? memo_tail_calls(w, mod, pc, tails) : 0;
 	for (uint32_t i = 0; i < ntails; i++) {
 		struct pyu_unwound t = {w->tid, tails[i], sp, NULL, NULL, NULL, -1, NULL};
 		if (give_frames(w, dwfl_addrmodule(w->dwfl, tails[i] - 1), tails[i] - 1, &t,
@@ -636,6 +669,8 @@ static int give_frames(struct walk *w, Dwfl_Module *mod, Dwarf_Addr lookup,
 		f.file = frames[i].file;
 		f.line = frames[i].line;
 		w->frames++;
+		f.artificial = tail;
+		f.inlined = !tail && i + 1 < count;
 		w->err = w->fn(w->arg, &f);
 		if (w->err)
 			return DWARF_CB_ABORT;
@@ -890,17 +925,117 @@ static uint64_t pac_mask(const struct pyu_target *t)
 	return bits >= 64 || bits < 32 ? 0 : ~((UINT64_C(1) << bits) - 1);
 }
 
+// ---- a core's threads and memory, read by the target ------------------------------------------
+//
+// elfutils' own reader of a core (dwfl_core_file_attach) fetches every stack word through
+// elf_getdata_rawchunk, which (0.188) first searches every chunk the core's Elf handle has
+// handed out before - one more per word read - so unwinding a stack costs the square of its
+// depth: 10,000 frames took seconds, a 3.10 thread 30,000 Python frames deep (180,000 native
+// frames) most of an hour. The target reads the same bytes through its segment table and page
+// cache at a constant cost per read, and a core's NT_PRSTATUS registers are kept by the target
+// (target_core.c), so the core's threads are handed to elfutils from here.
+
+struct core_threads;
+
+// One thread of the core: its record (registers) and the reader it belongs to.
+struct core_thread {
+	struct core_threads *c;
+	const struct pyu_thread_record *rec;
+};
+
+// The core's threads that have registers, in the order of its notes.
+struct core_threads {
+	struct pyu_target *t;
+	struct core_thread *list;
+	size_t count;
+};
+
+// Lists the threads of @c->t that have registers. Returns false when there are none or out
+// of memory (elfutils' own reader is used then).
+static bool core_threads_init(struct core_threads *c, struct pyu_target *t)
+{
+	*c = (struct core_threads){t, NULL, 0};
+	const struct pyu_arch *a = t->arch;
+	if (!a || !a->dwarf_regs || !t->status_count)
+		return false;
+	c->list = calloc(t->status_count, sizeof(*c->list));
+	if (!c->list)
+		return false;
+	for (size_t i = 0; i < t->status_count; i++) {
+		const struct pyu_thread_record *r = &t->statuses[i];
+		if (r->greg_count > a->pc_word && r->tid > 0 && r->tid <= INT32_MAX)
+			c->list[c->count++] = (struct core_thread){c, r};
+	}
+	return c->count > 0;
+}
+
+static pid_t core_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct core_threads *c = dwfl_arg;
+	struct core_thread *prev = *thread_argp;
+	size_t i = prev ? (size_t)(prev - c->list) + 1 : 0;
+	if (i >= c->count)
+		return 0;
+	*thread_argp = &c->list[i];
+	return (pid_t)c->list[i].rec->tid;
+}
+
+static bool core_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	(void)dwfl;
+	struct core_threads *c = dwfl_arg;
+	uint64_t word;
+	struct pyu_error *err = pyu_target_read(c->t, addr, &word, sizeof(word));
+	if (err) {
+		pyu_error_destroy(err);
+		return false;
+	}
+	*result = word; // both architectures are 64-bit little-endian, as this library's host
+	return true;
+}
+
+#define CORE_DWARF_REGS 64 // DWARF registers an architecture's table may name
+
+static bool core_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct core_thread *ct = thread_arg;
+	const struct pyu_arch *a = ct->c->t->arch;
+	const struct pyu_thread_record *r = ct->rec;
+	Dwarf_Word regs[CORE_DWARF_REGS];
+	if (!a || !a->dwarf_regs || a->dwarf_reg_count > CORE_DWARF_REGS ||
+	    a->pc_word >= r->greg_count)
+		return false;
+	for (uint32_t i = 0; i < a->dwarf_reg_count; i++) {
+		if (a->dwarf_regs[i] >= r->greg_count)
+			return false;
+		regs[i] = r->gregs[a->dwarf_regs[i]];
+	}
+	if (!dwfl_thread_state_registers(thread, 0, a->dwarf_reg_count, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, r->gregs[a->pc_word]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks core_thread_callbacks = {
+	.next_thread = core_next_thread,
+	.memory_read = core_memory_read,
+	.set_initial_registers = core_initial_registers,
+};
+
+
 struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void *arg)
 {
 	if (!t || !fn || (!t->live_pid && t->core_fd < 0))
 		return pyu_error_create(PYU_ERR_ARGUMENT,
 					"native frames are unwound only in live processes and cores");
 	struct walk w = {0};
+	struct core_threads threads = {0};
 	w.t = t;
 	w.fn = fn;
 	w.arg = arg;
 	w.sp_regno = t->arch ? t->arch->dwarf_sp : -1;
-	w.max_frames = t->live_pid ? PYU_UNWIND_MAX_FRAMES : PYU_UNWIND_MAX_CORE_FRAMES;
+	w.max_frames = PYU_UNWIND_MAX_FRAMES;
 	Elf *elf = NULL;
 	struct pyu_error *err = NULL;
 	if (t->live_pid) {
@@ -931,13 +1066,20 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 			err = dwfl_failure("read the core's mappings");
 		if (!err && dwfl_report_end(w.dwfl, NULL, NULL) != 0)
 			err = dwfl_failure("list the core's modules");
-		else if (!err && dwfl_core_file_attach(w.dwfl, elf) < 0)
+		else if (!err && core_threads_init(&threads, t)) {
+			if (!dwfl_attach_state(w.dwfl, elf, (pid_t)threads.list[0].rec->tid,
+					       &core_thread_callbacks, &threads))
+				err = dwfl_failure("read the core's threads");
+		} else if (!err && dwfl_core_file_attach(w.dwfl, elf) < 0) {
 			err = dwfl_failure("read the core's threads");
+		}
 	}
 	w.core_elf = elf;
 	w.pac_mask = elf ? pac_mask(t) : 0;
 	if (!err)
 		w.names = calloc(NAME_CACHE, sizeof(*w.names)); // NULL: each pc looked up afresh
+	if (!err)
+		w.tails = calloc(TAIL_CACHE, sizeof(*w.tails));
 	if (!err && dwfl_getthreads(w.dwfl, thread_cb, &w) != 0 && !w.err)
 		err = dwfl_failure("list the threads");
 	if (w.err) {
@@ -947,7 +1089,9 @@ struct pyu_error *pyu_target_unwind(struct pyu_target *t, pyu_unwind_fn fn, void
 	dwfl_end(w.dwfl);
 	if (w.resume_dwfl)
 		dwfl_end(w.resume_dwfl);
+	free(threads.list);
 	free(w.names);
+	free(w.tails);
 	while (w.paths) {
 		struct joined_path *next = w.paths->next;
 		free(w.paths);

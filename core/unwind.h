@@ -4,16 +4,13 @@
 #ifndef PYU_UNWIND_H
 #define PYU_UNWIND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
 #include "target.h"
 
 #define PYU_UNWIND_MAX_FRAMES 8000000 // per thread: as PYU_MAX_NATIVE_FRAMES (native.h)
-// Of a core: elfutils (0.188) reads each stack word of a core through a list of the chunks it
-// read before, searched whole, so unwinding costs the square of the depth: 10,000 frames take
-// seconds, 180,000 (a 3.10 thread 30,000 Python frames deep) most of an hour.
-#define PYU_UNWIND_MAX_CORE_FRAMES 10000
 
 // One frame of thread @tid, innermost first; or, when @error is set, why @tid could not be
 // unwound at all. Strings are valid only during the call; NULL / -1 when unknown.
@@ -23,6 +20,8 @@ struct pyu_unwound {
 	const char *function, *library, *file;
 	int64_t line;
 	const char *error;
+	bool artificial; // a frame for a function jumped through (a tail call)
+	bool inlined;    // a function inlined where the next frame given runs
 };
 
 // Called for each frame; a non-NULL error stops the whole unwind and is returned.

@@ -25,8 +25,11 @@ _CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
 class GdbView(core.DebuggerView):
     """gdb's side: the selected inferior, its connection and the selected thread."""
 
-    def __init__(self):
+    def __init__(self, past_main=True):
         self.inferior = gdb.selected_inferior()
+        # Unwind past main (gdb stops there by default; lldb and the CLI do not), so that all
+        # three list the same frames; the setting is restored after each thread.
+        self.past_main = past_main
 
     def stop_key(self):
         inf = self.inferior
@@ -177,6 +180,12 @@ class GdbView(core.DebuggerView):
         return th.ptid[1] or th.ptid[0], pthread_id
 
 
+    def selected_level(self):
+        try:
+            return gdb.selected_frame().level()
+        except (gdb.error, RuntimeError):
+            return None
+
     def native_threads(self):
         """(tid, pthread id, frames callback) per thread. The callbacks switch threads; the
         selected thread and frame are restored once, when the iteration ends (or is closed),
@@ -195,7 +204,7 @@ class GdbView(core.DebuggerView):
                 except Exception:
                     pass
                 yield th.ptid[1] or th.ptid[0], pthread_id, \
-                    (lambda th=th: _native_frames(th, libraries))
+                    (lambda th=th: _native_frames(th, libraries, self.past_main))
         finally:
             if saved is not None and saved.is_valid():
                 if gdb.selected_thread() is None or gdb.selected_thread().ptid != saved.ptid:
@@ -206,6 +215,9 @@ class GdbView(core.DebuggerView):
 
 
 _UNNAMED = ("??",)
+# gdb's inlined calls and its frames for functions jumped through (tail calls)
+_KINDS = {getattr(gdb, "INLINE_FRAME", -1): core.NATIVE_INLINE,
+          getattr(gdb, "TAILCALL_FRAME", -2): core.NATIVE_ARTIFICIAL}
 _MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
@@ -225,11 +237,15 @@ class _Libraries(object):
         return gdb.solib_name(pc)
 
 
-def _native_frames(thread, libraries):
-    """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per frame,
-    innermost first. Leaves @thread selected: the caller restores the selection."""
+def _native_frames(thread, libraries, past_main=False):
+    """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind) per
+    frame, innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
+    restore = None
     try:
+        if past_main and not gdb.parameter("backtrace past-main"):
+            gdb.execute("set backtrace past-main on", to_string=True)
+            restore = "set backtrace past-main off"
         current = gdb.selected_thread()
         if current is None or current.ptid != thread.ptid:
             thread.switch()
@@ -247,13 +263,16 @@ def _native_frames(thread, libraries):
             path = sal.symtab.fullname() if sal is not None and sal.symtab is not None \
                 else None
             frames.append((pc, sp, 0, name if name not in _UNNAMED else None, libraries(pc),
-                           path, sal.line if path else 0))
+                           path, sal.line if path else 0, _KINDS.get(f.type(), 0)))
             try:
                 f = f.older()
             except gdb.error:
                 break
     except gdb.error as e:
         raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
+    finally:
+        if restore:
+            gdb.execute(restore, to_string=True)
     return frames
 
 

@@ -248,6 +248,13 @@ class LldbView(core.DebuggerView):
         return th.GetThreadID(), 0
 
 
+    def selected_level(self):
+        th = self.process.GetSelectedThread() if self.process else None
+        if not th or not th.IsValid():
+            return None
+        frame = th.GetSelectedFrame()
+        return frame.GetFrameID() if frame and frame.IsValid() else None
+
     def native_threads(self):
         p = self.process
         for i in range(p.GetNumThreads()):
@@ -259,8 +266,8 @@ _MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
 def _native_frames(thread):
-    """lldb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line) per
-    frame, innermost first."""
+    """lldb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind)
+    per frame, innermost first."""
     frames = []
     n = min(thread.GetNumFrames(), _MAX_NATIVE_FRAMES)
     for i in range(n):
@@ -274,15 +281,18 @@ def _native_frames(thread):
         # that holds them (seen in _PyEval_EvalFrameDefault of 3.10): the last inlined frame
         # of a stack range then stands for the concrete function, as gdb would list it.
         nxt = thread.GetFrameAtIndex(i + 1) if i + 1 < n else None
+        kind = core.NATIVE_ARTIFICIAL if f.IsArtificial() else \
+            core.NATIVE_INLINE if f.IsInlined() else 0
         if f.IsInlined() and (nxt is None or not nxt.IsValid() or
                               nxt.GetCFA() != f.GetCFA()):
             name = f.GetFunction().GetName() or name
+            kind = 0  # it stands for the stack frame
         mod = f.GetModule()
         lib = mod.GetFileSpec().fullpath if mod and mod.IsValid() else None
         le = f.GetLineEntry()
         path = le.GetFileSpec().fullpath if le and le.IsValid() else None
         frames.append((f.GetPC(), f.GetSP(), f.GetCFA(), name, lib, path,
-                       le.GetLine() if path else 0))
+                       le.GetLine() if path else 0, kind))
     return frames
 
 

@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 7
+#define PYU_ABI_VERSION 8
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -248,6 +248,19 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 							 const char *function,
 							 const char *library, const char *file,
 							 int64_t line);
+// What the native frame last added to @thread is, when it is not a stack frame of its own:
+// PYU_NATIVE_INLINE, a function inlined where the next outer frame runs (gdb's INLINE_FRAME,
+// lldb's IsInlined()), or PYU_NATIVE_ARTIFICIAL, a frame a debugger made up for a function that
+// ended in a jump to another (gdb's tail-call frames, lldb's artificial frames: never shown).
+// A native frame's number ("native #K", "cython #K", JSON "level") counts the stack frames
+// inner to it - calls that have a frame on the stack - so that every front end numbers it
+// alike, whichever inlined or tail calls its debugger lists; the functions inlined into a
+// frame share its number. JSON "debugger_level" is its level in the debugger (or the
+// unwinder) that listed it: what `frame K` selects there.
+#define PYU_NATIVE_INLINE 1u
+#define PYU_NATIVE_ARTIFICIAL 2u
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, uint32_t thread,
+							uint32_t kind);
 // Records why the native frames of @thread could not be had (shown instead of them).
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message);
@@ -264,6 +277,44 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_unwind_native(struct pyu_stacks *s);
 // function; "" when neither (or the stacks cannot be merged). *ret is for pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s, uint32_t thread,
 						     uint32_t level, char **ret);
+
+// ---- Cython frames, selectable like Python ones -------------------------------------------
+// The frames py-up and py-down step through, innermost first: each Python frame of @thread as
+// its number (>= 0) and, where the thread's native frames are known and merged with its Python
+// frames, each Cython function shown between them as -1 - its native level. Writes the first
+// @cap into @ret (may be NULL with @cap 0) and the count of all into *ret_count. Fails only for
+// a bad thread or out of memory.
+PYU_PUBLIC struct pyu_error *pyu_stacks_frame_steps(const struct pyu_stacks *s, uint32_t thread,
+						    int64_t *ret, uint32_t cap,
+						    uint32_t *ret_count);
+// What the debugger's own selection of native frame @level of @thread selects among those
+// steps: the Cython function it runs (-1 - @level; Cython's argument wrapper around a function
+// shown selects that function), else the innermost Python frame its eval call runs (its
+// number); PYU_ABSENT when neither (the frames are not merged, or it is another native frame).
+// Cannot fail.
+PYU_PUBLIC int64_t pyu_stacks_level_step(const struct pyu_stacks *s, uint32_t thread,
+					 uint32_t level);
+// Where native frame @level of @thread runs Cython code. Strings borrowed from the snapshot;
+// NULL when unknown or when the frame is not a Cython function's.
+#define PYU_CYSTR_MODULE 0u     // "pkg.cymod"
+#define PYU_CYSTR_FILE 1u       // the .pyx as the target names it
+#define PYU_CYSTR_FUNCTION 2u   // the Python-level qualified name ("Klass.method")
+#define PYU_CYSTR_C_FUNCTION 3u // its C symbol ("__pyx_pf_5cymod_outer")
+#define PYU_CYSTR_LIBRARY 4u    // the extension module's file
+#define PYU_CYSTR_NO_LINE 5u    // why there is no line (NULL when there is one)
+PYU_PUBLIC const char *pyu_stacks_cython_string(const struct pyu_stacks *s, uint32_t thread,
+						uint32_t level, uint32_t which);
+// Its .pyx line: > 0, -1 when unknown, PYU_ABSENT when the frame is not a Cython function's.
+PYU_PUBLIC int64_t pyu_stacks_cython_line(const struct pyu_stacks *s, uint32_t thread,
+					  uint32_t level);
+// py-line, py-list, py-locals, py-print on the Cython frame at native level @level: @what is
+// PYU_TASK_LINE (flags PYU_FMT_SOURCE), PYU_TASK_LIST (@first, @last: 0 for around its line),
+// PYU_TASK_LOCALS (flags PYU_FMT_JSON) or PYU_TASK_PRINT (an error saying where its C
+// variables are). Fails with PYU_ERR_NOT_FOUND when the frame is not a Cython function's or
+// its .pyx cannot be listed. *ret is for pyu_free().
+PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s, uint32_t thread,
+						     uint32_t level, uint32_t what, int64_t first,
+						     int64_t last, uint32_t flags, char **ret);
 
 // py-bt: the stack of @thread (or every thread with PYU_FMT_ALL), innermost first, at most
 // @limit frames per thread (0 = no limit). *ret is a NUL-terminated string for pyu_free().

@@ -7,7 +7,7 @@ import os
 import signal
 import shlex
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -24,6 +24,10 @@ PYU_FMT_TREE = 0x80
 PYU_FMT_RETAINED = 0x100
 # pyu_format_task_frame: what to show of a task's frame.
 PYU_TASK_SELECT, PYU_TASK_LINE, PYU_TASK_LIST, PYU_TASK_LOCALS, PYU_TASK_PRINT = range(5)
+# pyu_stacks_cython_string's strings; PYU_ABSENT
+CYSTR_MODULE, CYSTR_FILE, CYSTR_FUNCTION = range(3)
+ABSENT = -(1 << 63)
+NATIVE_INLINE, NATIVE_ARTIFICIAL = 1, 2  # what a native frame is when not a stack frame
 
 
 class PyunwindError(Exception):
@@ -142,8 +146,18 @@ class Library(object):
                                                 ctypes.c_char_p, ctypes.c_char_p,
                                                 ctypes.c_char_p, ctypes.c_int64]),
             "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
+            "pyu_stacks_set_native_kind": (P, [P, ctypes.c_uint32, ctypes.c_uint32]),
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
             "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
+            "pyu_stacks_frame_steps": (P, [P, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64),
+                                           ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]),
+            "pyu_stacks_level_step": (ctypes.c_int64, [P, ctypes.c_uint32, ctypes.c_uint32]),
+            "pyu_stacks_cython_string": (ctypes.c_char_p, [P, ctypes.c_uint32, ctypes.c_uint32,
+                                                           ctypes.c_uint32]),
+            "pyu_stacks_cython_line": (ctypes.c_int64, [P, ctypes.c_uint32, ctypes.c_uint32]),
+            "pyu_format_cython_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
+                                            PP]),
             "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
             "pyu_format_task_frame": (P, [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
                                           ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
@@ -336,13 +350,17 @@ class Stacks(_Handle):
 
     def add_native_frames(self, thread, frames):
         """Hands the core the native frames of snapshot thread @thread, innermost first:
-        (pc, sp, cfa, function, library, file, line), unknowns None/0."""
+        (pc, sp, cfa, function, library, file, line[, kind]), unknowns None/0; kind:
+        NATIVE_INLINE, NATIVE_ARTIFICIAL (a frame the debugger made up for a tail call) or 0."""
         lib = self.lib.lib
         self.lib.check(lib.pyu_stacks_clear_native(self.handle, thread))
-        for pc, sp, cfa, function, library, file, line in frames:
+        for frame in frames:
+            pc, sp, cfa, function, library, file, line = frame[:7]
             self.lib.check(lib.pyu_stacks_add_native_frame(
                 self.handle, thread, pc or 0, sp or 0, cfa or 0, _enc(function),
                 _enc(library), _enc(file), line if line and line > 0 else -1))
+            if len(frame) > 7 and frame[7]:
+                self.lib.check(lib.pyu_stacks_set_native_kind(self.handle, thread, frame[7]))
 
     def set_native_error(self, thread, message):
         self.lib.check(self.lib.lib.pyu_stacks_set_native_error(self.handle, thread,
@@ -353,6 +371,39 @@ class Stacks(_Handle):
 
     def bt(self, thread, flags, limit):
         return self._text(self.lib.lib.pyu_format_bt, thread, flags, limit)
+
+    def frame_steps(self, thread):
+        """The frames py-up and py-down step through, innermost first: a Python frame as its
+        number, a Cython function as -1 - its native level (see pyu_stacks_frame_steps)."""
+        lib = self.lib.lib
+        count = ctypes.c_uint32()
+        self.lib.check(lib.pyu_stacks_frame_steps(self.handle, thread, None, 0,
+                                                  ctypes.byref(count)))
+        buf = (ctypes.c_int64 * max(count.value, 1))()
+        self.lib.check(lib.pyu_stacks_frame_steps(self.handle, thread, buf, count.value,
+                                                  ctypes.byref(count)))
+        return list(buf[:count.value])
+
+    def level_step(self, thread, level):
+        """What selecting native frame @level selects (a step as frame_steps gives), or None."""
+        step = self.lib.lib.pyu_stacks_level_step(self.handle, thread, level)
+        return None if step == ABSENT else step
+
+    def cython_location(self, thread, level):
+        """(module, .pyx file, line, qualified name) of the Cython function native frame
+        @level runs; None when it runs none. Unknown parts are None (the line -1)."""
+        lib = self.lib.lib
+        line = lib.pyu_stacks_cython_line(self.handle, thread, level)
+        if line == ABSENT:
+            return None
+        text = [lib.pyu_stacks_cython_string(self.handle, thread, level, which)
+                for which in (CYSTR_MODULE, CYSTR_FILE, CYSTR_FUNCTION)]
+        text = [t.decode("utf-8", "surrogateescape") if t is not None else None for t in text]
+        return text[0], text[1], line, text[2]
+
+    def cython_frame(self, thread, level, what, first=0, last=0, flags=0):
+        return self._text(self.lib.lib.pyu_format_cython_frame, thread, level, what, first,
+                          last, flags)
 
     def line(self, thread, frame, flags):
         return self._text(self.lib.lib.pyu_format_line, thread, frame, flags)
@@ -466,13 +517,19 @@ class DebuggerView(object):
 
     def native_threads(self):
         """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
-        unwinds it: (pc, sp, cfa, function, library, file, line) per frame, innermost first."""
+        unwinds it: (pc, sp, cfa, function, library, file, line, kind) per frame, innermost
+        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0)."""
         raise NotImplementedError
 
     def interrupted(self):
         """True when the user asked the debugger to stop the command running (its own
         interrupt check), where the debugger offers one to poll; False otherwise."""
         return False
+
+    def selected_level(self):
+        """The level of the debugger's selected frame in the selected thread (`frame N`), or
+        None when there is none or it cannot be told."""
+        return None
 
 
 def _parse_int(text, what):
@@ -535,7 +592,10 @@ class Session(object):
         self._memory = 0  # the view's memory_generation() the snapshot was taken at
         self._target = None
         self._stacks = None
-        self._selected = {}  # thread index -> selected Python frame number
+        # thread index -> selected frame: a Python frame's number, or -1 - the native level
+        # of a Cython function (the steps of Stacks.frame_steps)
+        self._selected = {}
+        self._levels = {}  # thread index -> the debugger's frame level last seen
         self._task = None  # py-task: [task, selected frame, frame count] until the next stop
         self._native = set()  # thread indexes whose native frames the snapshot has
         self._failed = None  # (stop key, message) of the last stop no snapshot was had for
@@ -551,6 +611,7 @@ class Session(object):
             self._target.close()
         self._key = self._target = self._stacks = None
         self._selected = {}
+        self._levels = {}
         self._task = None
         self._native = set()
 
@@ -567,7 +628,7 @@ class Session(object):
             if memory == self._memory and not (check_memory and view.writes_unseen() and
                                                self._target_changed()):
                 return self._stacks
-            keep_selection = self._selected
+            keep_selection = (self._selected, self._levels)
         if key is not None and self._failed is not None and self._failed[0] == key:
             raise PyunwindError(self._failed[1])  # asked again at the same stop (lldb's
             # frame-format hook asks for every frame): the answer has not changed
@@ -599,7 +660,7 @@ class Session(object):
                 target.set_cwd(self._cwd)
             self._memory = memory
             if keep_selection:
-                self._selected = keep_selection
+                self._selected, self._levels = keep_selection
             return stacks
         if not errors:
             raise PyunwindError("no way to read this target")
@@ -658,14 +719,41 @@ class Session(object):
                                 "'py-bt --all' shows every Python thread" % (tid or "?"))
         return idx
 
-    def _frame(self, stacks, thread, arg):
+    def _frame(self, stacks, thread, arg, view=None):
+        """The frame a command works on: Python frame #@arg, else the selected one - a Python
+        frame's number (>= 0), or -1 - the native level of a selected Cython function."""
         n = stacks.frame_count(thread)
+        if arg is None and view is not None:
+            self._follow_debugger(view, stacks, thread)
+            if self._selected.get(thread, 0) < 0:
+                return self._selected[thread]
         if n == 0:
             raise PyunwindError("the selected thread has no Python frames")
         frame = self._selected.get(thread, 0) if arg is None else _parse_int(arg, "frame")
         if frame < 0 or frame >= n:
             raise PyunwindError("no Python frame #%d (the thread has %d)" % (frame, n))
         return frame
+
+    def _follow_debugger(self, view, stacks, thread):
+        """When the debugger's own selected frame moved (`frame N`, `up`, `down`) to a Cython
+        function or an eval-loop frame, that frame (its innermost Python one) is selected."""
+        level = view.selected_level()
+        if level is None:
+            return
+        before = self._levels.get(thread, 0)
+        self._levels[thread] = level
+        if level == before:
+            return
+        self.native(view, stacks, [thread])
+        step = stacks.level_step(thread, level)
+        if step is not None:
+            self._selected[thread] = step
+
+    def _note_level(self, view, thread):
+        """Remembers the debugger's frame level, so that only a later move follows it."""
+        level = view.selected_level()
+        if level is not None:
+            self._levels[thread] = level
 
     # Each command returns the text to print.
 
@@ -747,7 +835,9 @@ class Session(object):
             frame = _parse_int(rest[0], "frame") if rest else self._task[1]
             return self._task_call(stacks, frame, PYU_TASK_LOCALS, flags=flags)
         thread = self._thread(view, stacks)
-        frame = self._frame(stacks, thread, rest[0] if rest else None)
+        frame = self._frame(stacks, thread, rest[0] if rest else None, view)
+        if frame < 0:
+            return stacks.cython_frame(thread, -1 - frame, PYU_TASK_LOCALS, flags=flags)
         stacks.set_limits(limits)
         return stacks.locals(thread, frame, flags)
 
@@ -762,7 +852,9 @@ class Session(object):
             return self._task_call(stacks, self._task[1], PYU_TASK_PRINT, path=rest[0],
                                    flags=flags)
         thread = self._thread(view, stacks)
-        frame = self._frame(stacks, thread, None)
+        frame = self._frame(stacks, thread, None, view)
+        if frame < 0:
+            return stacks.cython_frame(thread, -1 - frame, PYU_TASK_PRINT, flags=flags)
         stacks.set_limits(limits)
         return stacks.print_path(thread, frame, rest[0], flags)
 
@@ -846,7 +938,10 @@ class Session(object):
             frame = _parse_int(frame_arg, "frame") if frame_arg else self._task[1]
             return self._task_call(stacks, frame, PYU_TASK_LINE, flags=flags)
         thread = self._thread(view, stacks)
-        return stacks.line(thread, self._frame(stacks, thread, frame_arg), flags)
+        frame = self._frame(stacks, thread, frame_arg, view)
+        if frame < 0:
+            return stacks.cython_frame(thread, -1 - frame, PYU_TASK_LINE, flags=flags)
+        return stacks.line(thread, frame, flags)
 
     def py_list(self, view, arg):
         words = _split(arg)
@@ -856,7 +951,7 @@ class Session(object):
         task = self._task_selected(stacks)
         if not task:
             thread = self._thread(view, stacks)
-            frame = self._frame(stacks, thread, None)
+            frame = self._frame(stacks, thread, None, view)
         first = last = 0
         if words:
             if "," in words[0]:
@@ -872,6 +967,8 @@ class Session(object):
         if task:
             return self._task_call(stacks, self._task[1], PYU_TASK_LIST, first=first,
                                    last=last)
+        if frame < 0:
+            return stacks.cython_frame(thread, -1 - frame, PYU_TASK_LIST, first, last)
         return stacks.listing(thread, frame, first, last)
 
     def py_move(self, view, arg, direction):
@@ -884,9 +981,16 @@ class Session(object):
         if task:
             n, cur = self._task[2], self._task[1]
         else:
+            # The thread's frames with the Cython functions between them: its native frames
+            # are asked for once per stop.
             thread = self._thread(view, stacks)
-            n = stacks.frame_count(thread)
-            cur = self._selected.get(thread, 0)
+            self._follow_debugger(view, stacks, thread)
+            self.native(view, stacks, [thread])
+            steps = stacks.frame_steps(thread)
+            n = len(steps)
+            selected = self._selected.get(thread, 0)
+            cur = steps.index(selected) if selected in steps else \
+                steps.index(0) if 0 in steps else 0
         if n == 0:
             raise PyunwindError("the selected thread has no Python frames")
         new = cur + direction * count
@@ -903,8 +1007,12 @@ class Session(object):
             text = self._task_call(stacks, new, PYU_TASK_SELECT, flags=PYU_FMT_SOURCE)
             self._task[1] = new
             return text
-        self._selected[thread] = new
-        return stacks.line(thread, new, PYU_FMT_SOURCE)
+        step = steps[new]
+        self._selected[thread] = step
+        self._note_level(view, thread)
+        if step < 0:
+            return stacks.cython_frame(thread, -1 - step, PYU_TASK_LINE, flags=PYU_FMT_SOURCE)
+        return stacks.line(thread, step, PYU_FMT_SOURCE)
 
     # py-task: a task's coroutine frames stand for the thread's until the next stop.
 
@@ -1009,9 +1117,14 @@ runs. Ctrl-C stops the census: what it counted until then is printed, marked par
                    object) keeps alive: what would be freed if it became unreachable
   --json           the machine-readable JSON document (every type unless --top)""",
     "py-up": """Select the Python frame that called the selected one (toward the outermost).
-Usage: py-up [N]""",
+Usage: py-up [N]
+Cython functions running between Python frames are frames too (as py-bt --native shows
+them): py-line and py-list then show their .pyx source, py-locals says where their C
+variables can be read. Selecting a Cython function or an eval-loop frame with the
+debugger's own frame command selects it (its innermost Python frame) here too.""",
     "py-down": """Select the Python frame called by the selected one (toward the innermost).
-Usage: py-down [N]""",
+Usage: py-down [N]
+Steps through Cython functions as py-up does.""",
 }
 
 

@@ -22,8 +22,10 @@
 # traceback as the target's traceback.extract_tb gives it (its Cython entries' lines are those
 # __Pyx_AddTraceback recorded). Checked: the CLI (with and without --path-map), gdb and lldb on
 # the live process and on a gdb core, all three on the kernel core of the crash; gdb's and
-# lldb's own bt decorated. The cases of all interpreters run in parallel (-j); a target, its
-# gdb core and its kernel core are shared by every check of that interpreter.
+# lldb's own bt decorated; py-up/py-down and the debugger's frame command selecting Cython
+# frames, py-line/py-list/py-locals on them (gdb and lldb, live and kernel core). The cases of
+# all interpreters run in parallel (-j); a target, its gdb core and its kernel core are shared
+# by every check of that interpreter.
 # Builds are cached under the project cache ($PYUNWIND_CACHE or .cache/cython/builds).
 #
 #   tests/e2e/test_cython.py [-j N] [FILTER...]     (make test-cython)
@@ -41,7 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 from harness import REPO, Target, run_cases, selected  # noqa: E402
-from test_native import cli_json, debugger_json  # noqa: E402
+from test_native import check_same_numbers, cli_json, debugger_json  # noqa: E402
+from test_adapters import no_traceback, run_debugger  # noqa: E402
 
 # Real paths: the files DWARF names are those the compiler saw (.cache may be a symbolic link).
 CACHE = os.path.realpath(os.environ.get("PYUNWIND_CACHE") or os.path.join(REPO, ".cache"))
@@ -370,6 +373,79 @@ def check_text(moddir, pid):
         raise AssertionError("pyunwind bt --native text lacks\n%s\n%s" % (want, out[-3000:]))
 
 
+SELECT_THREAD = {
+    "gdb": "python [t.switch() for t in gdb.selected_inferior().threads() if t.ptid[1] == %d]",
+    "lldb": "script lldb.process.SetSelectedThreadByID(%d)"}
+SELECT_FRAME = {"gdb": "frame %d", "lldb": "frame select %d"}
+
+
+def check_select(moddir, kind, args, truth, doc, where):
+    """py-up and py-down step through the Cython functions between two Python frames, and the
+    debugger's own frame command selects one: py-line shows its .pyx line, py-list lists the
+    .pyx around it, py-locals says where its C variables are (cyc, with DWARF) or that nothing
+    can read them (cystrip, without). Numbers and the debugger's own levels are those the
+    debugger's py-bt --native gave."""
+    problems = []
+    threads = {t["thread_id"]: t for t in doc["threads"]}
+    for module in ("cyc", "cystrip"):
+        tt = [x for x in truth["threads"] if x.get("scenario") == "outer." + module][0]
+        th = threads[tt["thread_id"]]
+        levels = [f["level"] for f in th["frames"] if f["kind"] == "cython"]
+        dlevels = [f["debugger_level"] for f in th["frames"] if f["kind"] == "cython"]
+        want = expected_cython(moddir, module, "outer")
+        label = "%s %s select outer.%s" % (kind, where, module)
+        if len(levels) != len(want):
+            problems.append("%s: Cython frames at levels %s, expected %s" % (label, levels, want))
+            continue
+        cmds = [SELECT_THREAD[kind] % th["native_thread_id"]] + ["py-up"] * len(want) + \
+            ["py-list", "py-locals", "py-up", "py-down", SELECT_FRAME[kind] % dlevels[0],
+             "py-line", "py-list"]
+        rc, outs, err = run_debugger(kind, args, cmds)
+        no_traceback(label, err, *outs)
+
+        def head(k, qual, file, line):
+            return ('cython #%d  File "%s", line %d, in %s' % (k, file, line, qual) if file
+                    else "cython #%d  in %s (module %s) [" % (k, qual, module))
+
+        def listed(text, line, mark):
+            return any(re.match(r"^\s*>%d\s.*# @%s$" % (line, mark), l)
+                       for l in text.splitlines())
+
+        heads = [head(k, w[0], w[2], w[3]) for k, w in zip(levels, want)]
+        for i, h in enumerate(heads):
+            if not outs[1 + i].startswith(h):
+                problems.append("%s: py-up #%d printed %r, expected %r" % (label, i + 1,
+                                                                         outs[1 + i][:300], h))
+        at = 1 + len(want)
+        outer = want[-1]
+        if outer[2]:
+            if not listed(outs[at], outer[3], "outer"):
+                problems.append("%s: py-list lacks >%d:\n%s" % (label, outer[3], outs[at]))
+            if "__pyx_v_NAME" not in outs[at + 1] or "Cython function" not in outs[at + 1]:
+                problems.append("%s: py-locals: %r" % (label, outs[at + 1]))
+        else:
+            if "has no .pyx line" not in err:
+                problems.append("%s: py-list without a line did not say so: %r"
+                                % (label, err[-500:]))
+            if "no debug information" not in outs[at + 1]:
+                problems.append("%s: py-locals: %r" % (label, outs[at + 1]))
+        caller = tt["frames"][1]
+        if not outs[at + 2].startswith('#1  File "%s", line %d, in %s' % (
+                caller["file"], caller["line"], caller["function"])):
+            problems.append("%s: py-up past the Cython frames: %r" % (label, outs[at + 2][:300]))
+        if not outs[at + 3].startswith(heads[-1]):
+            problems.append("%s: py-down back: %r" % (label, outs[at + 3][:300]))
+        if not outs[at + 5].startswith(heads[0]):
+            problems.append("%s: py-line after %r: %r" % (label, cmds[at + 4],
+                                                          outs[at + 5][:300]))
+        inner = want[0]
+        if inner[2] and not listed(outs[at + 6], inner[3], inner[0]):
+            problems.append("%s: py-list after %r lacks >%d:\n%s" % (label, cmds[at + 4],
+                                                                    inner[3], outs[at + 6]))
+    if problems:
+        raise AssertionError("\n".join(problems))
+
+
 def target_env(moddir):
     return {"PYU_CYMOD_DIR": moddir, "PYU_CYMODS": ",".join(MODULES)}
 
@@ -378,7 +454,8 @@ def case_park(py):
     def go():
         moddir = modules_for(py)
         with Target(py, "cython_calls", env=target_env(moddir)) as t:
-            check_doc(moddir, t.truth, cli_json(t.pid), "cli live")
+            docs = {"cli": cli_json(t.pid)}
+            check_doc(moddir, t.truth, docs["cli"], "cli live")
             check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [t.pid]),
                       "cli live --path-map", mapped=True)
             check_text(moddir, t.pid)
@@ -386,16 +463,20 @@ def case_park(py):
                 doc, texts = debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
                 check_doc(moddir, t.truth, doc, kind + " live")
                 check_bt(moddir, kind, texts, "live")
+                check_select(moddir, kind, ["-p", str(t.pid)], t.truth, doc, "live")
+                docs[kind] = doc
+            check_same_numbers(docs, "live")
             core = t.gcore()
             # gdb 13 leaves the guarded stacks of the unstable builds' glibc zero in its cores
             # (see Target.gcore): their threads cannot be merged there, never merged wrongly.
             unm = bool(t.gcore_warnings)
-            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
-                      "cli gdb core --path-map", unm, mapped=True)
-            doc, _ = debugger_json("gdb", [t.executable, core])
-            check_doc(moddir, t.truth, doc, "gdb gdb core", unm)
-            doc, _ = debugger_json("lldb", ["-c", core, t.executable])
-            check_doc(moddir, t.truth, doc, "lldb gdb core", unm)
+            docs = {"cli": cli_json(*path_map(moddir) + [core, t.executable])}
+            check_doc(moddir, t.truth, docs["cli"], "cli gdb core --path-map", unm, mapped=True)
+            docs["gdb"], _ = debugger_json("gdb", [t.executable, core])
+            check_doc(moddir, t.truth, docs["gdb"], "gdb gdb core", unm)
+            docs["lldb"], _ = debugger_json("lldb", ["-c", core, t.executable])
+            check_doc(moddir, t.truth, docs["lldb"], "lldb gdb core", unm)
+            check_same_numbers(docs, "gdb core")
     return go
 
 
@@ -404,12 +485,15 @@ def case_crash(py):
         moddir = modules_for(py)
         with Target(py, "cython_calls", mode="crash", env=target_env(moddir)) as t:
             core = t.crash_core()
-            check_doc(moddir, t.truth, cli_json(*path_map(moddir) + [core, t.executable]),
-                      "cli kernel core --path-map", mapped=True)
-            check_doc(moddir, t.truth, debugger_json("gdb", [t.executable, core])[0],
-                      "gdb kernel core")
-            check_doc(moddir, t.truth, debugger_json("lldb", ["-c", core, t.executable])[0],
-                      "lldb kernel core")
+            docs = {"cli": cli_json(*path_map(moddir) + [core, t.executable])}
+            check_doc(moddir, t.truth, docs["cli"], "cli kernel core --path-map", mapped=True)
+            for kind, args in (("gdb", [t.executable, core]),
+                               ("lldb", ["-c", core, t.executable])):
+                doc = debugger_json(kind, args)[0]
+                check_doc(moddir, t.truth, doc, kind + " kernel core")
+                check_select(moddir, kind, args, t.truth, doc, "kernel core")
+                docs[kind] = doc
+            check_same_numbers(docs, "kernel core")
             for kind, args in (("gdb", [t.executable, core]),
                                ("lldb", ["-c", core, t.executable])):
                 doc = debugger_json(kind, args, setup=debugger_path_map(kind, moddir))[0]

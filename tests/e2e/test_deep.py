@@ -6,7 +6,7 @@
 # Live (CLI, gdb), from a gdb core (CLI, lldb) and from a kernel crash core (CLI, gdb, lldb):
 # each front end on two of the sources, as each read of 30,005 frames (180,000 native ones up
 # to 3.10) costs seconds. Merged with the native stack (py-bt --native) by the CLI live and
-# (3.11+) from cores, by gdb live (3.11+, and 3.10), by lldb from the kernel core (3.11+). The
+# from both cores, by gdb live (3.11+, and 3.10), by lldb from the kernel core (3.11+). The
 # truth is what the thread said of its own stack (traceback.extract_stack,
 # traceback.format_stack) right before it parked or crashed.
 #
@@ -192,14 +192,14 @@ def check_source(py, t, core, where, kinds):
         check_json(parse_json(outs[1], kind), deep, "%s %s" % (kind, where))
         if native:
             check_native(thread_text(outs[2], tid), deep, "%s %s --native" % (kind, where))
-    # From a core, elfutils reads each word of the stack through a cache it searches whole:
-    # the CLI unwinds at most 10,000 native frames of a core, too few for 3.10's 180,000.
-    if core is None or version(py) > NATIVE_EVAL_NESTS:
-        lines = thread_text(cli("--native", "--no-source", *src), tid)
-        # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the unstable
-        # builds' root) zero in its cores: no native stack can be unwound from those.
-        check_native(lines, deep, "cli %s --native" % where,
-                     unreadable=where == "gdb core" and bool(t.gcore_warnings))
+    # The CLI merges the whole thread from every source, the ~180,000 native frames of a
+    # 3.10 thread read from a core included (the target reads the core's stack words, not
+    # elfutils' own reader, whose cost grew with the square of the depth).
+    lines = thread_text(cli("--native", "--no-source", *src), tid)
+    # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the unstable
+    # builds' root) zero in its cores: no native stack can be unwound from those.
+    check_native(lines, deep, "cli %s --native" % where,
+                 unreadable=where == "gdb core" and bool(t.gcore_warnings))
 
 
 def case_park(py):

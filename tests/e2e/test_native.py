@@ -16,6 +16,7 @@
 #   tests/e2e/test_native.py [-j N] [FILTER...]     (make test-native)
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -129,9 +130,12 @@ def check_thread(tt, t, where, extension_frame=None):
         return ["%s: Python frames %s, the target reported %s" % (label, py[:8], want[:8])]
     if t.get("merge_error") is not None:
         return ["%s: not merged: %s" % (label, t["merge_error"])]
-    levels = [f["level"] for f in frames if f["kind"] == "native"]
+    levels = [f["debugger_level"] for f in frames if f["kind"] == "native"]
     if levels != sorted(levels) or len(set(levels)) != len(levels):
-        return ["%s: native frames out of order: levels %s" % (label, levels)]
+        return ["%s: native frames out of order: debugger levels %s" % (label, levels)]
+    numbers = [f["level"] for f in frames if f["kind"] != "python"]
+    if numbers != sorted(numbers):
+        return ["%s: native frames numbered out of order: %s" % (label, numbers)]
     problems = []
 
     def order(*preds_names):
@@ -209,6 +213,96 @@ def check_full_paths(doc, where):
         raise AssertionError("%s: libraries named without their path: %s" % (where, short))
 
 
+def _plain(name):
+    """A function's name without what a compiler or a symbol version added."""
+    return re.split(r"[.@]", name or "?")[0]
+
+
+def merged_segments(t):
+    """A merged thread as its Python frames and, between them, its other frames: [(python
+    frame or None, {number: set of names})], innermost first."""
+    segs, cur = [], {}
+    for f in t["frames"]:
+        if f["kind"] == "python":
+            segs.append((None, cur))
+            segs.append(((f["function"], f["line"]), {}))
+            cur = {}
+        else:
+            # a Cython frame by its C function (its Python-level name may come from a .pyx
+            # one reader finds and another does not: checked apart)
+            name = _plain(f.get("c_function") if f["kind"] == "cython" else f.get("function"))
+            cur.setdefault(f["level"], set()).add((f["kind"], name))
+    segs.append((None, cur))
+    return segs
+
+
+def check_same_numbers(docs, where):
+    """One numbering: the CLI, gdb and lldb (@docs: {reader: doc} of one source) show every
+    merged thread with the same Python frames, the same Cython frames, and between each two
+    Python frames the same frame numbers, a function named alike numbered alike. (lldb 16
+    leaves some inlined calls out; an inlined call has the number of the frame it is inlined
+    in, so the numbers stay.) Threads one of them could not merge are left out (the checks of
+    each doc say whether that is allowed)."""
+    problems = []
+    readers = sorted(docs)
+    by_tid = {r: {t["native_thread_id"]: t for t in docs[r].get("threads", [])}
+              for r in readers}
+    compared = 0
+    for tid, t in sorted(by_tid[readers[0]].items()):
+        ts = [by_tid[r].get(tid) for r in readers]
+        if any(x is None or x.get("merge_error") is not None for x in ts):
+            continue
+        compared += 1
+        first = merged_segments(ts[0])
+        for r, x in zip(readers[1:], ts[1:]):
+            other = merged_segments(x)
+            label = "%s thread %s (%s), %s and %s" % (where, tid, t.get("name"), readers[0], r)
+            if [p for p, _ in first] != [p for p, _ in other]:
+                problems.append("%s: Python frames differ" % label)
+                continue
+            for i, ((py, a), (_, b)) in enumerate(zip(first, other)):
+                if set(a) != set(b):
+                    problems.append("%s: frame numbers %s and %s (before Python frame %s)"
+                                    % (label, sorted(a), sorted(b), py or i // 2))
+                    continue
+                names_a = {n: k for k, ns in a.items() for n in ns}
+                names_b = {n: k for k, ns in b.items() for n in ns}
+                cy_a = {n for n in names_a if n[0] == "cython"}
+                cy_b = {n for n in names_b if n[0] == "cython"}
+                if cy_a != cy_b:
+                    problems.append("%s: Cython frames %s and %s" % (label, cy_a, cy_b))
+                for n in set(names_a) & set(names_b):
+                    if names_a[n] != names_b[n]:
+                        problems.append("%s: %s numbered %d and %d" % (label, n, names_a[n],
+                                                                       names_b[n]))
+    if problems:
+        raise AssertionError("\n".join(problems[:20]))
+    return compared
+
+
+def check_same_libraries(docs):
+    """One form of a library's name everywhere: every reader (CLI, gdb, lldb) of every source
+    of one process (live, its gdb core; or its kernel core) names the file a native frame runs
+    in by the same full path. @docs: {where: doc}."""
+    seen = {}  # pc -> (library, where)
+    problems = []
+    for where, doc in sorted(docs.items()):
+        try:
+            check_full_paths(doc, where)
+        except AssertionError as e:
+            problems.append(str(e))
+        for t in doc.get("threads", []):
+            for f in t["frames"] + (t.get("native_frames") or []):
+                if f["kind"] != "native" or not f.get("library"):
+                    continue
+                first = seen.setdefault(f["pc"], (f["library"], where))
+                if first[0] != f["library"]:
+                    problems.append("pc %s: %s in %s, %s in %s" % (
+                        f["pc"], first[0], first[1], f["library"], where))
+    if problems:
+        raise AssertionError("\n".join(sorted(set(problems))[:20]))
+
+
 def debuggers(py):
     """The debuggers that read @py's targets (all of them; PYUNWIND_NATIVE_CLI_ONLY=1 leaves the
     Py_DEBUG builds to the CLI, for a quicker run)."""
@@ -228,12 +322,13 @@ def case_park(py):
                 ext = has_extension_frame(gdb_live[1][1])
             doc = cli_json(t.pid)
             check_doc(t.truth, doc, "cli live", unm, ext)
-            check_full_paths(doc, "cli live")
+            docs = {"cli live": doc}
             for kind in debuggers(py):
                 doc, texts = gdb_live if kind == "gdb" else \
                     debugger_json(kind, ["-p", str(t.pid)], backtraces=True)
                 check_doc(t.truth, doc, kind + " live", (), ext)
                 check_bt_decoration(kind, texts, "live")
+                docs[kind + " live"] = doc
             core = t.gcore()
             # gdb 13 leaves stacks guarded by MADV_GUARD_INSTALL pages (glibc 2.42, the
             # unstable builds' root) zero in its cores: no native stack can be unwound there.
@@ -241,10 +336,16 @@ def case_park(py):
                 if t.gcore_warnings else unm
             doc = cli_json(core, t.executable)
             check_doc(t.truth, doc, "cli gdb core", gunm, ext)
-            check_full_paths(doc, "cli gdb core")
+            docs["cli gdb core"] = doc
             if debuggers(py):
-                check_doc(t.truth, debugger_doc("gdb", [t.executable, core]), "gdb gdb core",
-                          gunm if t.gcore_warnings else (), ext)
+                doc = debugger_doc("gdb", [t.executable, core])
+                check_doc(t.truth, doc, "gdb gdb core", gunm if t.gcore_warnings else (), ext)
+                docs["gdb gdb core"] = doc
+                docs["lldb gdb core"] = debugger_doc("lldb", ["-c", core, t.executable])
+            check_same_libraries(docs)
+            for source in ("live", "gdb core"):
+                check_same_numbers({w.split()[0]: d for w, d in docs.items()
+                                    if w.endswith(source)}, source)
     return run
 
 
@@ -259,11 +360,14 @@ def case_crash(py):
                 ext = has_extension_frame(texts[1])
             doc = cli_json(core, t.executable)
             check_doc(t.truth, doc, "cli kernel core", cli_unmergeable(py), ext)
-            check_full_paths(doc, "cli kernel core")
+            docs = {"cli kernel core": doc}
             if debuggers(py):
                 check_doc(t.truth, gdb_doc, "gdb kernel core", (), ext)
-                check_doc(t.truth, debugger_doc("lldb", ["-c", core, t.executable]),
-                          "lldb kernel core", (), ext)
+                doc = debugger_doc("lldb", ["-c", core, t.executable])
+                check_doc(t.truth, doc, "lldb kernel core", (), ext)
+                docs.update({"gdb kernel core": gdb_doc, "lldb kernel core": doc})
+            check_same_libraries(docs)
+            check_same_numbers({w.split()[0]: d for w, d in docs.items()}, "kernel core")
     return run
 
 
@@ -325,7 +429,8 @@ def check_library_thread(t, scenario, where, own=None, exact=False):
                 label, f["pc"], "Cython" if cython else "extension", module, f))
             break
     if own:
-        native = [(f["level"], int(f["pc"], 16)) for f in frames if f["kind"] == "native"]
+        native = [(f["debugger_level"], int(f["pc"], 16)) for f in frames
+                  if f["kind"] == "native"]
         if exact:
             have = dict(own)
             wrong = [(lv, hex(pc)) for lv, pc in native if lv in have and have[lv] != pc]

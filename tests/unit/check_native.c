@@ -198,6 +198,49 @@ START_TEST(test_plumbing_names)
 }
 END_TEST
 
+// One numbering: inlined calls share the number of the frame they are inlined in, frames a
+// debugger made up for tail calls are neither numbered nor shown; the steps py-up takes are
+// the Python frames (a debugger level selects the innermost one its eval call runs).
+START_TEST(test_numbers_and_steps)
+{
+	uint64_t markers[] = {0x9480};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 1);
+	native(s, 0x9000, 0x9100, "futex_common64", "libc.so.6");         // N0 #0 inlined
+	ck_assert_ptr_null(pyu_stacks_set_native_kind(s, 0, PYU_NATIVE_INLINE));
+	native(s, 0x9000, 0x9100, "futex_common", "libc.so.6");           // N1 #0
+	native(s, 0x9100, 0x9200, "do_futex_wait", "libc.so.6");          // N2 tail call
+	ck_assert_ptr_null(pyu_stacks_set_native_kind(s, 0, PYU_NATIVE_ARTIFICIAL));
+	native(s, 0x9100, 0x9200, "sem_wait_slow", "libc.so.6");          // N3 #1
+	native(s, 0x9200, 0x9300, "lock_acquire", "mod.so");              // N4 #2
+	native(s, 0x9400, 0x9500, "_PyEval_EvalFrameDefault", "python3"); // N5 #3 eval
+	native(s, 0x9500, 0x9600, "main", "python3");                     // N6 #4
+	const struct pyu_thread_info *th = &s->threads[0];
+	const uint32_t want[] = {0, 0, 1, 1, 2, 3, 4};
+	for (uint32_t k = 0; k < 7; k++)
+		ck_assert_uint_eq(th->native[k].number, want[k]);
+	merged(s, false, true, "N0 N1 N3 N4 P0 N6");
+	merged(s, true, true, "N0 N1 N3 N4 P0 N5 N6");
+	struct pyu_error *bad = pyu_stacks_set_native_kind(s, 0, 7); // unknown kind: an error
+	ck_assert_ptr_nonnull(bad);
+	pyu_error_destroy(bad);
+	int64_t steps[4];
+	uint32_t n = 0;
+	ck_assert_ptr_null(pyu_stacks_frame_steps(s, 0, steps, 4, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(steps[0], 0);
+	ck_assert_int_eq(pyu_stacks_level_step(s, 0, 5), 0);          // the eval call: #0
+	ck_assert_int_eq(pyu_stacks_level_step(s, 0, 4), PYU_ABSENT); // another native frame
+	ck_assert_int_eq(pyu_stacks_cython_line(s, 0, 4), PYU_ABSENT);
+	ck_assert_ptr_null(pyu_stacks_cython_string(s, 0, 4, PYU_CYSTR_FILE));
+	char *text = NULL;
+	struct pyu_error *err = pyu_format_cython_frame(s, 0, 4, PYU_TASK_LINE, 0, 0, 0, &text);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(pyu_error_code(err), PYU_ERR_NOT_FOUND);
+	pyu_error_destroy(err);
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
 static Suite *native_suite(void)
 {
 	Suite *s = suite_create("native");
@@ -210,6 +253,7 @@ static Suite *native_suite(void)
 	tcase_add_test(tc, test_no_native);
 	tcase_add_test(tc, test_extension_vectorcall);
 	tcase_add_test(tc, test_plumbing_names);
+	tcase_add_test(tc, test_numbers_and_steps);
 	suite_add_tcase(s, tc);
 	return s;
 }
