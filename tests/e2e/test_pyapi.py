@@ -109,6 +109,13 @@ def case(py, from_source):
     return go
 
 
+def objects_of(snap):
+    """Every field of every Thread and Frame of @snap, those left out of == too."""
+    import dataclasses
+    return [(dataclasses.astuple(th), th.exception, [f.extra for f in th.frames])
+            for th in snap.threads]
+
+
 def repeat_case(py):
     """100 snapshots through one open handle of a process that keeps changing, each equal to a
     fresh handle's at the same stop; the process must really have changed between them."""
@@ -128,9 +135,18 @@ def repeat_case(py):
             with pyunwind.open_process(proc.pid) as target:
                 for i in range(REPEATS):
                     with stopped(proc.pid):
-                        kept = target.collect().document()
+                        snap = target.collect()
+                        kept, objects = snap.document(), objects_of(snap)
                         with pyunwind.open_process(proc.pid) as fresh:
-                            want = fresh.collect().document()
+                            snap = fresh.collect()
+                            want, fresh_objects = snap.document(), objects_of(snap)
+                    # The objects too: those the kept handle gives again must be what a
+                    # fresh handle builds.
+                    if objects != fresh_objects:
+                        problems.append("snapshot %d: its Thread/Frame objects differ from a "
+                                        "fresh handle's: %r / %r" % (
+                                            i, [t for t in objects if t not in fresh_objects][:1],
+                                            [t for t in fresh_objects if t not in objects][:1]))
                     if kept != want:
                         diff = [k for k in want if kept.get(k) != want[k]]
                         problems.append("snapshot %d differs from a fresh handle's in %s: %s"
