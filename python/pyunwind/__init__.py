@@ -36,6 +36,7 @@ __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
+    "LineRange", "LineTable", "Value",
     "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
@@ -312,6 +313,16 @@ class Frame:
         """The qualified name where the interpreter has one (3.11+), else the function name."""
         return self.qualname or self.function
 
+    def line_table(self) -> "LineTable":
+        """The decoded line table of this frame's code object, from the newest snapshot that
+        holds this frame of a target still open (ArgumentError when there is none)."""
+        for target in list(_open_targets):
+            try:
+                return target.line_table(self)
+            except ArgumentError:
+                continue
+        raise ArgumentError("the frame is in no snapshot of an open target", 8)
+
 
 @dataclass(frozen=True)
 class Thread:
@@ -387,6 +398,63 @@ class Signature:
     first (error frames left out, a recursion's repeats kept once)."""
     hash: str
     frames: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LineRange:
+    """Bytecode bytes [``start``, ``end``) of a code object and the source positions they
+    run (``co_positions()`` of 3.11+, ``co_lines()`` of 3.10, the line numbers before): lines
+    1-based, columns UTF-8 byte offsets, None where CPython has none."""
+    start: int
+    end: int
+    line: Optional[int]
+    end_line: Optional[int]
+    column: Optional[int]
+    end_column: Optional[int]
+
+
+@dataclass(frozen=True)
+class LineTable:
+    """A frame's code object's whole line table, decoded (``py-line --table``): ``format``
+    ("lnotab", "linetable 3.10", "locations 3.11+"), ``firstlineno``, the bytecode's and the
+    table's lengths in bytes, the frame's ``instruction_offset``, every range in order, and
+    ``error`` when the table could not be decoded to its end."""
+    format: str
+    firstlineno: int
+    code_length: int
+    table_length: int
+    code_address: int
+    frame_address: int
+    instruction_offset: Optional[int]
+    ranges: Tuple[LineRange, ...]
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "LineTable":
+        return cls(d["format"], d["firstlineno"], d["code_length"], d["table_length"],
+                   _address(d["code_address"]), _address(d["frame_address"]),
+                   d["instruction_offset"], tuple(LineRange(*r) for r in d["ranges"]),
+                   d.get("error"))
+
+    def at(self, offset: int) -> Optional[LineRange]:
+        """The range holding bytecode byte @offset (None when none does)."""
+        for r in self.ranges:
+            if r.start <= offset < r.end:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class Value:
+    """What ``print`` found for a name in a frame: ``found`` says where and what ("local
+    'name'", "global 'x' .attr (instance dict)"...), ``repr`` the value bounded as the
+    snapshot's limits say, ``address`` the object's. ``str()`` is the CLI's line."""
+    found: str
+    repr: str
+    address: Optional[int]
+
+    def __str__(self) -> str:
+        return "%s = %s" % (self.found, self.repr)
 
 
 class Snapshot:
@@ -471,19 +539,37 @@ class Snapshot:
         return [Local.from_json(v) for v in json.loads(self._format(
             lib.lib.pyu_format_locals, ti, fi, _core.PYU_FMT_JSON))]
 
-    def print(self, frame: Frame, path: str) -> str:
+    def print(self, frame: Frame, path: str) -> Value:
         """``py-print``: @path ("name" or "name.attr...") looked up in @frame as Python would
-        (local, enclosing, global, builtin; attributes without running code), as the line
-        "local 'name' = repr". NotFoundError when a part is missing."""
+        (local, enclosing, global, builtin; attributes without running code). NotFoundError
+        when a part is missing."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        d = json.loads(self._format(lib.lib.pyu_format_print, ti, fi, path.encode(),
+                                    _core.PYU_FMT_JSON))
+        return Value(d["found"], d["repr"], _address(d["address"]))
+
+    def print_text(self, frame: Frame, path: str) -> str:
+        """:meth:`print` as the CLI's ``print`` says it: the line "local 'name' = repr"."""
         lib = self._target._lib
         ti, fi = self._where(frame)
         return self._format(lib.lib.pyu_format_print, ti, fi, path.encode(), 0).rstrip("\n")
 
-    def line_table(self, frame: Frame) -> str:
-        """``py-line --table``: where @frame is, and its code's whole decoded line table."""
+    def line_table(self, frame: Frame) -> LineTable:
+        """The whole decoded line table of @frame's code object. NotFoundError for a frame
+        that could not be read."""
         lib = self._target._lib
         ti, fi = self._where(frame)
-        return self._format(lib.lib.pyu_format_line, ti, fi, _core.PYU_FMT_TABLE)
+        return LineTable.from_json(json.loads(self._format(lib.lib.pyu_format_line, ti, fi,
+                                                           _core.PYU_FMT_JSON)))
+
+    def line_text(self, frame: Frame, table: bool = True) -> str:
+        """``py-line`` (``--table``): where @frame is, and its code's whole decoded line
+        table, as text."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return self._format(lib.lib.pyu_format_line, ti, fi,
+                            _core.PYU_FMT_TABLE if table else 0)
 
     def source(self, frame: Frame, first: int = 0, last: int = 0) -> str:
         """``py-list``: lines @first..@last of @frame's file (0, 0: around its line)."""
@@ -556,6 +642,9 @@ class Snapshot:
         return self._texts[source]
 
 
+_open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
+
+
 class Target:
     """An open process or core file. Use as a context manager, or call :meth:`close`."""
 
@@ -563,6 +652,7 @@ class Target:
         self._lib = lib
         self._handle = handle
         self.description = description
+        _open_targets.add(self)
         self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache = None     # the native module's objects shared by this target's snapshots
@@ -590,6 +680,7 @@ class Target:
                     snap._release()
             self._lib.lib.pyu_target_destroy(self._handle)
             self._handle = None
+            _open_targets.discard(self)
 
     def _need_open(self):
         if not self._handle:
@@ -670,9 +761,13 @@ class Target:
             threads[i] = dataclasses.replace(threads[i], exception=exc)
         return threads
 
-    def print(self, frame: Frame, path: str) -> str:
-        """:meth:`Snapshot.print` in the snapshot of this target that holds @frame."""
+    def print(self, frame: Frame, path: str) -> Value:
+        """:meth:`Snapshot.print` in the newest snapshot of this target that holds @frame."""
         return self._owner(frame).print(frame, path)
+
+    def line_table(self, frame: Frame) -> LineTable:
+        """:meth:`Snapshot.line_table` in the newest snapshot of this target holding @frame."""
+        return self._owner(frame).line_table(frame)
 
     def tasks(self) -> Dict[str, Any]:
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""

@@ -167,6 +167,65 @@ def repeat_case(py):
     return go
 
 
+LINETABLE = os.path.join(REPO, "tests", "targets", "linetable.py")
+
+
+def line_table_case(py):
+    """frame.line_table() of a live target of any version, read from this host's Python,
+    against the target's own decoding of the same code object: co_positions() (3.11+),
+    co_lines() (3.10+), dis.findlinestarts() (every version)."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        workdir = tempfile.mkdtemp(prefix="linetable-", dir=WORK)
+        proc = subprocess.Popen([py.path, LINETABLE, workdir], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(os.path.join(workdir, "ready")):
+                assert proc.poll() is None, "linetable.py exited: %s" % proc.stderr.read()
+                assert time.time() < deadline, "linetable.py not ready in 60 s"
+                time.sleep(0.01)
+            with open(os.path.join(workdir, "truth.json")) as f:
+                truth = json.load(f)
+            problems = []
+            with stopped(proc.pid), pyunwind.open_process(proc.pid) as target:
+                snap = target.collect()
+                frames = [f for th in snap.threads for f in th.frames
+                          if f.function == "parked"]
+                assert frames, "no parked() frame in %r" % snap.threads
+                lt = frames[0].line_table()
+                assert lt == target.line_table(frames[0]) == snap.line_table(frames[0])
+            if (lt.firstlineno, lt.code_length) != (truth["firstlineno"],
+                                                    truth["code_length"]):
+                problems.append("firstlineno, code length %s, the target's %s" % (
+                    (lt.firstlineno, lt.code_length),
+                    (truth["firstlineno"], truth["code_length"])))
+            if lt.error or not lt.ranges or lt.at(frames[0].instruction_offset or 0) is None:
+                problems.append("table %r" % (lt,))
+            for i, pos in enumerate(truth.get("positions", [])):
+                r = lt.at(2 * i)
+                got = r and [r.line, r.end_line, r.column, r.end_column]
+                if got != pos:
+                    problems.append("code unit %d: %s, co_positions() %s" % (i, got, pos))
+            for start, end, line in truth.get("lines", []):
+                for off in range(start, end, 2):
+                    r = lt.at(off)
+                    if r is None or r.line != line:
+                        problems.append("offset %d: line %s, co_lines() %s"
+                                        % (off, r and r.line, line))
+            for off, line in truth["starts"]:
+                r = lt.at(off)
+                if line is not None and (r is None or r.line != line):
+                    problems.append("offset %d: line %s, dis.findlinestarts() %s"
+                                    % (off, r and r.line, line))
+            assert not problems, "\n".join(problems[:10])
+        finally:
+            proc.kill()
+            proc.wait()
+    return go
+
+
 def doc_examples():
     """The examples of doc/python-api.md as the page has them: {name: source}."""
     with open(os.path.join(REPO, "doc", "python-api.md"), encoding="utf-8") as f:
@@ -249,6 +308,7 @@ def examples_case(py):
 def main():
     pys = [py for py in selected() if runs_pip(py)]
     cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
+    cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
     if pys:
         try:
             setup(pys)
