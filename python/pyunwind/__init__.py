@@ -36,7 +36,7 @@ __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
-    "LineRange", "LineTable", "Value",
+    "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks",
     "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
@@ -457,6 +457,66 @@ class Value:
         return "%s = %s" % (self.found, self.repr)
 
 
+@dataclass(frozen=True)
+class Awaiting:
+    """What a task waits on: ``kind`` "task" or "future", its ``address``, ``via`` "await",
+    "gather" or "taskgroup", and a future's ``type``."""
+    kind: Optional[str]
+    address: Optional[int]
+    via: Optional[str]
+    type: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """An asyncio task (``tasks --json``): ``state`` "pending", "running", "done" or
+    "cancelled"; the thread its loop runs on; what it awaits and the tasks awaiting it; its
+    stack, innermost first (a suspended task: the coroutines it awaits; the running task: its
+    thread's frames down to its coroutine). ``error`` says why a task could not be read."""
+    address: Optional[int]
+    name: Optional[str]
+    state: Optional[str]
+    thread_id: Optional[int]
+    native_thread_id: Optional[int]
+    loop: Optional[int]
+    error: Optional[str]
+    awaiting: Tuple[Awaiting, ...]
+    awaited_by: Tuple[int, ...]
+    frames: Tuple[Frame, ...]
+    frames_omitted: int = 0
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Task":
+        return cls(_address(d.get("address")), d.get("name"), d.get("state"),
+                   d.get("thread_id"), d.get("native_thread_id"), _address(d.get("loop")),
+                   d.get("error"),
+                   tuple(Awaiting(a.get("kind"), _address(a.get("address")), a.get("via"),
+                                  a.get("type")) for a in d.get("awaiting") or ()),
+                   tuple(_address(a) for a in d.get("awaited_by") or ()),
+                   tuple(Frame.from_json(f) for f in d.get("frames") or ()),
+                   d.get("frames_omitted", 0))
+
+
+@dataclass(frozen=True)
+class Tasks:
+    """Every asyncio task of the target (``tasks --json``), with the problems met (``errors``:
+    a list that loops, an object that is no task) and how they were found (``notes``)."""
+    tasks: Tuple[Task, ...]
+    errors: Tuple[str, ...]
+    notes: Tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Tasks":
+        return cls(tuple(Task.from_json(t) for t in d.get("tasks", [])),
+                   tuple(d.get("errors", [])), tuple(d.get("notes", [])))
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
 class Snapshot:
     """Every thread's Python stack, taken once by :meth:`Target.collect`. ``threads`` are
     built when the snapshot is taken; the documents and texts (and with them ``crash`` and
@@ -577,9 +637,13 @@ class Snapshot:
         ti, fi = self._where(frame)
         return self._format(lib.lib.pyu_format_list, ti, fi, int(first), int(last))
 
-    def tasks(self) -> Dict[str, Any]:
-        """The document of ``pyunwind tasks --json``: every asyncio task, its state, what it
-        awaits and who awaits it, and its stack. UnsupportedVersionError before 3.7."""
+    def tasks(self) -> "Tasks":
+        """Every asyncio task, its state, what it awaits and who awaits it, and its stack, as
+        ``pyunwind tasks --json`` has them. UnsupportedVersionError before 3.7."""
+        return Tasks.from_json(self.tasks_document())
+
+    def tasks_document(self) -> Dict[str, Any]:
+        """The document of ``pyunwind tasks --json``."""
         lib = self._target._lib
         return json.loads(self._format(lib.lib.pyu_format_tasks, 0,
                                        _core.PYU_FMT_JSON | _core.PYU_FMT_ALL))
@@ -769,9 +833,9 @@ class Target:
         """:meth:`Snapshot.line_table` in the newest snapshot of this target holding @frame."""
         return self._owner(frame).line_table(frame)
 
-    def tasks(self) -> Dict[str, Any]:
+    def tasks(self) -> "Tasks":
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
-        return self.collect(activity=False).tasks()
+        return self.collect(activity=False, details=False).tasks()
 
     def _owner(self, frame: Frame) -> Snapshot:
         # A frame unchanged between snapshots is one object in each: the newest answers.

@@ -115,10 +115,13 @@ def same_as_cli(target, where, limits):
                  pyunwind.NotFoundError, 9, "print of a missing name")
     tasks, err = run_cli("tasks", "--json", "--no-stop", where, json_out=True)
     try:
-        mine = snap.tasks()
+        mine, typed = snap.tasks_document(), snap.tasks()
     except pyunwind.UnsupportedVersionError:
-        mine = None
+        mine = typed = None
     check(mine == tasks, "%s: tasks differ from the CLI's (%s)" % (where, err))
+    check(tasks is None or (typed == pyunwind.Tasks.from_json(tasks) and
+                            [t.name for t in typed] == [t["name"] for t in tasks["tasks"]]),
+          "%s: typed tasks differ from the CLI's: %r" % (where, typed))
 
 here = os.path.dirname(os.path.abspath(pyunwind.__file__))
 check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
