@@ -555,9 +555,11 @@ class Snapshot:
             self._release()
 
     def _release(self) -> None:
-        if self._stacks is not None:
-            self._target._lib.lib.pyu_stacks_destroy(self._stacks)
-            self._stacks = None
+        # Taken before the call: the library runs without the GIL, and another thread (a
+        # collector's __del__, the target closing) may release this snapshot meanwhile.
+        stacks, self._stacks = self._stacks, None
+        if stacks is not None:
+            self._target._lib.lib.pyu_stacks_destroy(stacks)
 
     def __del__(self):
         try:
@@ -742,9 +744,10 @@ class Target:
                     snap._materialize()
                 except Error:
                     snap._release()
-            self._lib.lib.pyu_target_destroy(self._handle)
-            self._handle = None
+            handle, self._handle = self._handle, None  # as Snapshot._release
             _open_targets.discard(self)
+            if handle:
+                self._lib.lib.pyu_target_destroy(handle)
 
     def _need_open(self):
         if not self._handle:
