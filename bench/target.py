@@ -3,6 +3,7 @@
 #   python target.py deep TRUTH.json      one thread, a 1,000-deep recursion
 #   python target.py threads TRUTH.json   100 threads x 50 frames (plus the main thread)
 #   python target.py locals TRUTH.json    the same, with ten locals in every recursing frame
+#   python target.py two TRUTH.json       2 threads (the main one and a worker), 10 frames each
 # Runs on CPython 3.8+ (native thread ids); nothing here may hold the GIL while blocked.
 import json
 import os
@@ -134,10 +135,24 @@ def locals_threads(truth):
     block_forever()
 
 
+# ---- (d) 2 threads, a few frames each: what a small service looks like -------------------------
+
+TWO_FRAMES = 10
+
+
+def two(truth):
+    # The worker: Thread._bootstrap, _bootstrap_inner, run, thread_recurse() x (TWO_FRAMES - 4),
+    # block_forever; the main thread: <module>, main, two, recurse() x ..., block_forever.
+    threading.Thread(target=thread_recurse, args=(TWO_FRAMES - 4,), name="worker",
+                     daemon=True).start()
+    start_reporter(truth, 2)
+    recurse(TWO_FRAMES - 4)
+
+
 def main():
-    scenarios = {"deep": deep, "threads": threads, "locals": locals_threads}
+    scenarios = {"deep": deep, "threads": threads, "locals": locals_threads, "two": two}
     if len(sys.argv) != 3 or sys.argv[1] not in scenarios:
-        sys.stderr.write("usage: target.py deep|threads|locals TRUTH.json\n")
+        sys.stderr.write("usage: target.py deep|threads|locals|two TRUTH.json\n")
         return 2
     scenarios[sys.argv[1]](sys.argv[2])
     return 0

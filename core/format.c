@@ -1659,6 +1659,53 @@ static void text_table(struct pyu_strbuf *sb, const struct pyu_code_info *c, int
 		pyu_strbuf_printf(sb, "<error: stopped after %u ranges>\n", n);
 }
 
+// The line table of @c as JSON: its header and every range decoded, [start, end, line,
+// end_line, column, end_column] (byte offsets into the bytecode; null where CPython has none).
+static void json_table(struct pyu_strbuf *sb, const struct pyu_code_info *c,
+		       const struct pyu_frame_info *f)
+{
+	struct pyu_linetable lt = {c->table, c->table_len, c->firstlineno, c->format, c->code_len};
+	pyu_strbuf_puts(sb, "{\"format\": ");
+	pyu_strbuf_json_cstr(sb, format_name(c->format));
+	pyu_strbuf_printf(sb, ", \"firstlineno\": %d, \"code_length\": %" PRIu64
+			  ", \"table_length\": %zu, \"code_address\": ", c->firstlineno,
+			  c->code_len, c->table_len);
+	json_addr(sb, c->address);
+	pyu_strbuf_puts(sb, ", \"frame_address\": ");
+	json_addr(sb, f->frame_address);
+	pyu_strbuf_puts(sb, ", \"instruction_offset\": ");
+	json_int_or_null(sb, f->instruction_offset, f->instruction_offset < 0);
+	pyu_strbuf_puts(sb, ", \"ranges\": [");
+	struct pyu_linetable_iter it;
+	pyu_linetable_iter_init(&it, &lt);
+	struct pyu_line_range r;
+	enum pyu_lt_status st = PYU_LT_OK;
+	uint32_t n = 0;
+	for (; n < PYU_MAX_TABLE_RANGES; n++) {
+		st = pyu_linetable_next(&it, &r);
+		if (st != PYU_LT_OK)
+			break;
+		pyu_strbuf_printf(sb, "%s[%" PRIu64 ", %" PRIu64 ", ", n ? ", " : "",
+				  (uint64_t)r.start, (uint64_t)r.end);
+		json_int_or_null(sb, r.loc.line, r.loc.line == PYU_NO_LINE);
+		pyu_strbuf_puts(sb, ", ");
+		json_int_or_null(sb, r.loc.end_line, r.loc.end_line == PYU_NO_LINE);
+		pyu_strbuf_puts(sb, ", ");
+		json_int_or_null(sb, r.loc.column, r.loc.column == PYU_NO_COLUMN);
+		pyu_strbuf_puts(sb, ", ");
+		json_int_or_null(sb, r.loc.end_column, r.loc.end_column == PYU_NO_COLUMN);
+		pyu_strbuf_putc(sb, ']');
+	}
+	pyu_strbuf_puts(sb, "], \"error\": ");
+	if (st == PYU_LT_CORRUPT)
+		pyu_strbuf_printf(sb, "\"line table corrupt after %u ranges\"", n);
+	else if (n == PYU_MAX_TABLE_RANGES)
+		pyu_strbuf_printf(sb, "\"stopped after %u ranges\"", n);
+	else
+		pyu_strbuf_puts(sb, "null");
+	pyu_strbuf_puts(sb, "}\n");
+}
+
 PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_t thread,
 					     uint32_t frame, uint32_t flags, char **ret)
 {
@@ -1669,6 +1716,15 @@ PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_
 	const struct pyu_code_info *c = code_of(s, f);
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	if (flags & PYU_FMT_JSON) {
+		if (!c) {
+			pyu_strbuf_release(&sb);
+			return pyu_error_create(PYU_ERR_NOT_FOUND, "frame #%u could not be read: %s",
+						frame, f->reason ? f->reason : "no code object");
+		}
+		json_table(&sb, c, f);
+		return pyu_strbuf_finish(&sb, ret);
+	}
 	frame_number(&sb, frame);
 	if (!c) {
 		text_error_frame(&sb, f);

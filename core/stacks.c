@@ -11,6 +11,7 @@
 #include "cython.h"
 #include "inspect.h"
 #include "nesting.h"
+#include "layout.h"
 #include "runtime.h"
 
 static void add_string(char ***list, uint32_t *count, const char *fmt, va_list ap)
@@ -60,6 +61,98 @@ static void version_string(uint32_t hex, bool exact, char *buf, size_t len)
 		snprintf(buf, len, "%u.%u.%u", major, minor, micro);
 }
 
+// ---- the interpreter found once per open live target -----------------------------------------
+//
+// Finding the interpreter (the files' symbols, the version, the layout) is most of what a
+// snapshot of a small process costs. Of a live process it is kept and checked, not found again:
+// kept only when found in a file's symbols (not by a memory scan), reused only while the
+// mapping it was found through is the same one (start, end, offset, file, device and inode)
+// and, where the layout came from the target's _Py_DebugOffsets, while those still build the
+// very same layout. Anything else: found again.
+struct kept_runtime {
+	struct pyu_runtime rt;
+	uint64_t start, end, offset, inode;
+	uint32_t dev_major, dev_minor;
+	bool deleted;
+	char path[256];
+	bool from_offsets;         // 3.13+: the layout is checked against the offsets again
+	struct pyu_layout layout;  // built from them, zeroed first (compared bytewise)
+};
+
+// The layout _Py_DebugOffsets at @addr build into *l (zeroed first); false when they do not.
+static bool layout_at(struct pyu_target *t, uint64_t addr, struct pyu_layout *l)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len = sizeof(buf);
+	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	if (err) {
+		pyu_error_destroy(err);
+		len = 1024; // as use_debug_offsets(): near a mapping's end
+		if ((err = pyu_target_read(t, addr, buf, len)) != NULL) {
+			pyu_error_destroy(err);
+			return false;
+		}
+	}
+	if (memcmp(buf, "xdebugpy", 8) != 0)
+		return false;
+	bool ft = false;
+	memset(l, 0, sizeof(*l));
+	err = pyu_layout_from_debug_offsets(buf, len, l, &ft, NULL, 0);
+	pyu_error_destroy(err);
+	return err == NULL;
+}
+
+static uint64_t anchor_of(const struct pyu_runtime *rt)
+{
+	return rt->runtime_addr ? rt->runtime_addr : rt->interp_head_addr;
+}
+
+// The interpreter of live target @t as the last snapshot found it, when still so; else found
+// (and kept for the next). On error, *rt is unchanged.
+static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *rt)
+{
+	struct kept_runtime *k = pyu_target_changes(t) ? pyu_target_kept(t) : NULL;
+	if (k) {
+		const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(&k->rt));
+		struct pyu_layout l;
+		if (m && m->start == k->start && m->end == k->end && m->offset == k->offset &&
+		    m->inode == k->inode && m->dev_major == k->dev_major &&
+		    m->dev_minor == k->dev_minor && m->deleted == k->deleted && m->path &&
+		    strcmp(m->path, k->path) == 0 &&
+		    (!k->from_offsets || (layout_at(t, k->rt.runtime_addr, &l) &&
+					  memcmp(&l, &k->layout, sizeof(l)) == 0))) {
+			*rt = k->rt;
+			return NULL;
+		}
+		pyu_target_keep(t, NULL, NULL);
+	}
+	struct pyu_error *err = pyu_runtime_find(t, rt);
+	if (err || !pyu_target_changes(t) || rt->memory_only || !rt->image[0])
+		return err;
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(rt));
+	if (!m || !m->path || strlen(m->path) >= sizeof(k->path))
+		return NULL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL; // found again next time
+	k->rt = *rt;
+	k->start = m->start;
+	k->end = m->end;
+	k->offset = m->offset;
+	k->inode = m->inode;
+	k->dev_major = m->dev_major;
+	k->dev_minor = m->dev_minor;
+	k->deleted = m->deleted;
+	memcpy(k->path, m->path, strlen(m->path) + 1);
+	k->from_offsets = rt->runtime_addr && layout_at(t, rt->runtime_addr, &k->layout);
+	if ((rt->version_hex >> 16) >= 0x030d && !k->from_offsets) {
+		free(k); // 3.13+ without offsets that build: nothing to check against
+		return NULL;
+	}
+	pyu_target_keep(t, k, free);
+	return NULL;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
 {
 	if (!t || !ret)
@@ -68,7 +161,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	if (!rt)
 		return &pyu_error_nomem;
 	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
-	struct pyu_error *err = pyu_runtime_find(t, rt);
+	struct pyu_error *err = find_runtime(t, rt);
 	if (err) {
 		free(rt);
 		return err;

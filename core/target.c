@@ -62,6 +62,7 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 {
 	if (!t)
 		return;
+	pyu_target_keep(t, NULL, NULL);
 	if (t->backend_destroy)
 		t->backend_destroy(t);
 	for (size_t i = 0; i < t->mapping_count; i++) {
@@ -212,6 +213,19 @@ void pyu_target_begin_snapshot(struct pyu_target *t)
 			t->refresh(t);
 	}
 	t->snapshots++;
+}
+
+void pyu_target_keep(struct pyu_target *t, void *block, void (*free_fn)(void *))
+{
+	if (t->kept && t->kept_free)
+		t->kept_free(t->kept);
+	t->kept = block;
+	t->kept_free = free_fn;
+}
+
+void *pyu_target_kept(const struct pyu_target *t)
+{
+	return t->kept;
 }
 
 uint64_t pyu_target_snapshot(const struct pyu_target *t)

@@ -212,6 +212,12 @@ void pyu_target_begin_snapshot(struct pyu_target *t);
 // whose memory changes (pyu_target_changes) must be checked again once this moved on.
 // Cannot fail.
 uint64_t pyu_target_snapshot(const struct pyu_target *t);
+// A block an upper layer keeps with the target from one snapshot to the next (what it found
+// once, to check again rather than find again): the target only holds it and releases it with
+// @free_fn (replacing what was kept, releasing that). pyu_target_kept() gives it back (NULL
+// when none). Cannot fail.
+void pyu_target_keep(struct pyu_target *t, void *block, void (*free_fn)(void *));
+void *pyu_target_kept(const struct pyu_target *t);
 bool pyu_target_changes(const struct pyu_target *t);
 
 #endif

@@ -116,6 +116,10 @@ struct pyu_target {
 	char *exe_target_path, *exe_local_path;
 
 	char *notice; // see pyu_target_notice(); owned, may be NULL
+	// What an upper layer keeps from one snapshot to the next (pyu_target_keep): opaque
+	// here, released with its own function when the target goes.
+	void *kept;
+	void (*kept_free)(void *);
 	struct pyu_crash crash; // see pyu_target_crash(); valid when has_crash
 	bool has_crash;
 	const char *source; // see pyu_target_source(); static

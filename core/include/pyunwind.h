@@ -321,6 +321,10 @@ PYU_PUBLIC struct pyu_error *pyu_format_cython_frame(const struct pyu_stacks *s,
 PYU_PUBLIC struct pyu_error *pyu_format_bt(const struct pyu_stacks *s, uint32_t thread,
 					   uint32_t flags, uint32_t limit, char **ret);
 // py-line: the location of frame @frame of @thread; with PYU_FMT_TABLE the whole table.
+// PYU_FMT_JSON: the table alone as JSON, {"format", "firstlineno", "code_length",
+// "table_length", "code_address", "frame_address", "instruction_offset", "ranges":
+// [[start, end, line, end_line, column, end_column], ...] (bytecode byte offsets; null where
+// none), "error"} (PYU_ERR_NOT_FOUND for a frame that could not be read).
 PYU_PUBLIC struct pyu_error *pyu_format_line(const struct pyu_stacks *s, uint32_t thread,
 					     uint32_t frame, uint32_t flags, char **ret);
 // py-locals: the locals of frame @frame of @thread in the code's own order, one "name = repr"

@@ -36,6 +36,7 @@ __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
+    "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks",
     "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
@@ -312,6 +313,16 @@ class Frame:
         """The qualified name where the interpreter has one (3.11+), else the function name."""
         return self.qualname or self.function
 
+    def line_table(self) -> "LineTable":
+        """The decoded line table of this frame's code object, from the newest snapshot that
+        holds this frame of a target still open (ArgumentError when there is none)."""
+        for target in list(_open_targets):
+            try:
+                return target.line_table(self)
+            except ArgumentError:
+                continue
+        raise ArgumentError("the frame is in no snapshot of an open target", 8)
+
 
 @dataclass(frozen=True)
 class Thread:
@@ -389,6 +400,123 @@ class Signature:
     frames: Tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class LineRange:
+    """Bytecode bytes [``start``, ``end``) of a code object and the source positions they
+    run (``co_positions()`` of 3.11+, ``co_lines()`` of 3.10, the line numbers before): lines
+    1-based, columns UTF-8 byte offsets, None where CPython has none."""
+    start: int
+    end: int
+    line: Optional[int]
+    end_line: Optional[int]
+    column: Optional[int]
+    end_column: Optional[int]
+
+
+@dataclass(frozen=True)
+class LineTable:
+    """A frame's code object's whole line table, decoded (``py-line --table``): ``format``
+    ("lnotab", "linetable 3.10", "locations 3.11+"), ``firstlineno``, the bytecode's and the
+    table's lengths in bytes, the frame's ``instruction_offset``, every range in order, and
+    ``error`` when the table could not be decoded to its end."""
+    format: str
+    firstlineno: int
+    code_length: int
+    table_length: int
+    code_address: int
+    frame_address: int
+    instruction_offset: Optional[int]
+    ranges: Tuple[LineRange, ...]
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "LineTable":
+        return cls(d["format"], d["firstlineno"], d["code_length"], d["table_length"],
+                   _address(d["code_address"]), _address(d["frame_address"]),
+                   d["instruction_offset"], tuple(LineRange(*r) for r in d["ranges"]),
+                   d.get("error"))
+
+    def at(self, offset: int) -> Optional[LineRange]:
+        """The range holding bytecode byte @offset (None when none does)."""
+        for r in self.ranges:
+            if r.start <= offset < r.end:
+                return r
+        return None
+
+
+@dataclass(frozen=True)
+class Value:
+    """What ``print`` found for a name in a frame: ``found`` says where and what ("local
+    'name'", "global 'x' .attr (instance dict)"...), ``repr`` the value bounded as the
+    snapshot's limits say, ``address`` the object's. ``str()`` is the CLI's line."""
+    found: str
+    repr: str
+    address: Optional[int]
+
+    def __str__(self) -> str:
+        return "%s = %s" % (self.found, self.repr)
+
+
+@dataclass(frozen=True)
+class Awaiting:
+    """What a task waits on: ``kind`` "task" or "future", its ``address``, ``via`` "await",
+    "gather" or "taskgroup", and a future's ``type``."""
+    kind: Optional[str]
+    address: Optional[int]
+    via: Optional[str]
+    type: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """An asyncio task (``tasks --json``): ``state`` "pending", "running", "done" or
+    "cancelled"; the thread its loop runs on; what it awaits and the tasks awaiting it; its
+    stack, innermost first (a suspended task: the coroutines it awaits; the running task: its
+    thread's frames down to its coroutine). ``error`` says why a task could not be read."""
+    address: Optional[int]
+    name: Optional[str]
+    state: Optional[str]
+    thread_id: Optional[int]
+    native_thread_id: Optional[int]
+    loop: Optional[int]
+    error: Optional[str]
+    awaiting: Tuple[Awaiting, ...]
+    awaited_by: Tuple[int, ...]
+    frames: Tuple[Frame, ...]
+    frames_omitted: int = 0
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Task":
+        return cls(_address(d.get("address")), d.get("name"), d.get("state"),
+                   d.get("thread_id"), d.get("native_thread_id"), _address(d.get("loop")),
+                   d.get("error"),
+                   tuple(Awaiting(a.get("kind"), _address(a.get("address")), a.get("via"),
+                                  a.get("type")) for a in d.get("awaiting") or ()),
+                   tuple(_address(a) for a in d.get("awaited_by") or ()),
+                   tuple(Frame.from_json(f) for f in d.get("frames") or ()),
+                   d.get("frames_omitted", 0))
+
+
+@dataclass(frozen=True)
+class Tasks:
+    """Every asyncio task of the target (``tasks --json``), with the problems met (``errors``:
+    a list that loops, an object that is no task) and how they were found (``notes``)."""
+    tasks: Tuple[Task, ...]
+    errors: Tuple[str, ...]
+    notes: Tuple[str, ...]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Tasks":
+        return cls(tuple(Task.from_json(t) for t in d.get("tasks", [])),
+                   tuple(d.get("errors", [])), tuple(d.get("notes", [])))
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self.tasks)
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+
 class Snapshot:
     """Every thread's Python stack, taken once by :meth:`Target.collect`. ``threads`` are
     built when the snapshot is taken; the documents and texts (and with them ``crash`` and
@@ -402,7 +530,8 @@ class Snapshot:
         self._triage: Optional[Dict[str, Any]] = None
         self._texts: Dict[bool, str] = {}
         self.threads: List[Thread] = threads
-        self.python = PythonInfo.from_json(target._python_info(stacks))
+        self.python = target._python_info(stacks)
+        self._serial = 0
         self._errors: Optional[List[str]] = None
 
     # -- the library's snapshot, kept until the documents are had -------------------------
@@ -426,9 +555,11 @@ class Snapshot:
             self._release()
 
     def _release(self) -> None:
-        if self._stacks is not None:
-            self._target._lib.lib.pyu_stacks_destroy(self._stacks)
-            self._stacks = None
+        # Taken before the call: the library runs without the GIL, and another thread (a
+        # collector's __del__, the target closing) may release this snapshot meanwhile.
+        stacks, self._stacks = self._stacks, None
+        if stacks is not None:
+            self._target._lib.lib.pyu_stacks_destroy(stacks)
 
     def __del__(self):
         try:
@@ -470,19 +601,37 @@ class Snapshot:
         return [Local.from_json(v) for v in json.loads(self._format(
             lib.lib.pyu_format_locals, ti, fi, _core.PYU_FMT_JSON))]
 
-    def print(self, frame: Frame, path: str) -> str:
+    def print(self, frame: Frame, path: str) -> Value:
         """``py-print``: @path ("name" or "name.attr...") looked up in @frame as Python would
-        (local, enclosing, global, builtin; attributes without running code), as the line
-        "local 'name' = repr". NotFoundError when a part is missing."""
+        (local, enclosing, global, builtin; attributes without running code). NotFoundError
+        when a part is missing."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        d = json.loads(self._format(lib.lib.pyu_format_print, ti, fi, path.encode(),
+                                    _core.PYU_FMT_JSON))
+        return Value(d["found"], d["repr"], _address(d["address"]))
+
+    def print_text(self, frame: Frame, path: str) -> str:
+        """:meth:`print` as the CLI's ``print`` says it: the line "local 'name' = repr"."""
         lib = self._target._lib
         ti, fi = self._where(frame)
         return self._format(lib.lib.pyu_format_print, ti, fi, path.encode(), 0).rstrip("\n")
 
-    def line_table(self, frame: Frame) -> str:
-        """``py-line --table``: where @frame is, and its code's whole decoded line table."""
+    def line_table(self, frame: Frame) -> LineTable:
+        """The whole decoded line table of @frame's code object. NotFoundError for a frame
+        that could not be read."""
         lib = self._target._lib
         ti, fi = self._where(frame)
-        return self._format(lib.lib.pyu_format_line, ti, fi, _core.PYU_FMT_TABLE)
+        return LineTable.from_json(json.loads(self._format(lib.lib.pyu_format_line, ti, fi,
+                                                           _core.PYU_FMT_JSON)))
+
+    def line_text(self, frame: Frame, table: bool = True) -> str:
+        """``py-line`` (``--table``): where @frame is, and its code's whole decoded line
+        table, as text."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        return self._format(lib.lib.pyu_format_line, ti, fi,
+                            _core.PYU_FMT_TABLE if table else 0)
 
     def source(self, frame: Frame, first: int = 0, last: int = 0) -> str:
         """``py-list``: lines @first..@last of @frame's file (0, 0: around its line)."""
@@ -490,9 +639,13 @@ class Snapshot:
         ti, fi = self._where(frame)
         return self._format(lib.lib.pyu_format_list, ti, fi, int(first), int(last))
 
-    def tasks(self) -> Dict[str, Any]:
-        """The document of ``pyunwind tasks --json``: every asyncio task, its state, what it
-        awaits and who awaits it, and its stack. UnsupportedVersionError before 3.7."""
+    def tasks(self) -> "Tasks":
+        """Every asyncio task, its state, what it awaits and who awaits it, and its stack, as
+        ``pyunwind tasks --json`` has them. UnsupportedVersionError before 3.7."""
+        return Tasks.from_json(self.tasks_document())
+
+    def tasks_document(self) -> Dict[str, Any]:
+        """The document of ``pyunwind tasks --json``."""
         lib = self._target._lib
         return json.loads(self._format(lib.lib.pyu_format_tasks, 0,
                                        _core.PYU_FMT_JSON | _core.PYU_FMT_ALL))
@@ -555,6 +708,9 @@ class Snapshot:
         return self._texts[source]
 
 
+_open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
+
+
 class Target:
     """An open process or core file. Use as a context manager, or call :meth:`close`."""
 
@@ -562,7 +718,11 @@ class Target:
         self._lib = lib
         self._handle = handle
         self.description = description
+        _open_targets.add(self)
         self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
+        self._taken = 0        # snapshots taken: the newest holding a frame answers for it
+        self._cache = None     # the native module's objects shared by this target's snapshots
+        self._python = None    # PythonInfo, given again while the library says the same
 
     def __enter__(self) -> "Target":
         return self
@@ -584,8 +744,10 @@ class Target:
                     snap._materialize()
                 except Error:
                     snap._release()
-            self._lib.lib.pyu_target_destroy(self._handle)
-            self._handle = None
+            handle, self._handle = self._handle, None  # as Snapshot._release
+            _open_targets.discard(self)
+            if handle:
+                self._lib.lib.pyu_target_destroy(handle)
 
     def _need_open(self):
         if not self._handle:
@@ -598,7 +760,7 @@ class Target:
             self._handle, source.encode(), local.encode()))
 
     def collect(self, locals: bool = False, native: bool = False, activity: bool = True,
-                limits: Optional[Mapping[str, int]] = None) -> Snapshot:
+                limits: Optional[Mapping[str, int]] = None, details: bool = True) -> Snapshot:
         """Reads every thread's Python stack. Raises NotPythonError, UnsupportedVersionError,
         ...; frames that cannot be read become error frames instead. ``activity``: read what
         each thread is doing (system call, state, signal, CPU time; two /proc files a thread
@@ -608,10 +770,15 @@ class Target:
         does; a core needs nothing), each Python frame inside the native frame that runs it,
         as ``bt --native``; "native_all" keeps the interpreter's own frames.
         ``limits``: bounds on values shown ({"depth", "items", "chars", "digits", "repr"}:
-        the CLI's --max-* options).
+        the CLI's --max-* options). ``details=False``: skip each thread's name and the
+        exception it handles (read from the threading module's objects and the thread
+        states): ``name`` and ``exception`` are then None; a sampler that needs neither
+        saves a third of the time.
 
         On a live process each call reads the process again (nothing read for an earlier
-        snapshot is trusted): call it again for a new snapshot of the same open target."""
+        snapshot is trusted): call it again for a new snapshot of the same open target.
+        Frame (and Thread) objects equal in every field to one of the previous snapshot are
+        that object again: a sampler's parked frames cost no new objects."""
         self._need_open()
         lib = self._lib
         stacks = ctypes.c_void_p()
@@ -631,25 +798,28 @@ class Target:
                     (_core.PYU_FMT_NATIVE_ALL if native == "native_all" else 0)
                 doc = json.loads(_string(lib, lib.lib.pyu_format_bt, stacks, 0, flags, 0))
                 threads = [Thread.from_json(t) for t in doc["threads"]]
-                if not activity:
-                    threads = [_quiet(t) for t in threads]
+                threads = _quiet(threads, activity, details)
             else:
-                threads = self._threads(stacks, activity)
+                threads = self._threads(stacks, activity, details)
             snap = Snapshot(self, stacks, threads)
         except BaseException:
             lib.lib.pyu_stacks_destroy(stacks)
             raise
+        self._taken += 1
+        snap._serial = self._taken
         self._snapshots.add(snap)
         return snap
 
-    def _threads(self, stacks, activity: bool) -> List[Thread]:
+    def _threads(self, stacks, activity: bool, details: bool) -> List[Thread]:
         native = _native_for(self._lib)
         if native is None:
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, 0,
                                      _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
-            threads = [Thread.from_json(t) for t in doc["threads"]]
-            return threads if activity else [_quiet(t) for t in threads]
-        threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity))
+            return _quiet([Thread.from_json(t) for t in doc["threads"]], activity, details)
+        if self._cache is None:
+            self._cache = native.Cache()
+        threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity),
+                                                 bool(details), self._cache)
         for i in with_exception:
             # A thread's exception and its traceback: that thread's document alone.
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, i,
@@ -658,34 +828,47 @@ class Target:
             threads[i] = dataclasses.replace(threads[i], exception=exc)
         return threads
 
-    def print(self, frame: Frame, path: str) -> str:
-        """:meth:`Snapshot.print` in the snapshot of this target that holds @frame."""
+    def print(self, frame: Frame, path: str) -> Value:
+        """:meth:`Snapshot.print` in the newest snapshot of this target that holds @frame."""
         return self._owner(frame).print(frame, path)
 
-    def tasks(self) -> Dict[str, Any]:
+    def line_table(self, frame: Frame) -> LineTable:
+        """:meth:`Snapshot.line_table` in the newest snapshot of this target holding @frame."""
+        return self._owner(frame).line_table(frame)
+
+    def tasks(self) -> "Tasks":
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
-        return self.collect(activity=False).tasks()
+        return self.collect(activity=False, details=False).tasks()
 
     def _owner(self, frame: Frame) -> Snapshot:
-        for snap in list(self._snapshots):
+        # A frame unchanged between snapshots is one object in each: the newest answers.
+        for snap in sorted(self._snapshots, key=lambda s: -s._serial):
             if any(f is frame for th in snap.threads for f in th.frames):
                 return snap
         raise ArgumentError("the frame is not one of this target's snapshots", 8)
 
-    def _python_info(self, stacks) -> Dict[str, Any]:
+    def _python_info(self, stacks) -> PythonInfo:
         lib = self._lib.lib
-        return {"version": lib.pyu_stacks_version(stacks).decode(),
-                "hexversion": lib.pyu_stacks_hexversion(stacks),
-                "debug_build": bool(lib.pyu_stacks_build_flags(stacks) & 1),
-                "free_threaded": bool(lib.pyu_stacks_build_flags(stacks) & 2)}
+        flags = lib.pyu_stacks_build_flags(stacks)
+        info = (lib.pyu_stacks_version(stacks).decode(), lib.pyu_stacks_hexversion(stacks),
+                bool(flags & 1), bool(flags & 2))
+        if self._python is None or dataclasses.astuple(self._python) != info:
+            self._python = PythonInfo(*info)
+        return self._python
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
 
 
-def _quiet(t: Thread) -> Thread:
-    return dataclasses.replace(t, syscall=None, state=None, signal=None, fault_address=None,
-                               cpu_seconds=None)
+def _quiet(threads: List[Thread], activity: bool, details: bool) -> List[Thread]:
+    """@threads without what collect() was told not to read."""
+    drop: Dict[str, Any] = {}
+    if not activity:
+        drop.update(syscall=None, state=None, signal=None, fault_address=None,
+                    cpu_seconds=None, restarted=None)
+    if not details:
+        drop.update(name=None, exception=None)
+    return [dataclasses.replace(t, **drop) for t in threads] if drop else threads
 
 
 def _apply_maps(target: Target, path_maps: PathMaps) -> None:

@@ -74,8 +74,14 @@ def same_as_cli(target, where, limits):
         f = frames[0]
         sel = ["--thread", th.native_thread_id, "--frame", 0, "--no-stop"]
         line, err = run_cli("line", "--table", *(sel + [where]))
-        check(line is not None and snap.line_table(f) == line, "%s: line --table of thread "
-              "%s: %r / %r" % (where, th.native_thread_id, snap.line_table(f)[:200], err))
+        check(line is not None and snap.line_text(f) == line, "%s: line --table of thread "
+              "%s: %r / %r" % (where, th.native_thread_id, snap.line_text(f)[:200], err))
+        lt = snap.line_table(f)
+        check(isinstance(lt, pyunwind.LineTable) and lt.code_address == f.code_address and
+              (f.instruction_offset is None or
+               (lt.at(f.instruction_offset) is not None and
+                lt.at(f.instruction_offset).line == f.line)),
+              "%s: line_table() of thread %s: %r" % (where, th.native_thread_id, lt))
         listing, err = run_cli("list", *(sel + [where]))
         try:
             mine = snap.source(f)
@@ -88,8 +94,15 @@ def same_as_cli(target, where, limits):
               % (where, th.native_thread_id))
         for v in f.locals[:2]:
             printed, err = run_cli("print", *(sel + cli_limits + [v.name, where]))
+            as_json, _ = run_cli("print", "--json", *(sel + cli_limits + [v.name, where]),
+                                 json_out=True)
             try:
-                mine = snap.print(f, v.name)
+                value = snap.print(f, v.name)
+                check(as_json is not None and dataclasses.asdict(value) == {
+                    "found": as_json["found"], "repr": as_json["repr"],
+                    "address": int(as_json["address"], 16) if as_json["address"] else None},
+                    "%s: print %s: %r / CLI --json %r" % (where, v.name, value, as_json))
+                mine = snap.print_text(f, v.name)
             except pyunwind.Error as e:
                 mine = None
                 check(printed is None, "%s: print %s raised %r, the CLI printed %r"
@@ -102,10 +115,13 @@ def same_as_cli(target, where, limits):
                  pyunwind.NotFoundError, 9, "print of a missing name")
     tasks, err = run_cli("tasks", "--json", "--no-stop", where, json_out=True)
     try:
-        mine = snap.tasks()
+        mine, typed = snap.tasks_document(), snap.tasks()
     except pyunwind.UnsupportedVersionError:
-        mine = None
+        mine = typed = None
     check(mine == tasks, "%s: tasks differ from the CLI's (%s)" % (where, err))
+    check(tasks is None or (typed == pyunwind.Tasks.from_json(tasks) and
+                            [t.name for t in typed] == [t["name"] for t in tasks["tasks"]]),
+          "%s: typed tasks differ from the CLI's: %r" % (where, typed))
 
 here = os.path.dirname(os.path.abspath(pyunwind.__file__))
 check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),

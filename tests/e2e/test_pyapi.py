@@ -109,6 +109,13 @@ def case(py, from_source):
     return go
 
 
+def objects_of(snap):
+    """Every field of every Thread and Frame of @snap, those left out of == too."""
+    import dataclasses
+    return [(dataclasses.astuple(th), th.exception, [f.extra for f in th.frames])
+            for th in snap.threads]
+
+
 def repeat_case(py):
     """100 snapshots through one open handle of a process that keeps changing, each equal to a
     fresh handle's at the same stop; the process must really have changed between them."""
@@ -128,9 +135,18 @@ def repeat_case(py):
             with pyunwind.open_process(proc.pid) as target:
                 for i in range(REPEATS):
                     with stopped(proc.pid):
-                        kept = target.collect().document()
+                        snap = target.collect()
+                        kept, objects = snap.document(), objects_of(snap)
                         with pyunwind.open_process(proc.pid) as fresh:
-                            want = fresh.collect().document()
+                            snap = fresh.collect()
+                            want, fresh_objects = snap.document(), objects_of(snap)
+                    # The objects too: those the kept handle gives again must be what a
+                    # fresh handle builds.
+                    if objects != fresh_objects:
+                        problems.append("snapshot %d: its Thread/Frame objects differ from a "
+                                        "fresh handle's: %r / %r" % (
+                                            i, [t for t in objects if t not in fresh_objects][:1],
+                                            [t for t in fresh_objects if t not in objects][:1]))
                     if kept != want:
                         diff = [k for k in want if kept.get(k) != want[k]]
                         problems.append("snapshot %d differs from a fresh handle's in %s: %s"
@@ -145,6 +161,65 @@ def repeat_case(py):
                 problems.append("only %d distinct gen_N functions seen in %d snapshots: %s"
                                 % (len(names), REPEATS, sorted(names)))
             assert not problems, "\n".join(problems[:5])
+        finally:
+            proc.kill()
+            proc.wait()
+    return go
+
+
+LINETABLE = os.path.join(REPO, "tests", "targets", "linetable.py")
+
+
+def line_table_case(py):
+    """frame.line_table() of a live target of any version, read from this host's Python,
+    against the target's own decoding of the same code object: co_positions() (3.11+),
+    co_lines() (3.10+), dis.findlinestarts() (every version)."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        workdir = tempfile.mkdtemp(prefix="linetable-", dir=WORK)
+        proc = subprocess.Popen([py.path, LINETABLE, workdir], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.time() + 60
+            while not os.path.exists(os.path.join(workdir, "ready")):
+                assert proc.poll() is None, "linetable.py exited: %s" % proc.stderr.read()
+                assert time.time() < deadline, "linetable.py not ready in 60 s"
+                time.sleep(0.01)
+            with open(os.path.join(workdir, "truth.json")) as f:
+                truth = json.load(f)
+            problems = []
+            with stopped(proc.pid), pyunwind.open_process(proc.pid) as target:
+                snap = target.collect()
+                frames = [f for th in snap.threads for f in th.frames
+                          if f.function == "parked"]
+                assert frames, "no parked() frame in %r" % snap.threads
+                lt = frames[0].line_table()
+                assert lt == target.line_table(frames[0]) == snap.line_table(frames[0])
+            if (lt.firstlineno, lt.code_length) != (truth["firstlineno"],
+                                                    truth["code_length"]):
+                problems.append("firstlineno, code length %s, the target's %s" % (
+                    (lt.firstlineno, lt.code_length),
+                    (truth["firstlineno"], truth["code_length"])))
+            if lt.error or not lt.ranges or lt.at(frames[0].instruction_offset or 0) is None:
+                problems.append("table %r" % (lt,))
+            for i, pos in enumerate(truth.get("positions", [])):
+                r = lt.at(2 * i)
+                got = r and [r.line, r.end_line, r.column, r.end_column]
+                if got != pos:
+                    problems.append("code unit %d: %s, co_positions() %s" % (i, got, pos))
+            for start, end, line in truth.get("lines", []):
+                for off in range(start, end, 2):
+                    r = lt.at(off)
+                    if r is None or r.line != line:
+                        problems.append("offset %d: line %s, co_lines() %s"
+                                        % (off, r and r.line, line))
+            for off, line in truth["starts"]:
+                r = lt.at(off)
+                if line is not None and (r is None or r.line != line):
+                    problems.append("offset %d: line %s, dis.findlinestarts() %s"
+                                    % (off, r and r.line, line))
+            assert not problems, "\n".join(problems[:10])
         finally:
             proc.kill()
             proc.wait()
@@ -233,6 +308,7 @@ def examples_case(py):
 def main():
     pys = [py for py in selected() if runs_pip(py)]
     cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
+    cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
     if pys:
         try:
             setup(pys)
