@@ -9,38 +9,6 @@
 #define BLOCK_CHUNKS 1024u                       // bitmaps allocated together (1 MiB)
 #define CHUNKS_MAX (1ull << 32)                  // a vals[] index is 32 bits
 
-static size_t slot_of(uint64_t key, size_t slots)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (slots - 1);
-}
-
-static bool table_grow(struct pyu_addrset *s)
-{
-	size_t slots = s->slots ? s->slots * 2 : 1024;
-	uint64_t *keys = calloc(slots, sizeof(*keys));
-	uint32_t *vals = malloc(slots * sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return false;
-	}
-	for (size_t i = 0; i < s->slots; i++) {
-		if (!s->keys[i])
-			continue;
-		size_t j = slot_of(s->keys[i], slots);
-		while (keys[j])
-			j = (j + 1) & (slots - 1);
-		keys[j] = s->keys[i];
-		vals[j] = s->vals[i];
-	}
-	free(s->keys);
-	free(s->vals);
-	s->keys = keys;
-	s->vals = vals;
-	s->slots = slots;
-	return true;
-}
-
 static uint64_t *bitmap(const struct pyu_addrset *s, uint32_t index)
 {
 	return s->blocks[index / BLOCK_CHUNKS] + (size_t)(index % BLOCK_CHUNKS) * CHUNK_WORDS;
@@ -52,23 +20,13 @@ static uint64_t *chunk_bits(struct pyu_addrset *s, uint64_t key, bool make)
 {
 	if (key == s->last_key)
 		return s->last_bits;
-	size_t j = 0;
-	if (s->slots) {
-		for (j = slot_of(key, s->slots); s->keys[j]; j = (j + 1) & (s->slots - 1)) {
-			if (s->keys[j] == key) {
-				s->last_key = key;
-				return s->last_bits = bitmap(s, s->vals[j]);
-			}
-		}
+	int64_t found = pyu_addrmap_get(&s->table, key);
+	if (found >= 0) {
+		s->last_key = key;
+		return s->last_bits = bitmap(s, (uint32_t)found);
 	}
 	if (!make || s->chunks >= CHUNKS_MAX - 1)
 		return NULL;
-	if ((s->chunks + 1) * 2 > s->slots) {
-		if (!table_grow(s))
-			return NULL;
-		for (j = slot_of(key, s->slots); s->keys[j]; j = (j + 1) & (s->slots - 1))
-			;
-	}
 	if (s->chunks == s->block_count * BLOCK_CHUNKS) {
 		uint64_t **grown = realloc(s->blocks, (s->block_count + 1) * sizeof(*grown));
 		if (!grown)
@@ -78,10 +36,10 @@ static uint64_t *chunk_bits(struct pyu_addrset *s, uint64_t key, bool make)
 			return NULL;
 		s->block_count++;
 	}
-	s->keys[j] = key;
-	s->vals[j] = (uint32_t)s->chunks++;
+	if (pyu_addrmap_add(&s->table, key, (uint32_t)s->chunks) != 1)
+		return NULL;
 	s->last_key = key;
-	return s->last_bits = bitmap(s, s->vals[j]);
+	return s->last_bits = bitmap(s, (uint32_t)s->chunks++);
 }
 
 int pyu_addrset_add(struct pyu_addrset *s, uint64_t addr)
@@ -107,7 +65,7 @@ bool pyu_addrset_has(struct pyu_addrset *s, uint64_t addr)
 
 size_t pyu_addrset_bytes(const struct pyu_addrset *s)
 {
-	return s->slots * (sizeof(*s->keys) + sizeof(*s->vals)) +
+	return pyu_addrmap_bytes(&s->table) +
 	       s->block_count * (BLOCK_CHUNKS * CHUNK_WORDS * 8 + sizeof(*s->blocks));
 }
 
@@ -116,7 +74,6 @@ void pyu_addrset_clear(struct pyu_addrset *s)
 	for (size_t i = 0; i < s->block_count; i++)
 		free(s->blocks[i]);
 	free(s->blocks);
-	free(s->keys);
-	free(s->vals);
+	pyu_addrmap_clear(&s->table);
 	memset(s, 0, sizeof(*s));
 }

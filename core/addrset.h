@@ -11,10 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addrmap.h"
+
 struct pyu_addrset {
-	uint64_t *keys;        // chunk number + 1 (0: empty slot)
-	uint32_t *vals;        // index of the chunk's bitmap
-	size_t slots, chunks;  // table size (a power of two, or 0), chunks in use
+	struct pyu_addrmap table; // chunk number + 1 -> index of the chunk's bitmap
+	size_t chunks;         // chunks in use
 	uint64_t **blocks;     // bitmaps, PYU_ADDRSET_BLOCK to a block
 	size_t block_count;
 	uint64_t last_key;     // the chunk looked up last (+ 1; 0: none) and its bitmap

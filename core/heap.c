@@ -78,8 +78,7 @@ void pyu_heap_destroy(struct pyu_heap *h)
 	for (uint32_t i = 0; i < h->type_count; i++)
 		free(h->types[i].name);
 	free(h->types);
-	free(h->map_keys);
-	free(h->map_vals);
+	pyu_addrmap_clear(&h->type_map);
 	for (uint32_t i = 0; i < h->source_count; i++)
 		free(h->sources[i]);
 	free(h->sources);
@@ -91,39 +90,6 @@ void pyu_heap_destroy(struct pyu_heap *h)
 }
 
 // ---- types ---------------------------------------------------------------------------------
-
-static size_t slot_of(uint64_t addr, size_t slots)
-{
-	uint64_t x = addr * 0x9e3779b97f4a7c15ull;
-	return (size_t)(x >> 20) & (slots - 1);
-}
-
-static bool map_grow(struct pyu_heap *h)
-{
-	size_t slots = h->map_slots ? h->map_slots * 2 : 1024;
-	uint64_t *keys = calloc(slots, sizeof(*keys));
-	uint32_t *vals = calloc(slots, sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return false;
-	}
-	for (size_t i = 0; i < h->map_slots; i++) {
-		if (!h->map_vals[i])
-			continue;
-		size_t j = slot_of(h->map_keys[i], slots);
-		while (vals[j])
-			j = (j + 1) & (slots - 1);
-		keys[j] = h->map_keys[i];
-		vals[j] = h->map_vals[i];
-	}
-	free(h->map_keys);
-	free(h->map_vals);
-	h->map_keys = keys;
-	h->map_vals = vals;
-	h->map_slots = slots;
-	return true;
-}
 
 struct census {
 	struct pyu_stacks *s;
@@ -204,14 +170,9 @@ static bool is_metatype(const struct pyu_heap *h, uint64_t type)
 static int64_t type_index(struct census *c, uint64_t type)
 {
 	struct pyu_heap *h = c->h;
-	if (h->map_slots) {
-		for (size_t j = slot_of(type, h->map_slots); h->map_vals[j];
-		     j = (j + 1) & (h->map_slots - 1))
-			if (h->map_keys[j] == type)
-				return (int64_t)h->map_vals[j] - 1;
-	}
-	if ((h->type_count + 1) * 2 > h->map_slots && !map_grow(h))
-		return -2;
+	int64_t known = pyu_addrmap_get(&h->type_map, type);
+	if (known >= 0)
+		return known;
 	struct pyu_size_type st;
 	struct pyu_error *err = pyu_size_type(&c->z, type, &st);
 	if (err) {
@@ -243,11 +204,11 @@ static int64_t type_index(struct census *c, uint64_t type)
 	ht->addr = type;
 	ht->name = name;
 	ht->size = st;
-	size_t j = slot_of(type, h->map_slots);
-	while (h->map_vals[j])
-		j = (j + 1) & (h->map_slots - 1);
-	h->map_keys[j] = type;
-	h->map_vals[j] = ++h->type_count;
+	if (pyu_addrmap_add(&h->type_map, type, h->type_count) != 1) {
+		free(name);
+		return -2;
+	}
+	h->type_count++;
 	uint64_t meta;
 	err = pyu_target_read_u64(c->t, type + (uint64_t)c->l->ob_type, &meta);
 	if (!err && meta && !is_metatype(h, meta) && h->metatype_count < PYU_HEAP_MAX_METATYPES)
@@ -337,13 +298,7 @@ static bool count_object(struct census *c, uint64_t obj, const uint8_t *prefix, 
 // Whether a type is known to the census (an object of it was counted).
 static bool type_known(const struct pyu_heap *h, uint64_t type)
 {
-	if (!h->map_slots)
-		return false;
-	for (size_t j = slot_of(type, h->map_slots); h->map_vals[j];
-	     j = (j + 1) & (h->map_slots - 1))
-		if (h->map_keys[j] == type)
-			return true;
-	return false;
+	return pyu_addrmap_get(&h->type_map, type) >= 0;
 }
 
 // ---- the collector's lists ------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addrmap.h"
 #include "error.h"
 #include "heap_size.h"
 #include "stacks.h"
@@ -74,9 +75,7 @@ struct pyu_heap {
 	uint32_t interpreters;    // whose lists were walked
 	struct pyu_heap_type *types;
 	uint32_t type_count, type_cap;
-	uint64_t *map_keys;       // type address -> index + 1 (open addressing)
-	uint32_t *map_vals;
-	size_t map_slots;
+	struct pyu_addrmap type_map; // type address -> index in types
 	char **sources;           // how objects were found, one line each (owned)
 	uint32_t source_count;
 	struct pyu_heap_error errors[PYU_HEAP_MAX_ERRORS];

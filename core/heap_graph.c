@@ -6,86 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addrmap.h"
 #include "heap_graph.h"
-
-// ---- an address -> index map (open addressing, linear probing, grown at 1/2 load) ----------
-
-struct index_map {
-	uint64_t *keys;
-	uint32_t *vals;           // index + 1; 0: empty
-	size_t slots, used;
-};
-
-static size_t map_slot(uint64_t addr, size_t slots)
-{
-	uint64_t x = addr * 0x9e3779b97f4a7c15ull;
-	return (size_t)(x >> 20) & (slots - 1);
-}
-
-static bool map_grow(struct index_map *m)
-{
-	size_t slots = m->slots ? m->slots * 2 : 1u << 12;
-	uint64_t *keys = calloc(slots, sizeof(*keys));
-	uint32_t *vals = calloc(slots, sizeof(*vals));
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return false;
-	}
-	for (size_t i = 0; i < m->slots; i++) {
-		if (!m->vals[i])
-			continue;
-		size_t j = map_slot(m->keys[i], slots);
-		while (vals[j])
-			j = (j + 1) & (slots - 1);
-		keys[j] = m->keys[i];
-		vals[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
-	m->slots = slots;
-	return true;
-}
-
-// The index of @addr, or -1.
-static int64_t map_get(const struct index_map *m, uint64_t addr)
-{
-	if (!m->slots)
-		return -1;
-	for (size_t j = map_slot(addr, m->slots); m->vals[j]; j = (j + 1) & (m->slots - 1))
-		if (m->keys[j] == addr)
-			return (int64_t)m->vals[j] - 1;
-	return -1;
-}
-
-// Adds @addr -> @index unless @addr is there. -1: out of memory; 0: was there; 1: added.
-static int map_add(struct index_map *m, uint64_t addr, uint32_t index)
-{
-	if ((m->used + 1) * 2 > m->slots && !map_grow(m))
-		return -1;
-	size_t j = map_slot(addr, m->slots);
-	for (; m->vals[j]; j = (j + 1) & (m->slots - 1))
-		if (m->keys[j] == addr)
-			return 0;
-	m->keys[j] = addr;
-	m->vals[j] = index + 1;
-	m->used++;
-	return 1;
-}
-
-static void map_free(struct index_map *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
-}
 
 // ---- a shortest chain ------------------------------------------------------------------------
 
 struct path_walk {
-	struct index_map seen;    // object -> index in parents
+	struct pyu_addrmap seen;    // object -> index in parents
 	struct pyu_heap_ref *parents; // parents[i]: who first referred to object i, and how
 	uint64_t *objs;           // objs[i]: object i
 	uint32_t count, cap;
@@ -110,7 +37,7 @@ static bool path_edge(void *arg, uint64_t from, const struct pyu_heap_ref *via, 
 		p->objs = objs;
 		p->cap = cap;
 	}
-	int added = map_add(&p->seen, to, p->count);
+	int added = pyu_addrmap_add(&p->seen, to, p->count);
 	if (added < 0) {
 		p->oom = true;
 		return false;
@@ -141,7 +68,7 @@ static bool make_path(const struct path_walk *p, uint32_t i, struct pyu_heap_pat
 	// which root it is.
 	uint32_t n = 1, at = i;
 	while (p->parents[at].via != PYU_VIA_ROOT) {
-		int64_t up = map_get(&p->seen, p->parents[at].addr);
+		int64_t up = pyu_addrmap_get(&p->seen, p->parents[at].addr);
 		if (up < 0 || n > p->count)
 			return true; // cannot be: every referrer was met before what it refers to
 		at = (uint32_t)up;
@@ -158,7 +85,7 @@ static bool make_path(const struct path_walk *p, uint32_t i, struct pyu_heap_pat
 	for (uint32_t k = n; k > 0; k--) {
 		chain[k - 1] = at;
 		if (k > 1)
-			at = (uint32_t)map_get(&p->seen, p->parents[at].addr);
+			at = (uint32_t)pyu_addrmap_get(&p->seen, p->parents[at].addr);
 	}
 	for (uint32_t k = 0; k < n; k++) {
 		if (k + 1 < n)
@@ -193,7 +120,7 @@ struct pyu_error *pyu_heap_path_find(struct pyu_stacks *s, const struct pyu_heap
 		err = &pyu_error_nomem;
 	if (!err && p.found && !make_path(&p, p.count - 1, &out))
 		err = &pyu_error_nomem;
-	map_free(&p.seen);
+	pyu_addrmap_clear(&p.seen);
 	free(p.parents);
 	free(p.objs);
 	if (err) {
@@ -214,7 +141,7 @@ struct pyu_error *pyu_heap_path_find(struct pyu_stacks *s, const struct pyu_heap
 #define DOM_PASSES_MAX 1000
 
 struct pyu_heap_dominators {
-	struct index_map ids;     // object -> node (node 0: the virtual root)
+	struct pyu_addrmap ids;     // object -> node (node 0: the virtual root)
 	uint32_t nodes;
 	uint64_t *bytes;          // per node
 	uint32_t *type;           // per node: index in the census's types
@@ -247,7 +174,8 @@ static bool dom_object(void *arg, uint64_t addr, uint64_t bytes, uint32_t type)
 		d->type = t;
 		d->node_cap = cap;
 	}
-	int added = map_add(&d->ids, addr, d->nodes);
+	// The virtual root (address 0) is node 0 and no key: the map's keys are never 0.
+	int added = addr ? pyu_addrmap_add(&d->ids, addr, d->nodes) : 1;
 	if (added < 0) {
 		d->oom = true;
 		return false;
@@ -265,9 +193,9 @@ static bool dom_edge(void *arg, uint64_t from, const struct pyu_heap_ref *via, u
 	(void)via;
 	if (from != d->last_from || !d->last_node) {
 		d->last_from = from;
-		d->last_node = from ? map_get(&d->ids, from) : 0;
+		d->last_node = from ? pyu_addrmap_get(&d->ids, from) : 0;
 	}
-	int64_t f = d->last_node, t = map_get(&d->ids, to);
+	int64_t f = d->last_node, t = pyu_addrmap_get(&d->ids, to);
 	if (f < 0 || t < 0)
 		return true; // cannot be: both were counted
 	if (d->edges == d->edge_cap) {
@@ -292,7 +220,7 @@ void pyu_heap_dominators_destroy(struct pyu_heap_dominators *d)
 {
 	if (!d)
 		return;
-	map_free(&d->ids);
+	pyu_addrmap_clear(&d->ids);
 	free(d->bytes);
 	free(d->type);
 	free(d->idom);
@@ -491,7 +419,7 @@ struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 
 bool pyu_heap_retained(const struct pyu_heap_dominators *d, uint64_t addr, uint64_t *ret)
 {
-	int64_t v = addr ? map_get(&d->ids, addr) : -1;
+	int64_t v = addr ? pyu_addrmap_get(&d->ids, addr) : -1;
 	if (v <= 0 || d->idom[v] == UNDEF)
 		return false;
 	*ret = d->retained[v];
