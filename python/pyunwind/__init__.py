@@ -25,6 +25,7 @@ import importlib.util
 import json
 import os
 import sysconfig
+import threading
 import weakref
 import dataclasses
 from dataclasses import dataclass, field
@@ -36,7 +37,8 @@ __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
-    "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks",
+    "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks", "Heap", "HeapType",
+    "HeapObject", "HeapError", "Referrer", "Referrers", "HeapStep", "HeapPath",
     "open_process", "open_core", "triage", "library_path", "native_module",
 ]
 __version__ = "0.1.0"
@@ -113,7 +115,8 @@ _ERROR_NAMES = dict((code, c.name) for code, c in _ERRORS.items())
 
 _P = ctypes.c_void_p
 _PP = ctypes.POINTER(ctypes.c_void_p)
-_declared = []
+_declared: List[Any] = []  # [the library declared]
+_declared_lock = threading.Lock()
 
 
 def _lib():
@@ -125,22 +128,27 @@ def _lib():
         if isinstance(e, Error):
             raise
         raise ReadError(str(e), 2)
-    if not _declared:
-        # The triage entry points, beside what the shared binding declares.
-        lib.lib.pyu_format_triage.restype = _P
-        lib.lib.pyu_format_triage.argtypes = [_P, ctypes.c_char_p, _PP]
-        lib.lib.pyu_stacks_crash_thread.restype = ctypes.c_int32
-        lib.lib.pyu_stacks_crash_thread.argtypes = [_P]
-        lib.lib.pyu_stacks_version.restype = ctypes.c_char_p
-        lib.lib.pyu_stacks_version.argtypes = [_P]
-        lib.lib.pyu_stacks_hexversion.restype = ctypes.c_uint64
-        lib.lib.pyu_stacks_hexversion.argtypes = [_P]
-        lib.lib.pyu_stacks_build_flags.restype = ctypes.c_uint32
-        lib.lib.pyu_stacks_build_flags.argtypes = [_P]
-        lib.lib.pyu_stacks_unwind_native.restype = _P
-        lib.lib.pyu_stacks_unwind_native.argtypes = [_P]
-        _declared.append(True)
+    with _declared_lock:
+        if not _declared or _declared[0] is not lib:
+            _declare_api(lib)
+            _declared[:] = [lib]
     return lib
+
+
+def _declare_api(lib) -> None:
+    """The triage entry points, beside what the shared binding declares."""
+    lib.lib.pyu_format_triage.restype = _P
+    lib.lib.pyu_format_triage.argtypes = [_P, ctypes.c_char_p, _PP]
+    lib.lib.pyu_stacks_crash_thread.restype = ctypes.c_int32
+    lib.lib.pyu_stacks_crash_thread.argtypes = [_P]
+    lib.lib.pyu_stacks_version.restype = ctypes.c_char_p
+    lib.lib.pyu_stacks_version.argtypes = [_P]
+    lib.lib.pyu_stacks_hexversion.restype = ctypes.c_uint64
+    lib.lib.pyu_stacks_hexversion.argtypes = [_P]
+    lib.lib.pyu_stacks_build_flags.restype = ctypes.c_uint32
+    lib.lib.pyu_stacks_build_flags.argtypes = [_P]
+    lib.lib.pyu_stacks_unwind_native.restype = _P
+    lib.lib.pyu_stacks_unwind_native.argtypes = [_P]
 
 
 _NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
@@ -178,18 +186,19 @@ def _load_native(here: str):
 def _native_for(lib):
     """The native module bound to @lib's functions, or None: then objects are built with
     ctypes from the library's JSON (PYUNWIND_NATIVE=0 forces that)."""
-    if not _native_state:
-        mod = None
-        if os.environ.get("PYUNWIND_NATIVE", "1") != "0":
-            mod = _load_native(os.path.dirname(os.path.abspath(__file__)))
-        if mod is not None:
-            try:
-                mod.bind(*[ctypes.cast(getattr(lib.lib, n), ctypes.c_void_p).value
-                           for n in _NATIVE_FUNCTIONS])
-            except (AttributeError, TypeError, ValueError):
-                mod = None
-        _native_state.append(mod)
-    return _native_state[0]
+    with _declared_lock:  # looked for once, whichever thread asks first
+        if not _native_state:
+            mod = None
+            if os.environ.get("PYUNWIND_NATIVE", "1") != "0":
+                mod = _load_native(os.path.dirname(os.path.abspath(__file__)))
+            if mod is not None:
+                try:
+                    mod.bind(*[ctypes.cast(getattr(lib.lib, n), ctypes.c_void_p).value
+                               for n in _NATIVE_FUNCTIONS])
+                except (AttributeError, TypeError, ValueError):
+                    mod = None
+            _native_state.append(mod)
+        return _native_state[0]
 
 
 def native_module() -> bool:
@@ -517,6 +526,133 @@ class Tasks:
         return len(self.tasks)
 
 
+@dataclass(frozen=True)
+class HeapType:
+    """One row of the heap census: a type (``module.qualname``, builtins bare), how many of
+    its objects were found and their bytes; ``sized_by`` "getsizeof" (exactly as
+    ``sys.getsizeof()``) or "basicsize"; ``retained`` with ``retained=True``."""
+    type: str
+    count: int
+    bytes: int
+    sized_by: str
+    retained: Optional[int] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "HeapType":
+        return cls(d["type"], d["count"], d["bytes"], d.get("sized_by", "getsizeof"),
+                   d.get("retained"))
+
+
+@dataclass(frozen=True)
+class HeapObject:
+    """One object of the heap: its address, type, bytes and a bounded repr; ``retained``
+    (what it alone keeps alive) where it was asked for and known."""
+    address: int
+    type: str
+    bytes: Optional[int]
+    repr: Optional[str]
+    retained: Optional[int] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "HeapObject":
+        return cls(_address(d["address"]), d.get("type"), d.get("bytes"), d.get("repr"),
+                   d.get("retained"))
+
+
+@dataclass(frozen=True)
+class HeapError:
+    """A kind of problem the census met (a damaged list, an unreadable type) and how often."""
+    message: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Heap:
+    """The heap census (``pyunwind heap --json``): every object the collector tracks and every
+    object those refer to, counted once; ``types`` largest first, ``biggest`` the largest
+    single objects; ``partial`` when a limit or an interruption stopped it; ``sources`` how the
+    objects were found; ``unreached`` (with ``retained=True``) the objects no root reaches."""
+    objects: int
+    bytes: int
+    tracked: int
+    untracked: int
+    partial: bool
+    interrupted: bool
+    sources: Tuple[str, ...]
+    errors: Tuple[HeapError, ...]
+    types: Tuple[HeapType, ...]
+    biggest: Tuple[HeapObject, ...]
+    unreached: Optional[int] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Heap":
+        return cls(d["objects"], d["bytes"], d.get("tracked", 0), d.get("untracked", 0),
+                   bool(d.get("partial")), bool(d.get("interrupted")),
+                   tuple(d.get("sources", ())),
+                   tuple(HeapError(e["message"], e.get("count", 1))
+                         for e in d.get("errors", ())),
+                   tuple(HeapType.from_json(t) for t in d.get("types", ())),
+                   tuple(HeapObject.from_json(b) for b in d.get("biggest", ())),
+                   d.get("unreached"))
+
+
+@dataclass(frozen=True)
+class Referrer:
+    """An object (or, with ``type`` "frame", a thread's frame) that refers to the object asked
+    about, and how: ``via`` "[3]", "['key']", ".attr", "local x of frame #N", ..."""
+    address: Optional[int]
+    type: Optional[str]
+    repr: Optional[str]
+    via: Optional[str]
+    thread_id: Optional[int] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Referrer":
+        return cls(_address(d.get("address")), d.get("type"), d.get("repr"), d.get("via"),
+                   d.get("thread_id"))
+
+
+@dataclass(frozen=True)
+class Referrers:
+    """``heap --referrers ADDR --json``: the object and everything found referring to it
+    (``dropped`` referrers past the limit are counted, not listed)."""
+    object: HeapObject
+    referrers: Tuple[Referrer, ...]
+    partial: bool
+    dropped: int
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Referrers":
+        return cls(HeapObject.from_json(d["object"]),
+                   tuple(Referrer.from_json(r) for r in d.get("referrers", ())),
+                   bool(d.get("partial")), d.get("dropped", 0))
+
+
+@dataclass(frozen=True)
+class HeapStep:
+    """One object on a chain of references from a root, with the expression reaching it."""
+    address: int
+    type: Optional[str]
+    expr: Optional[str]
+
+
+@dataclass(frozen=True)
+class HeapPath:
+    """``heap --path ADDR --json``: one shortest chain of references from a root (``root``,
+    e.g. "sys.modules['app']" or a frame's local) to the object, root first; ``expr`` the
+    whole chain as a Python expression. ``path`` is empty when no root reaches the object."""
+    object: HeapObject
+    root: Optional[str]
+    expr: Optional[str]
+    path: Tuple[HeapStep, ...]
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "HeapPath":
+        return cls(HeapObject.from_json(d["object"]), d.get("root"), d.get("expr"),
+                   tuple(HeapStep(_address(x["address"]), x.get("type"), x.get("expr"))
+                         for x in d.get("path") or ()))
+
+
 class Snapshot:
     """Every thread's Python stack, taken once by :meth:`Target.collect`. ``threads`` are
     built when the snapshot is taken; the documents and texts (and with them ``crash`` and
@@ -525,7 +661,7 @@ class Snapshot:
 
     def __init__(self, target: "Target", stacks, threads: List[Thread]):
         self._target = target
-        self._stacks = stacks
+        self._stacks = None  # owned (released by _release) once this is built: see the end
         self._doc: Optional[Dict[str, Any]] = None
         self._triage: Optional[Dict[str, Any]] = None
         self._texts: Dict[bool, str] = {}
@@ -533,6 +669,9 @@ class Snapshot:
         self.python = target._python_info(stacks)
         self._serial = 0
         self._errors: Optional[List[str]] = None
+        # Last: a snapshot whose building failed does not own @stacks (collect() releases
+        # them), so its finalizer cannot release them a second time.
+        self._stacks = stacks
 
     # -- the library's snapshot, kept until the documents are had -------------------------
 
@@ -649,6 +788,37 @@ class Snapshot:
         lib = self._target._lib
         return json.loads(self._format(lib.lib.pyu_format_tasks, 0,
                                        _core.PYU_FMT_JSON | _core.PYU_FMT_ALL))
+
+    def heap_document(self, top: int = 0, min_size: int = 0, biggest: int = 0,
+                      retained: bool = False) -> Dict[str, Any]:
+        """The document of ``pyunwind heap --json`` (``--top``, ``--min-size``, ``--biggest``,
+        ``--retained``; ``top=0``: every type)."""
+        lib = self._target._lib
+        flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
+        return json.loads(self._format(lib.lib.pyu_format_heap, flags, int(top), int(min_size),
+                                       int(biggest)))
+
+    def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
+             retained: bool = False) -> Heap:
+        """The heap census of the target, as ``pyunwind heap --json`` takes it: nothing runs
+        in the target. ``retained=True`` adds what each type's objects and each of the
+        ``biggest`` objects keep alive."""
+        return Heap.from_json(self.heap_document(top, min_size, biggest, retained))
+
+    def referrers(self, address: int) -> Referrers:
+        """The objects (and frames) that refer to the object at @address
+        (``heap --referrers``). NotFoundError when the census does not meet that object."""
+        lib = self._target._lib
+        return Referrers.from_json(json.loads(self._format(
+            lib.lib.pyu_format_heap_referrers, int(address), _core.PYU_FMT_JSON)))
+
+    def path_to(self, address: int, retained: bool = False) -> HeapPath:
+        """One shortest chain of references from a root to the object at @address
+        (``heap --path``)."""
+        lib = self._target._lib
+        flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
+        return HeapPath.from_json(json.loads(self._format(
+            lib.lib.pyu_format_heap_path, int(address), flags)))
 
     # -- what a snapshot says ----------------------------------------------------------------
 
@@ -839,6 +1009,20 @@ class Target:
     def tasks(self) -> "Tasks":
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
         return self.collect(activity=False, details=False).tasks()
+
+    def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
+             retained: bool = False) -> Heap:
+        """The heap census of a new snapshot (:meth:`Snapshot.heap`)."""
+        return self.collect(activity=False, details=False).heap(top, min_size, biggest,
+                                                                 retained)
+
+    def referrers(self, address: int) -> Referrers:
+        """:meth:`Snapshot.referrers` in a new snapshot."""
+        return self.collect(activity=False, details=False).referrers(address)
+
+    def path_to(self, address: int, retained: bool = False) -> HeapPath:
+        """:meth:`Snapshot.path_to` in a new snapshot."""
+        return self.collect(activity=False, details=False).path_to(address, retained)
 
     def _owner(self, frame: Frame) -> Snapshot:
         # A frame unchanged between snapshots is one object in each: the newest answers.

@@ -4,6 +4,7 @@
 # "view" of their debugger (which target, which thread is selected, how to read memory).
 import ctypes
 import os
+import threading
 import signal
 import shlex
 
@@ -62,11 +63,17 @@ class Library(object):
 
     _instance = None
 
+    _instance_lock = threading.Lock()
+
     @classmethod
     def get(cls, adapter_dir):
-        if cls._instance is None:
-            cls._instance = cls(adapter_dir)
-        return cls._instance
+        # One instance per process, made under a lock: two threads loading it at once would
+        # otherwise each get a CDLL of their own, one of them never declared further by the
+        # callers that declare their own entry points on the first instance they meet.
+        with cls._instance_lock:
+            if cls._instance is None:
+                cls._instance = cls(adapter_dir)
+            return cls._instance
 
     def __init__(self, adapter_dir):
         tried = []

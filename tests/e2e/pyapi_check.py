@@ -181,6 +181,37 @@ with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
           % err)
     check(any(f.kind == "native" for th in merged.threads for f in th.frames),
           "core: no native frame in collect(native=True)")
+    # The heap census, its referrers and a path, typed, against the CLI on the same core.
+    hdoc, err = run_cli("heap", "--json", "--biggest", 3, "--retained", core, json_out=True)
+    heap = snap.heap(biggest=3, retained=True)
+    check(hdoc is not None and snap.heap_document(biggest=3, retained=True) == hdoc,
+          "core: heap document differs from the CLI's (%s)" % err)
+    check(heap == pyunwind.Heap.from_json(hdoc) and heap.objects == hdoc["objects"] and
+          [(r.type, r.count, r.bytes, r.retained) for r in heap.types] ==
+          [(r["type"], r["count"], r["bytes"], r.get("retained")) for r in hdoc["types"]] and
+          len(heap.biggest) == 3, "core: typed heap differs from the CLI's")
+    big = heap.biggest[0].address
+    rdoc, err = run_cli("heap", "--json", "--referrers", hex(big), core, json_out=True)
+    refs = snap.referrers(big)
+    check(rdoc is not None and refs == pyunwind.Referrers.from_json(rdoc) and
+          refs.object.address == big and
+          [r.via for r in refs.referrers] == [r["via"] for r in rdoc["referrers"]],
+          "core: referrers of %#x differ from the CLI's (%s)" % (big, err))
+    # A path: to what the main module's __name__ is (a root reaches it), and to each of the
+    # largest objects (the API raises NotFoundError exactly where the CLI finds no chain).
+    outer = [f for f in snap.threads[0].frames if f.kind == "python"][-1]
+    named = snap.print(outer, "__name__").address
+    for addr in [named] + [b.address for b in heap.biggest]:
+        pdoc, err = run_cli("heap", "--json", "--path", hex(addr), core, json_out=True)
+        try:
+            path = snap.path_to(addr)
+        except pyunwind.NotFoundError:
+            check(pdoc is None and addr != named, "core: no path to %#x, the CLI: %s"
+                  % (addr, pdoc))
+            continue
+        check(pdoc is not None and path == pyunwind.HeapPath.from_json(pdoc) and
+              path.expr == pdoc["expr"] and path.path[-1].address == addr,
+              "core: path to %#x differs from the CLI's (%s)" % (addr, err))
 tri = pyunwind.triage(core)
 check(snap.crash is not None and snap.crash.signal == 11 and snap.crash.signal_name == "SIGSEGV"
       and snap.crash.fault_address == 0, "crash: %r" % (snap.crash,))

@@ -247,7 +247,8 @@ def examples_case(py):
         if "error" in SHARED:
             raise AssertionError(SHARED["error"])
         examples = doc_examples()
-        assert set(examples) >= {"triage_dir.py", "sampler.py"}, sorted(examples)
+        assert set(examples) >= {"triage_dir.py", "sampler.py", "leak_hunt.py"}, \
+            sorted(examples)
         work = tempfile.mkdtemp(prefix="examples-", dir=WORK)
         for name, code in examples.items():
             with open(os.path.join(work, name), "w") as f:
@@ -275,6 +276,25 @@ def examples_case(py):
                                 % (got, want["signature_frames"]))
         if not any(l.startswith("notes.txt: not triaged: ") for l in lines):
             problems.append("triage_dir.py: the text file not reported:\n%s" % out)
+        # The leak hunt on the core: the CLI's census, row for row, and each of the largest
+        # objects with the chain the CLI's --path gives (or none where it finds none).
+        rc, out, err = run([sys.executable, os.path.join(work, "leak_hunt.py"), SHARED["core"]],
+                           env=env)
+        assert rc == 0, "leak_hunt.py: status %d\n%s" % (rc, err[-2000:])
+        rc, cli_heap, err = run([CLI, "heap", "--json", "--top", "5", "--biggest", "3",
+                                 SHARED["core"]])
+        assert rc == 0, "pyunwind heap: status %d\n%s" % (rc, err[-2000:])
+        cli_heap = json.loads(cli_heap)
+        want = ["%d objects, %d bytes" % (cli_heap["objects"], cli_heap["bytes"])]
+        want += ["%10d %12d  %s" % (r["count"], r["bytes"], r["type"]) for r in cli_heap["types"]]
+        for b in cli_heap["biggest"]:
+            rc, p, _ = run([CLI, "heap", "--json", "--path", b["address"], SHARED["core"]])
+            want.append("%#x %s %d bytes: %s" % (int(b["address"], 16), b["type"], b["bytes"],
+                                                json.loads(p)["expr"] if rc == 0 else
+                                                "(no root reaches it)"))
+        if out.splitlines() != want:
+            problems.append("leak_hunt.py printed:\n%s\nthe CLI says:\n%s"
+                            % (out, "\n".join(want)))
         with Target(py, "scenario") as t:
             rc, out, err = run([sys.executable, os.path.join(work, "sampler.py"), str(t.pid),
                                 "1.5"], env=env)
