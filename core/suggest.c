@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
 #include "suggest.h"
 
 #define MOVE_COST 2
@@ -17,34 +18,25 @@ struct units {
 	size_t len;    // the whole length in units
 };
 
-// Decodes @s into @out: UTF-8 bytes as they are (@bytes), else code points (a malformed byte
-// counts as one unit). Only the first units are kept; @out->len counts them all.
+// Decodes @s into @out: UTF-8 bytes as they are (@bytes), else code points (pyu_utf8_next: an
+// ill-formed sequence is one U+FFFD). Only the first units are kept; @out->len counts them all.
 static void units_of(const char *s, bool bytes, struct units *out)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t cap = sizeof(out->u) / sizeof(out->u[0]);
 	out->n = out->len = 0;
 	out->too_long = false;
-	while (*p) {
+	size_t left = strlen(s);
+	while (left) {
 		uint32_t cp = *p;
-		size_t k = 1;
-		if (!bytes && cp >= 0xc0) {
-			size_t more = cp >= 0xf0 ? 3 : cp >= 0xe0 ? 2 : 1;
-			uint32_t v = cp & (0x3f >> more);
-			size_t i = 1;
-			for (; i <= more && (p[i] & 0xc0) == 0x80; i++)
-				v = (v << 6) | (p[i] & 0x3f);
-			if (i == more + 1) {
-				cp = v;
-				k = more + 1;
-			}
-		}
+		size_t k = bytes ? 1 : pyu_utf8_next(p, left, &cp);
 		if (out->n < cap)
 			out->u[out->n++] = cp;
 		else
 			out->too_long = true;
 		out->len++;
 		p += k;
+		left -= k;
 	}
 }
 

@@ -561,21 +561,11 @@ static void put_ascii_repr(struct pyu_strbuf *sb, const char *s)
 	char q = dq ? '"' : '\'';
 	pyu_strbuf_putc(sb, q);
 	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		uint32_t cp = *p;
-		size_t k = 1;
-		if (cp >= 0xc0) {
-			size_t more = cp >= 0xf0 ? 3 : cp >= 0xe0 ? 2 : 1;
-			uint32_t v = cp & (0x3f >> more);
-			size_t i = 1;
-			for (; i <= more && (p[i] & 0xc0) == 0x80; i++)
-				v = (v << 6) | (p[i] & 0x3f);
-			if (i == more + 1) {
-				cp = v;
-				k = more + 1;
-			}
-		}
+	for (size_t left = strlen(s); left;) {
+		uint32_t cp;
+		size_t k = pyu_utf8_next(p, left, &cp);
 		p += k;
+		left -= k;
 		if (cp == (uint32_t)q || cp == '\\')
 			pyu_strbuf_printf(sb, "\\%c", (char)cp);
 		else if (cp == '\t')
