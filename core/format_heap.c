@@ -19,19 +19,25 @@
 #define BIG_REPR_DEPTH 2
 #define BIG_REPR_OUTPUT 160
 
-// The reprs of h->biggest (NULL where none could be made), or NULL for none at all.
-static char **big_reprs(struct pyu_stacks *s, const struct pyu_heap *h)
+// A value reader for the heap's one-line reprs (the BIG_REPR_* bounds).
+static struct pyu_error *repr_values(struct pyu_stacks *s, struct pyu_values **v)
 {
-	if (!h->biggest_count)
-		return NULL;
 	struct pyu_value_limits lim;
 	pyu_value_limits_default(&lim);
 	lim.chars = BIG_REPR_CHARS;
 	lim.items = BIG_REPR_ITEMS;
 	lim.depth = BIG_REPR_DEPTH;
 	lim.output = BIG_REPR_OUTPUT;
+	return pyu_values_create(s->target, s->runtime, &lim, v);
+}
+
+// The reprs of h->biggest (NULL where none could be made), or NULL for none at all.
+static char **big_reprs(struct pyu_stacks *s, const struct pyu_heap *h)
+{
+	if (!h->biggest_count)
+		return NULL;
 	struct pyu_values *v;
-	struct pyu_error *err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	struct pyu_error *err = repr_values(s, &v);
 	if (err) {
 		pyu_error_destroy(err);
 		return NULL;
@@ -407,14 +413,8 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 		return pyu_error_create(PYU_ERR_NOT_FOUND, "no object at 0x%" PRIx64 " among the "
 					"objects the census found", addr);
 	}
-	struct pyu_value_limits lim;
-	pyu_value_limits_default(&lim);
-	lim.chars = BIG_REPR_CHARS;
-	lim.items = BIG_REPR_ITEMS;
-	lim.depth = BIG_REPR_DEPTH;
-	lim.output = BIG_REPR_OUTPUT;
 	struct pyu_values *v;
-	err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	err = repr_values(s, &v);
 	if (err) {
 		pyu_heap_destroy(h);
 		return err;
@@ -625,14 +625,8 @@ struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint
 		pyu_heap_dominators_destroy(dom);
 		pyu_heap_destroy(full);
 	}
-	struct pyu_value_limits lim;
-	pyu_value_limits_default(&lim);
-	lim.chars = BIG_REPR_CHARS;
-	lim.items = BIG_REPR_ITEMS;
-	lim.depth = BIG_REPR_DEPTH;
-	lim.output = BIG_REPR_OUTPUT;
 	struct pyu_values *v = NULL;
-	err = pyu_values_create(s->target, s->runtime, &lim, &v);
+	err = repr_values(s, &v);
 	char **exprs = err ? NULL : calloc(p.count, sizeof(*exprs));
 	const struct pyu_heap_root *root = &roots.items[p.root < roots.count ? p.root : 0];
 	if (!err && (!exprs || !path_exprs(v, &p, root->expr, exprs)))
