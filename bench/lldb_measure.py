@@ -37,7 +37,9 @@ def _bench_measure(debugger):
         result["output"] = output
         module = sys.modules.get(os.path.splitext(os.path.basename(os.environ["BENCH_IMPORT"]))[0]) \
             if os.environ["BENCH_IMPORT"] else None
-        session = getattr(module, "_session", None)  # pyunwind's lldb adapter keeps it here
+        # pyunwind's lldb adapter keeps a session per thread: this one ran the command.
+        current = getattr(module, "current_session", None)
+        session = current() if current is not None else None
         if session is not None and hasattr(session, "target_reads"):
             result["reads"] = list(session.target_reads())
             target = getattr(session, "_target", None)

@@ -2,9 +2,11 @@
 # py-heap, py-up and py-down.
 # Load with `command script import /path/to/lldb/pyunwind.py`. This file only translates between
 # lldb's SB API and the C core (through python/pyunwind/pyunwind_core.py).
+import contextlib
 import os
 import re
 import sys
+import threading
 
 import lldb
 
@@ -296,7 +298,40 @@ def _native_frames(thread):
     return frames
 
 
-_session = core.Session(_HERE)
+# lldb calls in from more than one thread: commands run on the command interpreter's thread,
+# and the frame-format hook also runs on lldb's event-handler thread, which prints stop reports
+# and `thread select`'s report asynchronously - while the next command already runs. A Session
+# and the core's snapshot it owns are not thread-safe (two threads adding one thread's native
+# frames at once corrupted the heap, and lldb's abort handler then hung in malloc). So each
+# thread has a Session of its own, which no other thread touches; the lock below guards only
+# the table and is never held across a call into lldb or the core, so no thread ever waits
+# for another. Threads past the bound (lldb uses two) get a Session for the one call.
+_MAX_SESSIONS = 8
+_sessions = {}
+_sessions_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _thread_session():
+    me = threading.get_ident()
+    with _sessions_lock:
+        session = _sessions.get(me)
+        if session is None and len(_sessions) < _MAX_SESSIONS:
+            session = _sessions[me] = core.Session(_HERE)
+    if session is not None:
+        yield session
+        return
+    session = core.Session(_HERE)
+    try:
+        yield session
+    finally:
+        session.invalidate()
+
+
+def current_session():
+    """The calling thread's Session, or None before its first command (for bench/)."""
+    with _sessions_lock:
+        return _sessions.get(threading.get_ident())
 
 
 class _Command(object):
@@ -313,7 +348,8 @@ class _Command(object):
 
     def __call__(self, debugger, command, exe_ctx, result):
         try:
-            text = core.run(_session, LldbView(debugger, exe_ctx), self.name, command)
+            with _thread_session() as session:
+                text = core.run(session, LldbView(debugger, exe_ctx), self.name, command)
         except core.PyunwindError as e:
             result.SetError(str(e))
             return
@@ -375,7 +411,8 @@ def frame_python(frame, internal_dict):
         process = thread.GetProcess()
         view = LldbView(process.GetTarget().GetDebugger(), None)
         view.target, view.process = process.GetTarget(), process
-        text = _session.native_text(view, frame.GetFrameID(), thread.GetThreadID())
+        with _thread_session() as session:
+            text = session.native_text(view, frame.GetFrameID(), thread.GetThreadID())
     except Exception:
         return ""
     if not text:
