@@ -420,6 +420,61 @@ def check_thread_switch(py, debugger):
                                  % (what, outs[5], outs[7]))
 
 
+LLDB_THREADS = os.path.join(REPO, "tests", "e2e", "lldb_threads.py")
+
+
+def check_lldb_threads(py, kind):
+    """lldb runs the frame-format hook on its event-handler thread (the reports of the attach's
+    stop and of `thread select`) while the next commands run: no session or snapshot may be used
+    by two threads at once (it corrupted lldb's heap, and lldb hung in its abort handler), and
+    every command still answers right. tests/e2e/lldb_threads.py holds the other thread's calls
+    long enough that an overlap cannot be missed, and reports them."""
+    what = "lldb threads %s" % kind
+    key, make = target_of(py, "sample")
+    with shared(key, make) as t:
+        if kind == "live":
+            with t.attach_lock:
+                _lldb_threads(what, t, ["-p", str(t.pid)])
+        else:
+            _lldb_threads(what, t, ["-c", t.gcore_once(), t.executable])
+
+
+def _lldb_threads(what, t, args):
+    cmds = ["command script import " + LLDB_THREADS, "thread select 2", "py-up",
+            "thread select 1", "py-bt --all --native --json", "thread info", "py-line",
+            "thread select 3", "thread info", "py-line", "pyu-test-threads"]
+    rc, outs, err = run_debugger("lldb", args, cmds)
+    no_traceback(what, err, *outs)
+    record = json.loads(outs[10].strip().splitlines()[-1])
+    if not record["other_thread_calls"]:
+        raise AssertionError("%s: the hook never ran on another thread than the commands' "
+                             "(the case proves nothing): %s" % (what, record))
+    if record["overlaps"]:
+        raise AssertionError("%s: two threads inside one object at once:\n  %s"
+                             % (what, "\n  ".join(record["overlaps"])))
+    doc = parse_json(outs[4], what + " py-bt --all --native --json")
+    # Native frames of the main thread: a gdb core of the Debian unstable builds may lack the
+    # other threads' C stacks (Target.gcore says why), and lldb then has none to give.
+    problems = compare(t.truth, doc, allow_kinds=("native",)) + [
+        "main thread: no native frames" for th in doc["threads"]
+        if th.get("thread_id") == t.truth["main_thread_id"] and
+        not any(f.get("kind") == "native" for f in th.get("frames", []))]
+    if problems:
+        raise AssertionError("%s: py-bt --all --native --json:\n  %s"
+                             % (what, "\n  ".join(problems)))
+    # py-line in the threads `thread select` chose shows their innermost Python frames.
+    by_tid = dict((th.get("native_thread_id"), th) for th in t.truth["threads"])
+    for info, line in ((5, 6), (8, 9)):
+        tid = selected_tid("lldb", outs[info], what)
+        if tid not in by_tid:
+            raise AssertionError("%s: lldb selected tid %d, which the truth does not list"
+                                 % (what, tid))
+        f0 = by_tid[tid]["frames"][0]
+        if "line %d, in %s" % (f0["line"], f0["function"]) not in outs[line]:
+            raise AssertionError("%s: py-line in tid %d does not show %s line %d:\n%s"
+                                 % (what, tid, f0["function"], f0["line"], outs[line]))
+
+
 # ---- golden text ----------------------------------------------------------------------------
 
 def normalize(text, t):
@@ -670,6 +725,10 @@ def cases():
         for dbg in ("gdb", "lldb"):
             out.append(("%s thread-switch %s" % (dbg, py.label),
                         (lambda p, d: lambda: check_thread_switch(p, d))(py, dbg), SAMPLE(py)))
+    for py in [p for p in pys if p.label in ("pyenv-3.12", "sid-3.14d")] or pys[:1]:
+        for kind in ("live", "gcore"):
+            out.append(("lldb threads %s %s" % (kind, py.label),
+                        (lambda p, k: lambda: check_lldb_threads(p, k))(py, kind), SAMPLE(py)))
     golden = [p for p in pys if p.label in ("pyenv-3.12", "sid-3.14", "pyenv-2.7")]
     for py in golden:
         for dbg in ("gdb", "lldb"):
