@@ -3,6 +3,7 @@
 # target programs start and report truth that holds every scenario, and gdb cores and kernel
 # crash cores are produced. Run: tests/e2e/test_harness.py [-j N] [NAME-FILTER...]
 import os
+import re
 import struct
 import sys
 import threading
@@ -325,6 +326,56 @@ def case_stuck(py, kind):
     return run
 
 
+def case_hung_debugger():
+    """A debugger that never answers: the harness gives up after its timeout, kills it, and
+    says what it was stuck in - each thread's wait channel and gdb's backtrace (the way
+    test-locals' lldb hang was found: lldb's abort handler waiting on malloc's lock)."""
+    def run():
+        import subprocess
+        import time
+        from harness import debuggers
+        # The timeout: the message, and the process gone. (What it was doing then may be
+        # lldb's own start-up on a loaded machine.)
+        tmp = tempfile.mkdtemp(prefix="pyu-hung-")
+        asleep = os.path.join(tmp, "asleep")
+        plugin = os.path.join(tmp, "lldb_empty.py")
+        with open(plugin, "w") as f:
+            f.write("def __lldb_init_module(debugger, internal_dict):\n    pass\n")
+        cmd = debuggers.lldb_cmd([], ["script import time; open(%r, 'w').close(); "
+                                      "time.sleep(10 ** 6)" % asleep], plugin=plugin)
+        try:
+            t0 = time.time()
+            try:
+                debuggers._run(cmd, 3)
+                check(False, "lldb sleeping for good was taken as an answer")
+            except HarnessError as e:
+                msg = str(e)
+            check("gave no answer within 3s; it was doing:\n  thread " in msg,
+                  "wrong failure: %s" % msg)
+            check(time.time() - t0 < 3 + 60 + 30, "the hung debugger was not ended in time")
+            # What it says of a debugger known to be stuck: lldb asleep in a command.
+            p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.time() + 120
+                while not os.path.exists(asleep) and time.time() < deadline and \
+                        p.poll() is None:
+                    time.sleep(0.05)
+                check(os.path.exists(asleep), "lldb never ran the sleeping command")
+                doing = debuggers.what_it_does(p.pid)
+            finally:
+                p.kill()
+                p.wait()
+            check(re.search(r"(?m)^  thread %d lldb\S*: state S, waits in \S+$" % p.pid,
+                            doing), "no state of lldb's main thread in:\n%s" % doing)
+            check(re.search(r"(?m)^  #\d+ .*nanosleep", doing),
+                  "no backtrace of the sleep in:\n%s" % doing)
+        finally:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    return run
+
+
 def main():
     pys = selected()
     if not pys:
@@ -339,6 +390,7 @@ def main():
     cases.append(("compare %s" % pys[-1].label, case_compare(pys[-1])))
     cases.append(("debuggers %s" % pys[-1].label, case_debuggers(pys[-1])))
     cases.append(("install %s" % pys[-1].label, case_install(pys[-1])))
+    cases.append(("hung debugger", case_hung_debugger()))
     for kind in sorted(STUCK):
         cases.append(("stuck %s %s" % (kind, pys[-1].label), case_stuck(pys[-1], kind)))
     return run_cases(cases, jobs=2, prefix="test-harness")
