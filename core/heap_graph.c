@@ -371,10 +371,16 @@ void pyu_heap_dominators_destroy(struct pyu_heap_dominators *d)
 	free(d);
 }
 
+// The progress callback while the dominators are computed: every object looked into.
+struct dom_progress {
+	struct pyu_stacks *s;
+	uint64_t objects;
+};
+
 static bool dom_stop(void *arg)
 {
-	struct pyu_stacks *s = arg;
-	return s->progress && s->progress(s->progress_arg, 1, 1);
+	const struct dom_progress *p = arg;
+	return p->s->progress && p->s->progress(p->s->progress_arg, p->objects, p->objects);
 }
 
 // The tree's sums: each number's retained bytes (a dominator's number is below its nodes', so
@@ -457,7 +463,9 @@ struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 		return NULL;
 	}
 	struct pyu_dom_tree t;
-	err = pyu_dominators(d->nodes, d->start, (const uint32_t *)d->edges, dom_stop, s, &t);
+	struct dom_progress progress = {s, got->objects};
+	err = pyu_dominators(d->nodes, d->start, (const uint32_t *)d->edges, dom_stop, &progress,
+			     &t);
 	free(d->edges);
 	free(d->start);
 	d->edges = NULL;
