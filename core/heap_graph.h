@@ -37,8 +37,9 @@ struct pyu_heap_dominators;
 
 // Takes the census as pyu_heap_census(@biggest) does and the dominators of its objects; the
 // retained bytes of the @biggest largest objects and of the object at @want (0: none) can be
-// asked for afterwards. Memory: about 12 bytes per object and 12 per reference while the
-// census walks, 16 per object and 4 per reference after. When the census was interrupted
+// asked for afterwards. Memory besides the census's: about 12 bytes per object and 8 per
+// reference while it walks (4 more per object at its end), about 20 per object and 8 per
+// reference while the dominators are computed, 16 per object kept. When the census was interrupted
 // (h->interrupted), or the dominators were (the census then whole, yet marked partial and
 // interrupted), *ret is NULL: no retained sizes. On error (out of memory), *h and *ret are
 // unchanged.
