@@ -77,3 +77,51 @@ void pyu_addrset_clear(struct pyu_addrset *s)
 	pyu_addrmap_clear(&s->table);
 	memset(s, 0, sizeof(*s));
 }
+
+int pyu_addrset_rank_build(const struct pyu_addrset *s, struct pyu_addrset_rank *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (s->count > UINT32_MAX)
+		return -1;
+	r->chunk_base = malloc((s->chunks ? s->chunks : 1) * sizeof(*r->chunk_base));
+	r->word_base = malloc((s->chunks ? s->chunks : 1) * CHUNK_WORDS * sizeof(*r->word_base));
+	if (!r->chunk_base || !r->word_base) {
+		pyu_addrset_rank_clear(r);
+		return -1;
+	}
+	uint32_t total = 0;
+	for (size_t c = 0; c < s->chunks; c++) {
+		const uint64_t *bits = bitmap(s, (uint32_t)c);
+		uint16_t *wb = r->word_base + c * CHUNK_WORDS;
+		uint32_t in = 0; // at most 8192: fits the 16 bits
+		r->chunk_base[c] = total;
+		for (unsigned w = 0; w < CHUNK_WORDS; w++) {
+			wb[w] = (uint16_t)in;
+			in += (uint32_t)__builtin_popcountll(bits[w]);
+		}
+		total += in;
+	}
+	return 0;
+}
+
+int64_t pyu_addrset_rank(const struct pyu_addrset *s, const struct pyu_addrset_rank *r,
+			 uint64_t addr)
+{
+	int64_t c = pyu_addrmap_get(&s->table, (addr >> CHUNK_SHIFT) + 1);
+	if (c < 0 || !r->chunk_base)
+		return -1;
+	const uint64_t *bits = bitmap(s, (uint32_t)c);
+	unsigned bit = (unsigned)(addr & ((1u << CHUNK_SHIFT) - 1)) >> 3;
+	uint64_t word = bits[bit / 64], below = (1ull << (bit & 63)) - 1;
+	if (!((word >> (bit & 63)) & 1))
+		return -1;
+	return (int64_t)r->chunk_base[c] + r->word_base[(size_t)c * CHUNK_WORDS + bit / 64] +
+	       __builtin_popcountll(word & below);
+}
+
+void pyu_addrset_rank_clear(struct pyu_addrset_rank *r)
+{
+	free(r->chunk_base);
+	free(r->word_base);
+	memset(r, 0, sizeof(*r));
+}

@@ -35,4 +35,21 @@ size_t pyu_addrset_bytes(const struct pyu_addrset *s);
 // Frees what the set holds and empties it. Cannot fail.
 void pyu_addrset_clear(struct pyu_addrset *s);
 
+// Dense numbers for the members of a set that no longer changes: each member's number in
+// [0, count), from a count per chunk and per bitmap word (a 16th of the bitmaps' size), so a
+// caller can keep an array per member instead of a map of addresses.
+struct pyu_addrset_rank {
+	uint32_t *chunk_base;  // per chunk (in the set's chunk order): members of the chunks before
+	uint16_t *word_base;   // per bitmap word: members in the chunk's words before it
+};
+
+// Numbers the members of @s as they are now (an add after it invalidates the numbers). Returns
+// 0, or -1 when out of memory or past 2^32 members (*r then holds nothing).
+int pyu_addrset_rank_build(const struct pyu_addrset *s, struct pyu_addrset_rank *r);
+// The number of member @addr, or -1 when it is no member. Cannot fail.
+int64_t pyu_addrset_rank(const struct pyu_addrset *s, const struct pyu_addrset_rank *r,
+			 uint64_t addr);
+// Frees the numbering. Cannot fail.
+void pyu_addrset_rank_clear(struct pyu_addrset_rank *r);
+
 #endif

@@ -264,7 +264,7 @@ PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flag
 		struct pyu_heap_roots roots;
 		if ((err = pyu_heap_roots_collect(s, &roots)) != NULL)
 			return err;
-		err = pyu_heap_dominators_compute(s, &roots, biggest, &h, &dom);
+		err = pyu_heap_dominators_compute(s, &roots, biggest, 0, &h, &dom);
 		pyu_heap_roots_clear(&roots);
 	} else {
 		err = pyu_heap_census(s, biggest, &h);
@@ -613,15 +613,17 @@ struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint
 	bool has_retained = false;
 	if (flags & PYU_FMT_RETAINED) {
 		struct pyu_heap *full;
-		struct pyu_heap_dominators *dom;
-		err = pyu_heap_dominators_compute(s, &roots, 0, &full, &dom);
+		struct pyu_heap_dominators *dom = NULL;
+		err = pyu_heap_dominators_compute(s, &roots, 0, addr, &full, &dom);
 		if (err) {
 			pyu_heap_path_clear(&p);
 			pyu_heap_roots_clear(&roots);
 			pyu_heap_destroy(h);
 			return err;
 		}
-		has_retained = pyu_heap_retained(dom, addr, &retained);
+		has_retained = dom && pyu_heap_retained(dom, addr, &retained);
+		if (full->interrupted) // Ctrl-C while the retained sizes were computed
+			h->partial = h->interrupted = true;
 		pyu_heap_dominators_destroy(dom);
 		pyu_heap_destroy(full);
 	}

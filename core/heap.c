@@ -108,6 +108,7 @@ struct census {
 	size_t queue_len, queue_cap;
 	bool oom;
 	uint64_t cur;             // the object whose references are followed (0: a list walk)
+	uint32_t cur_node;        // its node (the hooks' numbering: queue index + 1; 0: roots)
 	struct pyu_heap_ref via;  // how cur holds the reference considered next
 	const struct pyu_heap_hooks *hooks; // NULL: none
 	bool stopped;             // a hook asked to stop
@@ -353,11 +354,13 @@ static uint64_t walk_ring(struct census *c, uint64_t head, const char *what, boo
 				  ", not 0x%" PRIx64, what, node, back, prev);
 			break;
 		}
-		if (!count_object(c, node + hs, buf + hs, n - hs)) {
+		// Counted once, and queued when counted: the hooks' node n is queue entry n - 1.
+		uint64_t before = h->objects;
+		if (set_add(c, node + hs) && !count_object(c, node + hs, buf + hs, n - hs)) {
 			*oom = true;
 			break;
 		}
-		if (set_add(c, node + hs))
+		if (h->objects > before)
 			queue_push(c, node + hs);
 		if (c->oom) {
 			*oom = true;
@@ -484,14 +487,20 @@ static void note_referrer(struct census *c)
 	h->refs[h->ref_count++].addr = c->cur;
 }
 
-// A reference to the counted object @addr, for the hooks.
-static void report_edge(struct census *c, uint64_t addr)
+// A reference to the counted object @addr (its node @node, or 0: counted before), for the
+// hooks.
+static void report_edge(struct census *c, uint64_t addr, uint32_t node)
 {
-	if (c->hooks && c->hooks->edge && !c->stopped) {
+	if (!c->hooks || c->stopped)
+		return;
+	if (c->hooks->edge) {
 		c->via.addr = c->cur;
 		if (!c->hooks->edge(c->hooks->arg, c->cur, &c->via, addr))
 			c->stopped = true;
 	}
+	if (c->hooks->link && !c->stopped &&
+	    !c->hooks->link(c->hooks->arg, c->cur_node, node, addr))
+		c->stopped = true;
 }
 
 static void consider(struct census *c, uint64_t addr)
@@ -501,7 +510,7 @@ static void consider(struct census *c, uint64_t addr)
 	if (!addr || (addr & 7) || c->oom || c->stopped || c->stop)
 		return;
 	if (set_has(c, addr)) {
-		report_edge(c, addr);
+		report_edge(c, addr, 0);
 		return;
 	}
 	if (c->visited >= PYU_HEAP_MAX_OBJECTS) {
@@ -552,7 +561,8 @@ static void consider(struct census *c, uint64_t addr)
 	if (c->h->objects > before) {
 		c->h->untracked++;
 		queue_push(c, addr);
-		report_edge(c, addr);
+		if (!c->oom)
+			report_edge(c, addr, (uint32_t)c->queue_len);
 	}
 }
 
@@ -818,9 +828,11 @@ static void follow_all(struct census *c)
 		c->followed = i;
 		tick(c);
 		c->cur = c->queue[i];
+		c->cur_node = (uint32_t)(i + 1);
 		follow(c, c->queue[i]);
 	}
 	c->cur = 0;
+	c->cur_node = 0;
 }
 
 // Where the collector's state is in each interpreter (3.13+: as its debug offsets say).
@@ -999,6 +1011,9 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 			add_source(h, "reached through references of those: %" PRIu64 " objects the "
 				   "collector does not track", h->untracked);
 	}
+	if (ok && !c.oom && c.hooks && c.hooks->done &&
+	    !c.hooks->done(c.hooks->arg, h, &c.seen, c.queue, c.queue_len))
+		c.stopped = true;
 	pyu_addrset_clear(&c.seen);
 	pyu_target_release_views(c.t);
 	pyu_target_direct(c.t, direct);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "addrmap.h"
+#include "addrset.h"
 #include "error.h"
 #include "heap_size.h"
 #include "stacks.h"
@@ -107,6 +108,8 @@ void pyu_heap_destroy(struct pyu_heap *h);
 
 // What a walk tells its caller as it goes (heap_graph.c builds paths and dominators from it).
 // Each returns false to stop the walk (h->partial is then not set: the caller asked).
+// Objects are numbered as they are counted: the n-th object counted (its n-th object call,
+// once each) is node n, from 1; node 0 stands for the roots.
 struct pyu_heap_hooks {
 	void *arg;
 	// An object counted, first sight: its sys.getsizeof() bytes and index in h->types.
@@ -114,6 +117,15 @@ struct pyu_heap_hooks {
 	// A reference to the counted object @to from the object @from whose references are
 	// followed (0: root number via->n), held as @via says (via->addr is @from).
 	bool (*edge)(void *arg, uint64_t from, const struct pyu_heap_ref *via, uint64_t to);
+	// The same reference by nodes, for graphs: from node @from (they come in increasing
+	// order: each object's references together) to node @to, or to 0 when the object at
+	// @to_addr was counted before (done then tells its node).
+	bool (*link)(void *arg, uint32_t from, uint32_t to, uint64_t to_addr);
+	// Once the walk has ended (finished or stopped, not failed): @seen holds every object
+	// counted (and a few it met that it could not count) and @objects[n - 1] is node n's
+	// address, @count nodes. Both the census's, for the call only.
+	bool (*done)(void *arg, const struct pyu_heap *h, const struct pyu_addrset *seen,
+		     const uint64_t *objects, uint64_t count);
 };
 
 struct pyu_heap_walk {

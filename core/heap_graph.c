@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "addrmap.h"
+#include "addrset.h"
+#include "dominators.h"
 #include "heap_graph.h"
 
 // ---- a shortest chain ------------------------------------------------------------------------
@@ -135,84 +137,219 @@ struct pyu_error *pyu_heap_path_find(struct pyu_stacks *s, const struct pyu_heap
 
 // ---- dominators ------------------------------------------------------------------------------
 
-#define UNDEF UINT32_MAX
-// Passes of the iterative algorithm at most (it settles in a few on object graphs; each pass
-// is linear).
-#define DOM_PASSES_MAX 1000
+#define UNDEF PYU_DOM_NONE
+#define EDGES_FIRST (1u << 16)
+#define NODES_FIRST (1u << 14)
+
+// What the objects asked about (the census's biggest and the caller's one) retain.
+struct asked {
+	uint64_t addr;
+	uint32_t node;            // while building: its node; then its number in the tree
+};
 
 struct pyu_heap_dominators {
-	struct pyu_addrmap ids;     // object -> node (node 0: the virtual root)
-	uint32_t nodes;
-	uint64_t *bytes;          // per node
-	uint32_t *type;           // per node: index in the census's types
-	uint32_t *idom;           // per node: its immediate dominator (UNDEF: no root reaches it)
-	uint32_t *post;           // nodes reached, in postorder (the root last)
+	// While walking, by node (node 0: the virtual root whose references are the roots; node
+	// n: the census's n-th object): its bytes (past 4 GiB: UINT32_MAX, the bytes in big), its
+	// type, and its references from start[n], which the walk reports node after node.
+	uint32_t nodes, node_cap;
+	size_t start_cap;
+	uint32_t *bytes, *type, *start;
+	struct { uint32_t node; uint64_t bytes; } *big;
+	uint32_t big_count, big_cap;
+	uint32_t row;             // the last node whose references started
+	uint64_t *edges;          // a node, or (bit clear in known) an address to find the node
+	                          // of; once resolved, 32-bit nodes (read as uint32_t)
+	uint64_t *known;          // a bit per edge: its node is known
+	size_t edge_count, edge_cap;
+	uint64_t want;
+	bool oom, resolved;
+	// The dominator tree, by number in reverse postorder (0: the virtual root).
 	uint32_t reached;
-	uint64_t *retained;       // per node
-	// while walking: the references, as node pairs
-	uint32_t *from, *to;
-	size_t edges, edge_cap;
-	uint32_t node_cap;
-	uint64_t last_from;       // the object whose references come in now, and its node: the
-	int64_t last_node;        // walk reports one object's references one after another
-	bool oom;
+	uint32_t *idom, *tree_type;
+	uint64_t *retained;
+	struct asked *asked;
+	uint32_t asked_count;
+	struct pyu_addrmap asked_map; // address -> index in asked
 };
+
+static bool grow(void **p, size_t *cap, size_t need, size_t first, size_t size)
+{
+	if (need <= *cap)
+		return true;
+	size_t n = *cap ? *cap : first;
+	while (n < need)
+		n *= 2;
+	void *grown = realloc(*p, n * size);
+	if (!grown)
+		return false;
+	*p = grown;
+	*cap = n;
+	return true;
+}
 
 static bool dom_object(void *arg, uint64_t addr, uint64_t bytes, uint32_t type)
 {
 	struct pyu_heap_dominators *d = arg;
+	(void)addr;
 	if (d->nodes == d->node_cap) {
-		uint32_t cap = d->node_cap ? d->node_cap * 2 : 1u << 14;
-		uint64_t *b = realloc(d->bytes, cap * sizeof(*b));
-		if (b)
-			d->bytes = b;
-		uint32_t *t = b ? realloc(d->type, cap * sizeof(*t)) : NULL;
-		if (!t) {
+		size_t cap = d->node_cap, c2 = cap;
+		if (d->nodes >= UINT32_MAX / 4 ||
+		    !grow((void **)&d->bytes, &cap, d->nodes + 1u, NODES_FIRST, sizeof(*d->bytes)) ||
+		    !grow((void **)&d->type, &c2, d->nodes + 1u, NODES_FIRST, sizeof(*d->type)) ||
+		    !grow((void **)&d->start, &d->start_cap, (cap < c2 ? cap : c2) + 2, NODES_FIRST,
+			  sizeof(*d->start))) {
 			d->oom = true;
 			return false;
 		}
-		d->type = t;
-		d->node_cap = cap;
+		d->node_cap = (uint32_t)(cap < c2 ? cap : c2);
 	}
-	// The virtual root (address 0) is node 0 and no key: the map's keys are never 0.
-	int added = addr ? pyu_addrmap_add(&d->ids, addr, d->nodes) : 1;
-	if (added < 0) {
-		d->oom = true;
-		return false;
+	uint32_t n = d->nodes++;
+	d->type[n] = type;
+	d->bytes[n] = bytes < UINT32_MAX ? (uint32_t)bytes : UINT32_MAX;
+	if (bytes >= UINT32_MAX) {
+		size_t cap = d->big_cap;
+		if (!grow((void **)&d->big, &cap, d->big_count + 1u, 16, sizeof(*d->big))) {
+			d->oom = true;
+			return false;
+		}
+		d->big_cap = (uint32_t)cap;
+		d->big[d->big_count].node = n;
+		d->big[d->big_count++].bytes = bytes;
 	}
-	if (!added)
-		return true; // on two of the collector's lists: one node
-	d->bytes[d->nodes] = bytes;
-	d->type[d->nodes++] = type;
 	return true;
 }
 
-static bool dom_edge(void *arg, uint64_t from, const struct pyu_heap_ref *via, uint64_t to)
+static uint64_t node_bytes(const struct pyu_heap_dominators *d, uint32_t n)
+{
+	if (d->bytes[n] != UINT32_MAX)
+		return d->bytes[n];
+	// Nodes in big[] come in increasing order: a binary search.
+	uint32_t lo = 0, hi = d->big_count;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (d->big[mid].node < n)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->big_count && d->big[lo].node == n ? d->big[lo].bytes : UINT32_MAX;
+}
+
+// Starts the references of every node up to @to (their references, if any, come next).
+static void start_rows(struct pyu_heap_dominators *d, uint32_t to)
+{
+	for (uint32_t r = d->row + 1; r <= to && r < d->start_cap; r++)
+		d->start[r] = (uint32_t)d->edge_count;
+	if (to > d->row)
+		d->row = to;
+}
+
+static bool dom_link(void *arg, uint32_t from, uint32_t to, uint64_t to_addr)
 {
 	struct pyu_heap_dominators *d = arg;
-	(void)via;
-	if (from != d->last_from || !d->last_node) {
-		d->last_from = from;
-		d->last_node = from ? pyu_addrmap_get(&d->ids, from) : 0;
+	if (from < d->row || from >= d->nodes)
+		return true; // cannot be: the walk reports each node's references together
+	if (d->edge_count >= UINT32_MAX - 1) {
+		d->oom = true;
+		return false;
 	}
-	int64_t f = d->last_node, t = pyu_addrmap_get(&d->ids, to);
-	if (f < 0 || t < 0)
-		return true; // cannot be: both were counted
-	if (d->edges == d->edge_cap) {
-		size_t cap = d->edge_cap ? d->edge_cap * 2 : 1u << 16;
-		uint32_t *a = realloc(d->from, cap * sizeof(*a));
-		if (a)
-			d->from = a;
-		uint32_t *b = a ? realloc(d->to, cap * sizeof(*b)) : NULL;
-		if (!b) {
+	start_rows(d, from);
+	if (d->edge_count == d->edge_cap) {
+		size_t cap = d->edge_cap, kcap = d->edge_cap / 64;
+		if (!grow((void **)&d->edges, &cap, d->edge_count + 1, EDGES_FIRST, sizeof(uint64_t)) ||
+		    !grow((void **)&d->known, &kcap, cap / 64, EDGES_FIRST / 64, sizeof(uint64_t))) {
 			d->oom = true;
 			return false;
 		}
-		d->to = b;
+		memset(d->known + d->edge_cap / 64, 0, (cap - d->edge_cap) / 8);
 		d->edge_cap = cap;
 	}
-	d->from[d->edges] = (uint32_t)f;
-	d->to[d->edges++] = (uint32_t)t;
+	size_t e = d->edge_count++;
+	if (to) {
+		d->edges[e] = to;
+		d->known[e / 64] |= 1ull << (e % 64);
+	} else {
+		d->edges[e] = to_addr;
+	}
+	return true;
+}
+
+// Adds @addr to the objects asked about, with the node @rank_to_node says it has.
+static bool ask(struct pyu_heap_dominators *d, const struct pyu_addrset *seen,
+		const struct pyu_addrset_rank *rank, const uint32_t *rank_to_node, uint64_t addr)
+{
+	int64_t r = pyu_addrset_rank(seen, rank, addr);
+	if (r < 0 || rank_to_node[r] == UNDEF)
+		return true;
+	int added = pyu_addrmap_add(&d->asked_map, addr, d->asked_count);
+	if (added < 0)
+		return false;
+	if (added) {
+		d->asked[d->asked_count].addr = addr;
+		d->asked[d->asked_count++].node = rank_to_node[r];
+	}
+	return true;
+}
+
+// The walk's end: every reference's node found (through a numbering of the census's set of
+// objects, its edges rewritten in place as 32-bit nodes), and the nodes of the objects asked
+// about.
+static bool dom_done(void *arg, const struct pyu_heap *h, const struct pyu_addrset *seen,
+		     const uint64_t *objects, uint64_t count)
+{
+	struct pyu_heap_dominators *d = arg;
+	if (d->oom || count + 1 != d->nodes)
+		return false; // cannot be: every object counted was one node
+	start_rows(d, d->nodes);
+	struct pyu_addrset_rank rank;
+	if (pyu_addrset_rank_build(seen, &rank) != 0) {
+		d->oom = true;
+		return false;
+	}
+	uint32_t *rank_to_node = malloc((seen->count ? seen->count : 1) * sizeof(*rank_to_node));
+	d->asked = malloc((h->biggest_count + 2) * sizeof(*d->asked));
+	if (!rank_to_node || !d->asked) {
+		free(rank_to_node);
+		pyu_addrset_rank_clear(&rank);
+		d->oom = true;
+		return false;
+	}
+	for (uint64_t r = 0; r < seen->count; r++)
+		rank_to_node[r] = UNDEF;
+	for (uint64_t i = 0; i < count; i++) {
+		int64_t r = pyu_addrset_rank(seen, &rank, objects[i]);
+		if (r >= 0)
+			rank_to_node[r] = (uint32_t)(i + 1);
+	}
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < h->biggest_count; i++)
+		ok = ask(d, seen, &rank, rank_to_node, h->biggest[i].addr);
+	if (ok && d->want)
+		ok = ask(d, seen, &rank, rank_to_node, d->want);
+	// In place: entry e's 4 bytes go where entry e / 2's 8 were, never past one still to read.
+	unsigned char *out = (unsigned char *)d->edges;
+	for (size_t e = 0; ok && e < d->edge_count; e++) {
+		uint64_t v;
+		memcpy(&v, out + e * 8, sizeof(v));
+		uint32_t node = (uint32_t)v;
+		if (!((d->known[e / 64] >> (e % 64)) & 1)) {
+			int64_t r = pyu_addrset_rank(seen, &rank, v);
+			node = r < 0 ? UNDEF : rank_to_node[r];
+		}
+		memcpy(out + e * 4, &node, sizeof(node));
+	}
+	free(rank_to_node);
+	pyu_addrset_rank_clear(&rank);
+	free(d->known);
+	d->known = NULL;
+	if (!ok) {
+		d->oom = true;
+		return false;
+	}
+	void *shrunk = realloc(d->edges, (d->edge_count ? d->edge_count : 1) * sizeof(uint32_t));
+	if (shrunk)
+		d->edges = shrunk;
+	d->resolved = true;
 	return true;
 }
 
@@ -220,153 +357,91 @@ void pyu_heap_dominators_destroy(struct pyu_heap_dominators *d)
 {
 	if (!d)
 		return;
-	pyu_addrmap_clear(&d->ids);
 	free(d->bytes);
 	free(d->type);
+	free(d->start);
+	free(d->big);
+	free(d->edges);
+	free(d->known);
 	free(d->idom);
-	free(d->post);
+	free(d->tree_type);
 	free(d->retained);
-	free(d->from);
-	free(d->to);
+	free(d->asked);
+	pyu_addrmap_clear(&d->asked_map);
 	free(d);
 }
 
-// Compressed adjacency: the neighbours of node v are adj[start[v] .. start[v + 1]).
-struct adjacency {
-	uint32_t *start;          // nodes + 1
-	uint32_t *adj;
+// The progress callback while the dominators are computed: every object looked into.
+struct dom_progress {
+	struct pyu_stacks *s;
+	uint64_t objects;
 };
 
-static bool adjacency_build(uint32_t nodes, const uint32_t *from, const uint32_t *to,
-			    size_t edges, struct adjacency *ret)
+static bool dom_stop(void *arg)
 {
-	uint32_t *start = calloc((size_t)nodes + 1, sizeof(*start));
-	uint32_t *adj = malloc((edges ? edges : 1) * sizeof(*adj));
-	uint32_t *fill = calloc((size_t)nodes + 1, sizeof(*fill));
-	if (!start || !adj || !fill) {
-		free(start);
-		free(adj);
-		free(fill);
-		return false;
-	}
-	for (size_t e = 0; e < edges; e++)
-		start[from[e] + 1]++;
-	for (uint32_t v = 0; v < nodes; v++)
-		start[v + 1] += start[v];
-	for (size_t e = 0; e < edges; e++)
-		adj[start[from[e]] + fill[from[e]]++] = to[e];
-	free(fill);
-	ret->start = start;
-	ret->adj = adj;
-	return true;
+	const struct dom_progress *p = arg;
+	return p->s->progress && p->s->progress(p->s->progress_arg, p->objects, p->objects);
 }
 
-static void adjacency_free(struct adjacency *a)
+// The tree's sums: each number's retained bytes (a dominator's number is below its nodes', so
+// in decreasing order every subtree is summed before its dominator takes it), its type, and
+// the numbers of the objects asked about; the walk's arrays are let go.
+static bool tree_sums(struct pyu_heap_dominators *d, const struct pyu_dom_tree *t)
 {
-	free(a->start);
-	free(a->adj);
-}
-
-// Postorder of the nodes the root reaches, depth first without recursion; order[v] is v's
-// number in it (UNDEF: not reached). False: out of memory.
-static bool postorder(struct pyu_heap_dominators *d, const struct adjacency *succ,
-		      uint32_t *order)
-{
-	uint32_t *stack = malloc((size_t)d->nodes * sizeof(*stack));
-	uint32_t *next = calloc(d->nodes, sizeof(*next)); // the next successor to look at
-	d->post = malloc((size_t)d->nodes * sizeof(*d->post));
-	if (!stack || !next || !d->post) {
-		free(stack);
-		free(next);
+	uint32_t r = t->reached;
+	d->retained = malloc((size_t)r * sizeof(*d->retained));
+	d->tree_type = malloc((size_t)r * sizeof(*d->tree_type));
+	uint64_t *mark = calloc(d->nodes / 64 + 1, sizeof(*mark)); // the nodes asked about
+	if (!d->retained || !d->tree_type || !mark) {
+		free(mark);
 		return false;
 	}
-	for (uint32_t v = 0; v < d->nodes; v++)
-		order[v] = UNDEF;
-	uint32_t *onstack = next; // next[v] > 0 or v == 0 pushed: marked by order below
-	size_t top = 0;
-	stack[top++] = 0;
-	order[0] = UNDEF - 1; // seen, not finished
-	while (top) {
-		uint32_t v = stack[top - 1];
-		uint32_t at = succ->start[v] + onstack[v];
-		if (at < succ->start[v + 1]) {
-			onstack[v]++;
-			uint32_t w = succ->adj[at];
-			if (order[w] == UNDEF) {
-				order[w] = UNDEF - 1;
-				stack[top++] = w; // each node is pushed once: top <= nodes
-			}
+	for (uint32_t k = 0; k < r; k++) {
+		d->retained[k] = node_bytes(d, t->node[k]);
+		d->tree_type[k] = d->type[t->node[k]];
+	}
+	for (uint32_t k = r; k-- > 1;)
+		d->retained[t->idom[k]] += d->retained[k];
+	// The asked nodes' numbers (UNDEF: not reached), sorted by node for a binary search.
+	struct pyu_addrmap by_node = {0};
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < d->asked_count; i++) {
+		uint32_t n = d->asked[i].node;
+		mark[n / 64] |= 1ull << (n % 64);
+		ok = pyu_addrmap_add(&by_node, (uint64_t)n + 1, i) >= 0;
+		d->asked[i].node = UNDEF;
+	}
+	for (uint32_t k = 0; ok && k < r; k++) {
+		uint32_t n = t->node[k];
+		if (!((mark[n / 64] >> (n % 64)) & 1))
 			continue;
-		}
-		top--;
-		order[v] = d->reached;
-		d->post[d->reached++] = v;
+		int64_t i = pyu_addrmap_get(&by_node, (uint64_t)n + 1);
+		// Two addresses of one node cannot be: each object is one node.
+		if (i >= 0)
+			d->asked[i].node = k;
 	}
-	free(stack);
-	free(next);
-	return true;
-}
-
-// The immediate dominators (Cooper, Harvey, Kennedy: "A Simple, Fast Dominance Algorithm"):
-// in reverse postorder, each node's dominator is the nearest common dominator of its
-// processed predecessors, until nothing changes. False: it did not settle in
-// DOM_PASSES_MAX passes (d->idom then holds what it had).
-static bool dominators(struct pyu_heap_dominators *d, const struct adjacency *pred,
-		       const uint32_t *order)
-{
-	for (uint32_t v = 0; v < d->nodes; v++)
-		d->idom[v] = UNDEF;
-	d->idom[0] = 0;
-	for (int pass = 0; pass < DOM_PASSES_MAX; pass++) {
-		bool changed = false;
-		for (uint32_t k = d->reached; k-- > 0;) {
-			uint32_t v = d->post[k];
-			if (v == 0)
-				continue;
-			uint32_t nd = UNDEF;
-			for (uint32_t e = pred->start[v]; e < pred->start[v + 1]; e++) {
-				uint32_t p = pred->adj[e];
-				if (order[p] == UNDEF || d->idom[p] == UNDEF)
-					continue;
-				if (nd == UNDEF) {
-					nd = p;
-					continue;
-				}
-				uint32_t a = p, b = nd;
-				// Walk up by postorder number; both end at the root (highest).
-				for (uint32_t steps = 0; a != b && steps < 2 * d->reached; steps++) {
-					while (order[a] < order[b])
-						a = d->idom[a];
-					while (order[b] < order[a])
-						b = d->idom[b];
-				}
-				nd = a;
-			}
-			if (nd != UNDEF && d->idom[v] != nd) {
-				d->idom[v] = nd;
-				changed = true;
-			}
-		}
-		if (!changed)
-			return true;
-	}
-	return false;
+	pyu_addrmap_clear(&by_node);
+	free(mark);
+	return ok;
 }
 
 struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 					      const struct pyu_heap_roots *roots,
-					      uint32_t biggest, struct pyu_heap **h,
+					      uint32_t biggest, uint64_t want, struct pyu_heap **h,
 					      struct pyu_heap_dominators **ret)
 {
 	struct pyu_heap_dominators *d = calloc(1, sizeof(*d));
 	if (!d)
 		return &pyu_error_nomem;
-	// Node 0: the virtual root, whose references are the roots (edges from 0).
-	if (!dom_object(d, 0, 0, 0)) {
+	d->want = want;
+	// Node 0: the virtual root, whose references are the roots.
+	if (!dom_object(d, 0, 0, UNDEF)) {
 		pyu_heap_dominators_destroy(d);
 		return &pyu_error_nomem;
 	}
-	struct pyu_heap_hooks hooks = {.arg = d, .object = dom_object, .edge = dom_edge};
+	d->start[0] = 0;
+	struct pyu_heap_hooks hooks = {.arg = d, .object = dom_object, .link = dom_link,
+				       .done = dom_done};
 	struct pyu_heap_walk w = {.biggest = biggest, .roots = roots->addrs,
 				  .root_count = roots->count, .hooks = &hooks};
 	struct pyu_heap *got;
@@ -375,43 +450,50 @@ struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 		pyu_heap_dominators_destroy(d);
 		return err;
 	}
-	struct adjacency succ = {0}, pred = {0};
-	uint32_t *order = NULL;
-	bool ok = !d->oom && adjacency_build(d->nodes, d->from, d->to, d->edges, &succ);
-	if (ok)
-		ok = adjacency_build(d->nodes, d->to, d->from, d->edges, &pred);
-	free(d->from);
-	free(d->to);
-	d->from = d->to = NULL;
-	if (ok)
-		ok = (order = malloc((size_t)d->nodes * sizeof(*order))) != NULL;
-	if (ok)
-		ok = postorder(d, &succ, order);
-	if (ok)
-		ok = (d->idom = malloc((size_t)d->nodes * sizeof(*d->idom))) != NULL &&
-		     (d->retained = calloc(d->nodes, sizeof(*d->retained))) != NULL;
-	bool settled = ok && dominators(d, &pred, order);
-	adjacency_free(&succ);
-	adjacency_free(&pred);
-	free(order);
-	if (!ok) {
+	if (d->oom) {
 		pyu_heap_destroy(got);
 		pyu_heap_dominators_destroy(d);
 		return &pyu_error_nomem;
 	}
-	if (!settled) {
+	if (got->interrupted || !d->resolved) {
+		// Stopped: the census so far, without retained sizes.
+		pyu_heap_dominators_destroy(d);
+		*h = got;
+		*ret = NULL;
+		return NULL;
+	}
+	struct pyu_dom_tree t;
+	struct dom_progress progress = {s, got->objects};
+	err = pyu_dominators(d->nodes, d->start, (const uint32_t *)d->edges, dom_stop, &progress,
+			     &t);
+	free(d->edges);
+	free(d->start);
+	d->edges = NULL;
+	d->start = NULL;
+	if (!err && !t.node) {
+		got->partial = got->interrupted = true; // the census whole, its retained sizes not
+		pyu_heap_dominators_destroy(d);
+		*h = got;
+		*ret = NULL;
+		return NULL;
+	}
+	if (!err && !tree_sums(d, &t))
+		err = &pyu_error_nomem;
+	if (err) {
+		pyu_dom_tree_clear(&t);
 		pyu_heap_destroy(got);
 		pyu_heap_dominators_destroy(d);
-		return pyu_error_create(PYU_ERR_UNSUPPORTED, "the dominators did not settle in %d "
-					"passes", DOM_PASSES_MAX);
+		return err;
 	}
-	// A dominator comes after what it dominates in postorder: sums flow up in one pass.
-	for (uint32_t k = 0; k < d->reached; k++) {
-		uint32_t v = d->post[k];
-		d->retained[v] += d->bytes[v];
-		if (v)
-			d->retained[d->idom[v]] += d->retained[v];
-	}
+	d->reached = t.reached;
+	d->idom = t.idom;
+	t.idom = NULL;
+	pyu_dom_tree_clear(&t);
+	free(d->bytes);
+	free(d->type);
+	free(d->big);
+	d->bytes = d->type = NULL;
+	d->big = NULL;
 	*h = got;
 	*ret = d;
 	return NULL;
@@ -419,10 +501,10 @@ struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 
 bool pyu_heap_retained(const struct pyu_heap_dominators *d, uint64_t addr, uint64_t *ret)
 {
-	int64_t v = addr ? pyu_addrmap_get(&d->ids, addr) : -1;
-	if (v <= 0 || d->idom[v] == UNDEF)
+	int64_t i = addr ? pyu_addrmap_get(&d->asked_map, addr) : -1;
+	if (i < 0 || d->asked[i].node == UNDEF)
 		return false;
-	*ret = d->retained[v];
+	*ret = d->retained[d->asked[i].node];
 	return true;
 }
 
@@ -431,22 +513,21 @@ void pyu_heap_retained_by_sets(const struct pyu_heap_dominators *d, const int32_
 {
 	for (uint32_t i = 0; i < n; i++)
 		ret[i] = 0;
-	uint64_t *in = calloc(d->nodes ? d->nodes : 1, sizeof(*in));
+	uint64_t *in = calloc(d->reached ? d->reached : 1, sizeof(*in));
 	if (!in)
 		return; // advisory: sums of 0
-	// From the root down (reverse postorder: a dominator before what it dominates), the sets
-	// an object's dominators or itself belong to.
-	for (uint32_t k = d->reached; k-- > 0;) {
-		uint32_t v = d->post[k];
-		if (!v)
-			continue;
-		uint64_t mask = in[d->idom[v]];
-		int32_t set = type_set[d->type[v]];
+	// From the root down (a dominator's number is below its nodes'), the sets an object's
+	// dominators or itself belong to. What a set retains is what its topmost members in the
+	// tree (no dominator of the set above them) retain: every object whose chain of
+	// dominators meets the set is under exactly one of those.
+	for (uint32_t k = 1; k < d->reached; k++) {
+		uint64_t above = in[d->idom[k]], bit = 0;
+		int32_t set = d->tree_type[k] != UNDEF ? type_set[d->tree_type[k]] : -1;
 		if (set >= 0 && set < 64 && (uint32_t)set < n)
-			mask |= 1ull << set;
-		in[v] = mask;
-		for (uint64_t m = mask; m; m &= m - 1)
-			ret[__builtin_ctzll(m)] += d->bytes[v];
+			bit = 1ull << set;
+		in[k] = above | bit;
+		if (bit && !(above & bit))
+			ret[set] += d->retained[k];
 	}
 	free(in);
 }

@@ -30,21 +30,27 @@ struct pyu_error *pyu_heap_path_find(struct pyu_stacks *s, const struct pyu_heap
 void pyu_heap_path_clear(struct pyu_heap_path *path);
 
 // Retained sizes: the census (collector lists, then @roots, then references), each object's
-// dominator over the graph from a virtual node whose edges go to the roots (Cooper, Harvey and
-// Kennedy's iterative algorithm over the reverse postorder), and each dominator subtree's bytes.
+// dominator over the graph from a virtual node whose edges go to the roots (dominators.h:
+// objects numbered as the census counts them, references kept as 32-bit node numbers in
+// arrays), and each dominator subtree's bytes.
 struct pyu_heap_dominators;
 
-// Takes the census as pyu_heap_census(@biggest) does and the dominators of its objects. On
-// error (out of memory: the graph needs about 40 bytes per object and 12 per reference),
-// *h and *ret are unchanged.
+// Takes the census as pyu_heap_census(@biggest) does and the dominators of its objects; the
+// retained bytes of the @biggest largest objects and of the object at @want (0: none) can be
+// asked for afterwards. Memory besides the census's: about 12 bytes per object and 8 per
+// reference while it walks (4 more per object at its end), about 20 per object and 8 per
+// reference while the dominators are computed, 16 per object kept. When the census was interrupted
+// (h->interrupted), or the dominators were (the census then whole, yet marked partial and
+// interrupted), *ret is NULL: no retained sizes. On error (out of memory), *h and *ret are
+// unchanged.
 struct pyu_error *pyu_heap_dominators_compute(struct pyu_stacks *s,
 					      const struct pyu_heap_roots *roots,
-					      uint32_t biggest, struct pyu_heap **h,
+					      uint32_t biggest, uint64_t want, struct pyu_heap **h,
 					      struct pyu_heap_dominators **ret);
 void pyu_heap_dominators_destroy(struct pyu_heap_dominators *d);
 
-// The bytes the object at @addr retains; false when it is no object of the census or no root
-// reaches it. Cannot fail.
+// The bytes the object at @addr retains (one of the census's biggest, or @want); false when it
+// is none of those, no object of the census, or no root reaches it. Cannot fail.
 bool pyu_heap_retained(const struct pyu_heap_dominators *d, uint64_t addr, uint64_t *ret);
 
 // For @n sets of types (@type_set[i] for h->types[i]: a set number below 64, or -1 for none),

@@ -5,6 +5,7 @@
 import ctypes
 import os
 import threading
+import time
 import signal
 import shlex
 
@@ -331,6 +332,49 @@ def _enc(text):
     return text.encode("utf-8", "surrogateescape") if text else None
 
 
+class ProgressBar(object):
+    """The command line's progress bar (core/cli/progress.c), for a debugger's long command:
+    drawn on stderr only when it is a terminal, at most ten times a second, and only for work
+    longer than that; erased at the end."""
+    WIDTH = 30
+    EVERY = 0.1
+
+    def __init__(self):
+        try:
+            self.fd = 2 if os.isatty(2) else None
+        except OSError:
+            self.fd = None
+        self.last = time.monotonic()
+        self.drawn = False
+
+    def draw(self, done, total):
+        if self.fd is None:
+            return
+        now = time.monotonic()
+        if now - self.last < self.EVERY:
+            return
+        self.last = now
+        if total:
+            fill = min(self.WIDTH, int(done * self.WIDTH // total))
+            line = "\rheap [%s%s] %d of %d objects looked into (Ctrl-C stops)\033[K" % (
+                "#" * fill, "." * (self.WIDTH - fill), done, total)
+        else:
+            line = "\rheap: %d objects on the collector's lists (Ctrl-C stops)\033[K" % done
+        try:
+            os.write(self.fd, line.encode())
+            self.drawn = True
+        except OSError:
+            self.fd = None
+
+    def erase(self):
+        if self.drawn and self.fd is not None:
+            try:
+                os.write(self.fd, b"\r\033[K")
+            except OSError:
+                pass
+        self.drawn = False
+
+
 class Stacks(_Handle):
     _destroy = "pyu_stacks_destroy"
 
@@ -445,16 +489,20 @@ class Stacks(_Handle):
         stops with what it had. gdb turns Ctrl-C into a Python SIGINT (PyErr_SetInterrupt),
         handled when Python code next runs - the progress callback - so for the while a
         handler that notes it replaces the one that raises KeyboardInterrupt (which ctypes
-        would swallow); lldb's view may also say so when asked."""
+        would swallow); lldb's view may also say so when asked. In a debugger whose stderr is
+        a terminal, the CLI's progress bar is drawn there (and erased at the end)."""
         stop = []
+        bar = ProgressBar() if view is not None else None
 
         def on_sigint(_signum, _frame):
             stop.append(True)
 
-        def progress(_arg, _done, _total):
+        def progress(_arg, done, total):
             try:
                 if not stop and view is not None and view.interrupted():
                     stop.append(True)
+                if bar is not None and not stop:
+                    bar.draw(done, total)
             except BaseException:  # never an exception through ctypes into the census
                 stop.append(True)
             return 1 if stop else 0
@@ -471,6 +519,8 @@ class Stacks(_Handle):
             return self._text(fn, *args)
         finally:
             lib.pyu_stacks_set_progress(self.handle, PROGRESS_FN(), None)
+            if bar is not None:
+                bar.erase()
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
 

@@ -16,6 +16,9 @@
 # attribute, an object only a thread's local holds); --referrers names the frames holding an
 # object as a local as the target finds them in its own frames; --retained of a dict holding
 # only fresh objects is the getsizeof sum of its closure the target computed.
+# Ctrl-C (heap-interrupt): the CLI on a terminal, and gdb and lldb run interactively on a
+# pseudo-terminal, Ctrl-C typed once the progress bar shows: what was counted, marked partial
+# and interrupted, and the debugger goes on (py-bt, then a whole census).
 # One target per interpreter and kind of core.
 #
 #   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
@@ -30,7 +33,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, os.pardir))
-from harness import REPO, Target, run_cases, selected  # noqa: E402
+from harness import REPO, PtyDebugger, Target, run_cases, selected  # noqa: E402
 from test_adapters import run_debugger, parse_json, no_traceback, target_args  # noqa: E402
 from test_tasks import cli  # noqa: E402
 
@@ -493,12 +496,60 @@ def interrupted_problems(full, rc, out, term):
     return p
 
 
+def debugger_interrupt_problems(kind, core, exe, full):
+    """gdb or lldb on a pseudo-terminal: `py-heap --json` and `py-heap --retained --json`,
+    each with Ctrl-C typed once the bar shows it looking into objects, give the JSON of what
+    was counted (partial, interrupted, fewer objects than the whole, rows adding up to the
+    totals; no retained sizes), no traceback; then py-bt answers with the target's frames and
+    a whole `py-heap --json` counts every object again."""
+    p = []
+    args = [exe, core] if kind == "gdb" else ["-c", core, exe]
+    with PtyDebugger(kind, args, timeout=180) as d:
+        for command in ("py-heap --json", "py-heap --retained --json"):
+            d.type(command + "\n")
+            bar = d.read_until("objects looked into", 300)
+            d.type("\x03")  # Ctrl-C, as the terminal sends it: SIGINT to the debugger
+            out = d.read_until(d.PROMPT, 300)
+            where = "%s %s" % (kind, command)
+            if "Traceback" in bar + out or "KeyboardInterrupt" in bar + out:
+                p.append("%s: a traceback: %r" % (where, (bar + out)[-1500:]))
+                continue
+            try:
+                doc = json.JSONDecoder().raw_decode(out[out.index('{"version"'):])[0]
+            except ValueError:
+                p.append("%s: no JSON after Ctrl-C: %r" % (where, out[-1500:]))
+                continue
+            if not doc["partial"] or not doc.get("interrupted"):
+                p.append("%s: partial %s, interrupted %s" % (where, doc["partial"],
+                                                             doc.get("interrupted")))
+            if not 0 < doc["objects"] < full["objects"]:
+                p.append("%s: %d objects counted, the whole census has %d" % (
+                    where, doc["objects"], full["objects"]))
+            if doc["objects"] != sum(t["count"] for t in doc["types"]) or \
+                    doc["bytes"] != sum(t["bytes"] for t in doc["types"]):
+                p.append("%s: totals are not the sums of the rows" % where)
+            if any("retained" in t for t in doc["types"]):
+                p.append("%s: retained sizes of an interrupted census" % where)
+        bt = d.command("py-bt", 120)
+        if "heap_target.py" not in bt or "in main" not in bt:
+            p.append("%s: py-bt after Ctrl-C: %r" % (kind, bt[-1500:]))
+        out = d.command("py-heap --json --top 1", 300)
+        try:
+            doc = json.JSONDecoder().raw_decode(out[out.index('{"version"'):])[0]
+            if doc["partial"] or doc["interrupted"] or doc["objects"] != full["objects"]:
+                p.append("%s: the census after Ctrl-C: %d objects (want %d), partial %s" % (
+                    kind, doc["objects"], full["objects"], doc["partial"]))
+        except ValueError:
+            p.append("%s: no JSON from the census after Ctrl-C: %r" % (kind, out[-1500:]))
+    return p
+
+
 def interrupt_case(py):
     """Progress and Ctrl-C on a big heap: piped, no bar and the whole census; on a terminal,
     a bar, and SIGINT once it shows stops the census with what it had (status 130, partial
     and interrupted JSON), from a kernel core by the CLI and the ASan/UBSan CLI (no leak, no
-    error), and live - where the process must be released afterwards, neither stopped nor
-    traced."""
+    error), by gdb and lldb (debugger_interrupt_problems), and live - where the process must
+    be released afterwards, neither stopped nor traced."""
     env = {"PYU_BENCH_HEAP_OBJECTS": str(INTERRUPT_OBJECTS)}
 
     def run():
@@ -524,6 +575,10 @@ def interrupt_case(py):
                 p = interrupted_problems(full, rc, out, term)
                 if p:
                     raise AssertionError("%s, kernel core:\n  %s" % (who, "\n  ".join(p)))
+            for kind in ("gdb", "lldb"):
+                p = debugger_interrupt_problems(kind, core, t.executable, full)
+                if p:
+                    raise AssertionError("%s, kernel core:\n  %s" % (kind, "\n  ".join(p)))
         with Target(py, BIG_TARGET, timeout=600, env=env) as t:
             wait_parked(t.pid)
             rc, out, term = census_on_pty(CLI, [t.pid], True)

@@ -18,4 +18,4 @@ from .target import (Target, HarnessError, core_pattern, task_ids,  # noqa: F401
 from .compare import compare, text_frames  # noqa: F401
 from .runner import run_cases  # noqa: F401
 from .sharing import shared  # noqa: F401
-from .debuggers import gdb_batch, lldb_batch, gdb_cmd, lldb_cmd  # noqa: F401
+from .debuggers import gdb_batch, lldb_batch, gdb_cmd, lldb_cmd, PtyDebugger  # noqa: F401

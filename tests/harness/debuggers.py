@@ -1,8 +1,15 @@
 # debuggers - runs real gdb and lldb in batch mode with the pyunwind adapters loaded, and
-# returns what the commands printed (the debuggers' own start-up chatter cut off).
+# returns what the commands printed (the debuggers' own start-up chatter cut off); or one
+# interactively on a pseudo-terminal (PtyDebugger), for what only a terminal shows and Ctrl-C.
+import fcntl
 import os
+import pty
 import re
+import select
+import struct
 import subprocess
+import termios
+import time
 
 from .counts import count
 from .matrix import REPO
@@ -119,3 +126,109 @@ def lldb_batch(target_args, commands, timeout=120, plugin=LLDB_PLUGIN, env=None)
     import command on - each command echoed as "(lldb) ..." - and stderr). @env: variables to
     set (None: unset) for this lldb only."""
     return _run(lldb_cmd(target_args, commands, plugin), timeout, env)
+
+
+class PtyDebugger(object):
+    """gdb or lldb run interactively with a pseudo-terminal as its controlling terminal and
+    stdin, stdout and stderr (400 columns: nothing wraps), the adapter loaded. Commands are
+    typed; output is read until the next prompt. Ctrl-C is typed as a terminal sends it (^C:
+    SIGINT to the foreground process group). Use as a context manager: the debugger is killed
+    at the end if it did not quit."""
+    PROMPT = "pyu-prompt>"
+
+    def __init__(self, kind, target_args, timeout=120):
+        self.kind = kind
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 400, 0, 0))
+        if kind == "gdb":
+            argv = ["gdb", "-nx", "-q", "-iex", "set pagination off",
+                    "-iex", "set debuginfod enabled off", "-iex", "set style enabled off",
+                    "-iex", "set width 0", "-iex", "set height 0", "-iex", "set confirm off",
+                    "-iex", "set prompt %s " % self.PROMPT] + list(target_args) + [
+                        "-ex", "source " + GDB_PLUGIN]
+        else:
+            argv = [LLDB, "--no-lldbinit", "--no-use-colors"] + list(target_args) + [
+                "-o", "settings set prompt '%s '" % self.PROMPT,
+                "-o", "command script import " + LLDB_PLUGIN]
+        count("lldb" if kind == "lldb" else "gdb")
+
+        def controlling_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
+                                  preexec_fn=controlling_terminal, close_fds=True,
+                                  env=dict(os.environ, TERM="xterm"))
+        os.close(slave)
+        self.master = master
+        self.buf = b""
+        self.at = 0
+        try:
+            self.read_until(self.PROMPT, timeout)
+            if kind == "lldb":  # the prompt set by -o shows after the import's output
+                self.command("script print(12345 * 2)", timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _read(self, wait):
+        r, _, _ = select.select([self.master], [], [], wait)
+        if not r:
+            return False
+        try:
+            chunk = os.read(self.master, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            raise HarnessError("%s ended: %r" % (self.kind, self.text()[-1500:]))
+        self.buf += chunk
+        return True
+
+    def text(self, start=0):
+        return self.buf[start:].decode("utf-8", "replace").replace("\r", "")
+
+    def read_until(self, pattern, timeout):
+        """Reads until @pattern shows after what was read before; returns the text from
+        there (the pattern included)."""
+        want = pattern.encode()
+        deadline = time.time() + timeout
+        while want not in self.buf[self.at:]:
+            if time.time() > deadline:
+                raise HarnessError("%s: no %r within %ds; the terminal shows: %r" % (
+                    self.kind, pattern, timeout, self.text(self.at)[-1500:]))
+            self._read(0.1)
+        end = self.buf.index(want, self.at) + len(want)
+        out = self.text(self.at)[:len(self.buf[self.at:end].decode("utf-8", "replace")
+                                      .replace("\r", ""))]
+        self.at = end
+        return out
+
+    def type(self, text):
+        os.write(self.master, text.encode())
+
+    def command(self, line, timeout=120):
+        """Types @line and returns what the terminal showed until the next prompt."""
+        self.type(line + "\n")
+        return self.read_until(self.PROMPT, timeout)
+
+    def close(self):
+        if self.p.poll() is None:
+            try:
+                self.type("quit\n")
+            except OSError:
+                pass
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        try:
+            os.close(self.master)
+        except OSError:
+            pass

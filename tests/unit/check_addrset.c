@@ -1,8 +1,10 @@
 // check_addrset.c - the census's set of addresses (addrset.c): members found and only they,
 // each added once, across many chunks, sparse and dense, far apart in the address space, and
-// emptied by a clear.
+// emptied by a clear; its numbering of members (ranks): one number in [0, count) each, all
+// different, none for a non-member.
 #include <check.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "addrset.h"
 #include "checkmain.h"
@@ -48,12 +50,54 @@ START_TEST(test_dense_and_sparse)
 }
 END_TEST
 
+START_TEST(test_rank)
+{
+	struct pyu_addrset s = {0};
+	struct pyu_addrset_rank r;
+	// empty
+	ck_assert_int_eq(pyu_addrset_rank_build(&s, &r), 0);
+	ck_assert_int_eq(pyu_addrset_rank(&s, &r, 0x1000), -1);
+	pyu_addrset_rank_clear(&r);
+	// every 24 bytes over 3 chunks (words full and partly full), and scattered members
+	enum { MEMBERS = 30000 };
+	static uint64_t addrs[MEMBERS];
+	uint64_t x = 88172645463325252ull;
+	uint32_t n = 0;
+	for (uint64_t a = 0x7f0000000000; a < 0x7f0000030000; a += 24)
+		addrs[n++] = a;
+	while (n < MEMBERS)
+		addrs[n++] = (next_rand(&x) & 0x3ffffffff8ull) | 0x550000000000ull;
+	for (uint32_t i = 0; i < MEMBERS; i++)
+		ck_assert_int_ge(pyu_addrset_add(&s, addrs[i]), 0);
+	ck_assert_int_eq(pyu_addrset_rank_build(&s, &r), 0);
+	uint8_t *used = calloc(s.count, 1);
+	ck_assert_ptr_nonnull(used);
+	uint64_t distinct = 0;
+	for (uint32_t i = 0; i < MEMBERS; i++) {
+		int64_t k = pyu_addrset_rank(&s, &r, addrs[i]);
+		ck_assert_int_ge(k, 0);
+		ck_assert_int_lt(k, (int64_t)s.count);
+		distinct += !used[k]; // a member added twice has one number
+		used[k] = 1;
+		ck_assert_int_eq(pyu_addrset_rank(&s, &r, addrs[i] + 8) >= 0,
+				 pyu_addrset_has(&s, addrs[i] + 8));
+	}
+	ck_assert_uint_eq(distinct, s.count);
+	ck_assert_int_eq(pyu_addrset_rank(&s, &r, 0x7f0000000008), -1);
+	ck_assert_int_eq(pyu_addrset_rank(&s, &r, 0x100000), -1);
+	free(used);
+	pyu_addrset_rank_clear(&r);
+	pyu_addrset_clear(&s);
+}
+END_TEST
+
 static Suite *addrset_suite(void)
 {
 	Suite *s = suite_create("addrset");
 	TCase *tc = tcase_create("addrset");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_dense_and_sparse);
+	tcase_add_test(tc, test_rank);
 	suite_add_tcase(s, tc);
 	return s;
 }

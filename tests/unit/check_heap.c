@@ -205,7 +205,7 @@ START_TEST(test_retained)
 	struct pyu_heap_roots roots = {.addrs = &root, .count = 1};
 	struct pyu_heap *h = NULL;
 	struct pyu_heap_dominators *d = NULL;
-	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, 0, &h, &d));
+	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, NODES, 0, &h, &d));
 	uint64_t one = h->bytes / NODES, got = 0;
 	// Every chain to D passes through A only (B and C are two ways); E's through D.
 	static const uint64_t want[NODES] = {6, 1, 1, 2, 1, 1};
@@ -221,7 +221,7 @@ START_TEST(test_retained)
 	pyu_heap_destroy(h);
 	// From B alone: A, C and F are reached by no root and retain nothing.
 	root = obj_of(&z, B);
-	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, 0, &h, &d));
+	ck_assert_ptr_null(pyu_heap_dominators_compute(&z.s, &roots, NODES, 0, &h, &d));
 	ck_assert(!pyu_heap_retained(d, obj_of(&z, A), &got));
 	ck_assert(pyu_heap_retained(d, obj_of(&z, B), &got));
 	ck_assert_uint_eq(got, 3 * one);
