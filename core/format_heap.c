@@ -652,7 +652,8 @@ struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint
 	}
 	if (!p.count || !h->want_found) {
 		err = pyu_error_create(PYU_ERR_NOT_FOUND, "no chain of references from a root (%u "
-				       "roots: modules, frame locals, exceptions) to an object at 0x%"
+				       "roots: modules, frame locals, tasks' coroutine locals, "
+				       "exceptions) to an object at 0x%"
 				       PRIx64 " (%" PRIu64 " objects looked at%s)", roots.count,
 				       addr, h->objects, h->error_count ? ", with errors" : "");
 		pyu_heap_path_clear(&p);

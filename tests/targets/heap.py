@@ -507,6 +507,8 @@ def main():
                 "name": "MainThread", "frames": []},
                {"thread_id": holder.ident, "native_thread_id": None, "name": "local-holder",
                 "frames": []}]
+    threads += [{"thread_id": t.ident, "native_thread_id": None, "name": t.name, "frames": []}
+                for t in threading.enumerate() if t.name == "loop"]
     doc = {"pyunwind_truth": 1, "pid": os.getpid(), "mode": MODE,
            "python": {"version": sys.version.split()[0], "hexversion": sys.hexversion,
                       "debug_build": hasattr(sys, "gettotalrefcount"),
