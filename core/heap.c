@@ -911,7 +911,8 @@ static void follow_frame_object(struct census *c, uint64_t obj)
 
 // Follows what the object at @obj refers to, field by field as the builtin types keep their
 // references: the items of tuples and lists, keys and values of dicts, keys of sets, an
-// instance's attributes and __slots__, cells, functions, modules, classes and code objects.
+// instance's attributes and __slots__, cells, functions, modules, classes, code objects and
+// the locals of suspended generators', coroutines' and frame objects' frames.
 // Objects of other types are counted but not looked into.
 static void follow(struct census *c, uint64_t obj)
 {

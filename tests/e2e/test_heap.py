@@ -13,9 +13,11 @@
 # collector lists (a ring link that points elsewhere) give counted errors, not a crash or hang.
 # What keeps objects alive (check_graph): --path gives the expression the target evaluated to
 # the object and the root it names (a module global, a list in a dict, a leaf behind an
-# attribute, an object only a thread's local holds); --referrers names the frames holding an
-# object as a local as the target finds them in its own frames; --retained of a dict holding
-# only fresh objects is the getsizeof sum of its closure the target computed.
+# attribute, an object only a thread's local holds, what only a suspended generator's,
+# coroutine's or asyncio task's frame holds); --referrers names the frames holding an
+# object as a local as the target finds them in its own frames, and the suspended frames
+# (generators, coroutines) as gc.get_referrers() does, also from memory alone; --retained of
+# a dict holding only fresh objects is the getsizeof sum of its closure the target computed.
 # One target per interpreter and kind of core.
 #
 #   tests/e2e/test_heap.py [-j N] [FILTER...]     (make test-heap)
