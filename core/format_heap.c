@@ -361,8 +361,11 @@ static char *short_repr(struct pyu_values *v, uint64_t addr)
 	return out;
 }
 
-// How a referrer holds the object, as a Python expression suffix: "[3]", "['k']", ".attr".
-static void via_text(struct pyu_values *v, const struct pyu_heap_ref *r, struct pyu_strbuf *sb)
+// How a referrer holds the object, as a Python expression suffix: "[3]", "['k']", ".attr"; a
+// frame's local as the referrers say it ("local x of coroutine main()") or, with @expr, as
+// an expression (".cr_frame.f_locals['x']" after a coroutine, ".f_locals['x']" after a frame).
+static void via_text(struct pyu_values *v, const struct pyu_heap_ref *r, struct pyu_strbuf *sb,
+		     bool expr)
 {
 	char *key = NULL;
 	size_t len;
@@ -394,6 +397,28 @@ static void via_text(struct pyu_values *v, const struct pyu_heap_ref *r, struct 
 		return;
 	case PYU_VIA_SLOT:
 		pyu_strbuf_printf(sb, "(__slots__ word at offset %" PRIu64 ")", r->n);
+		return;
+	case PYU_VIA_LOCAL: {
+		const char *name = r->field ? r->field : "?";
+		if (!expr) {
+			pyu_strbuf_puts(sb, "local ");
+			pyu_strbuf_text(sb, name, strlen(name));
+			pyu_strbuf_printf(sb, " of %s ", pyu_heap_frame_kind_name(
+				(enum pyu_heap_frame_kind)r->n));
+			pyu_strbuf_text(sb, r->owner ? r->owner : "?",
+					r->owner ? strlen(r->owner) : 1);
+			pyu_strbuf_puts(sb, "()");
+			return;
+		}
+		if (r->key)
+			pyu_strbuf_printf(sb, ".%s", pyu_heap_frame_attr(
+				(enum pyu_heap_frame_kind)r->n));
+		pyu_strbuf_puts(sb, ".f_locals['");
+		pyu_strbuf_text(sb, name, strlen(name));
+		pyu_strbuf_puts(sb, "']");
+		return;
+	}
+	case PYU_VIA_ROOT:
 		return;
 	}
 	free(key);
@@ -429,10 +454,27 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 		pyu_heap_destroy(h);
 		return err;
 	}
-	uint32_t frame_refs = 0;
+	uint32_t frame_refs = 0, shown = 0;
 	for (uint32_t i = 0; i < roots.count; i++)
 		if (roots.items[i].kind == PYU_ROOT_LOCAL && roots.items[i].addr == addr)
 			frame_refs++;
+	// A thread's frame that is an object (<= 3.10) the census found holding it as a local is
+	// one of those: said once, with its number and thread.
+	bool *dup = calloc(h->ref_count + 1, sizeof(*dup));
+	if (!dup) {
+		pyu_heap_roots_clear(&roots);
+		pyu_values_destroy(v);
+		pyu_heap_destroy(h);
+		return &pyu_error_nomem;
+	}
+	for (uint32_t i = 0; i < h->ref_count; i++) {
+		const struct pyu_heap_ref *r = &h->refs[i];
+		for (uint32_t k = 0; r->via == PYU_VIA_LOCAL && !r->key && !dup[i] &&
+				     k < roots.count; k++)
+			dup[i] = roots.items[k].kind == PYU_ROOT_LOCAL && roots.items[k].addr == addr &&
+				 roots.items[k].frame_address == r->addr;
+		shown += !dup[i];
+	}
 	bool json = flags & PYU_FMT_JSON;
 	struct pyu_strbuf sb;
 	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
@@ -450,23 +492,26 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 	} else {
 		pyu_strbuf_printf(&sb, "0x%" PRIx64 " %s, %" PRIu64 " bytes: %s\n", addr, tname,
 				  h->want_bytes, repr ? repr : "?");
-		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", h->ref_count + frame_refs,
-				  h->ref_count + frame_refs == 1 ? "" : "s",
+		pyu_strbuf_printf(&sb, "%u referrer%s%s:\n", shown + frame_refs,
+				  shown + frame_refs == 1 ? "" : "s",
 				  h->interrupted ? " (the census was interrupted)" :
 				  h->partial ? " (the census stopped at its object limit)" : "");
 	}
 	free(repr);
+	uint32_t k = 0;
 	for (uint32_t i = 0; i < h->ref_count; i++) {
 		const struct pyu_heap_ref *r = &h->refs[i];
+		if (dup[i])
+			continue;
 		char *tn = NULL, *via = NULL, *rr = short_repr(v, r->addr);
 		pyu_error_destroy(pyu_value_type_name(v, r->addr, &tn));
 		struct pyu_strbuf vb;
 		pyu_strbuf_init(&vb, 4 * BIG_REPR_OUTPUT);
-		via_text(v, r, &vb);
+		via_text(v, r, &vb, false);
 		pyu_error_destroy(pyu_strbuf_finish(&vb, &via));
 		if (json) {
 			pyu_strbuf_printf(&sb, "%s{\"address\": \"0x%" PRIx64 "\", \"type\": ",
-					  i ? ", " : "", r->addr);
+					  k++ ? ", " : "", r->addr);
 			pyu_strbuf_json_cstr(&sb, tn ? tn : "");
 			pyu_strbuf_puts(&sb, ", \"repr\": ");
 			pyu_strbuf_json_cstr(&sb, rr ? rr : "");
@@ -481,7 +526,7 @@ struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,
 		free(via);
 		free(rr);
 	}
-	uint32_t k = h->ref_count;
+	free(dup);
 	for (uint32_t i = 0; i < roots.count; i++) {
 		const struct pyu_heap_root *rt = &roots.items[i];
 		if (rt->kind != PYU_ROOT_LOCAL || rt->addr != addr)
@@ -570,8 +615,14 @@ static bool path_exprs(struct pyu_values *v, const struct pyu_heap_path *p, cons
 				e.len -= strlen(".__dict__");
 				e.buf[e.len] = 0;
 				pyu_strbuf_printf(&e, ".%.*s", (int)(strlen(key) - 2), key + 1);
+			} else if (r->via == PYU_VIA_FIELD && !strcmp(r->field, "cell_contents") &&
+				   k >= 2 && p->steps[k - 2].via == PYU_VIA_LOCAL && exprs[k - 1]) {
+				// f_locals['x'] of a cell variable is what its cell holds: the cell
+				// step is folded into the local's.
+				free(exprs[k - 1]);
+				exprs[k - 1] = NULL;
 			} else {
-				via_text(v, r, &e);
+				via_text(v, r, &e, true);
 			}
 			free(key);
 		}
@@ -601,7 +652,8 @@ struct pyu_error *pyu_format_heap_path(struct pyu_stacks *s, uint64_t addr, uint
 	}
 	if (!p.count || !h->want_found) {
 		err = pyu_error_create(PYU_ERR_NOT_FOUND, "no chain of references from a root (%u "
-				       "roots: modules, frame locals, exceptions) to an object at 0x%"
+				       "roots: modules, frame locals, tasks' coroutine locals, "
+				       "exceptions) to an object at 0x%"
 				       PRIx64 " (%" PRIu64 " objects looked at%s)", roots.count,
 				       addr, h->objects, h->error_count ? ", with errors" : "");
 		pyu_heap_path_clear(&p);

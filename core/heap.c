@@ -15,6 +15,8 @@
 #include "heap.h"
 #include "heap_find.h"
 #include "inspect.h"
+#include "locals.h"
+#include "objects.h"
 #include "runtime.h"
 #include "values.h"
 
@@ -86,7 +88,48 @@ void pyu_heap_destroy(struct pyu_heap *h)
 		free(h->errors[i].message);
 	free(h->biggest);
 	free(h->refs);
+	for (uint32_t i = 0; i < h->name_count; i++)
+		free(h->names[i]);
+	free(h->names);
 	free(h);
+}
+
+enum pyu_heap_frame_kind pyu_heap_frame_kind(int32_t co_flags)
+{
+	// CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR (code.h of every version).
+	return (co_flags & 0x200) ? PYU_HEAP_ASYNC_GENERATOR
+	     : (co_flags & 0x80) ? PYU_HEAP_COROUTINE
+	     : (co_flags & 0x20) ? PYU_HEAP_GENERATOR : PYU_HEAP_FRAME;
+}
+
+const char *pyu_heap_frame_kind_name(enum pyu_heap_frame_kind kind)
+{
+	switch (kind) {
+	case PYU_HEAP_GENERATOR:
+		return "generator";
+	case PYU_HEAP_COROUTINE:
+		return "coroutine";
+	case PYU_HEAP_ASYNC_GENERATOR:
+		return "async generator";
+	case PYU_HEAP_FRAME:
+		break;
+	}
+	return "frame";
+}
+
+const char *pyu_heap_frame_attr(enum pyu_heap_frame_kind kind)
+{
+	switch (kind) {
+	case PYU_HEAP_GENERATOR:
+		return "gi_frame";
+	case PYU_HEAP_COROUTINE:
+		return "cr_frame";
+	case PYU_HEAP_ASYNC_GENERATOR:
+		return "ag_frame";
+	case PYU_HEAP_FRAME:
+		break;
+	}
+	return "f_back";
 }
 
 // ---- types ---------------------------------------------------------------------------------
@@ -112,6 +155,10 @@ struct census {
 	struct pyu_heap_ref via;  // how cur holds the reference considered next
 	const struct pyu_heap_hooks *hooks; // NULL: none
 	bool stopped;             // a hook asked to stop
+	struct pyu_locals_cache *locals_cache; // slot names of the code objects of frames
+	bool names;               // keep the names of PYU_VIA_LOCAL references (h->names)
+	char **name_table;        // open addressing over h->names (NULL: empty slot)
+	uint32_t name_table_cap;  // a power of two, or 0
 };
 
 static bool set_has(struct census *c, uint64_t addr)
@@ -709,9 +756,173 @@ static void follow_fields(struct census *c, uint64_t obj, const int32_t *offs,
 	}
 }
 
+// ---- frames of generators, coroutines and frame objects --------------------------------------
+
+#define NAMES_MAX (1u << 22)  // distinct local and code names kept for one walk
+#define CODE_NAME_MAX 1024    // code points of a code's name
+
+static uint32_t name_hash(const char *str)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; str[i] && i < 4 * CODE_NAME_MAX; i++)
+		h = (h ^ (uint8_t)str[i]) * 16777619u;
+	return h;
+}
+
+// The census's copy of @str (one per distinct string), or NULL when past NAMES_MAX or out of
+// memory (the reference is then reported without its name).
+static const char *intern(struct census *c, const char *str)
+{
+	struct pyu_heap *h = c->h;
+	if (!str)
+		return NULL;
+	if (2 * (h->name_count + 1) > c->name_table_cap) {
+		if (h->name_count >= NAMES_MAX)
+			return NULL;
+		uint32_t cap = c->name_table_cap ? 2 * c->name_table_cap : 256;
+		char **table = calloc(cap, sizeof(*table));
+		if (!table)
+			return NULL;
+		for (uint32_t i = 0; i < c->name_table_cap; i++) {
+			if (!c->name_table[i])
+				continue;
+			uint32_t k = name_hash(c->name_table[i]) & (cap - 1);
+			while (table[k])
+				k = (k + 1) & (cap - 1);
+			table[k] = c->name_table[i];
+		}
+		free(c->name_table);
+		c->name_table = table;
+		c->name_table_cap = cap;
+	}
+	uint32_t k = name_hash(str) & (c->name_table_cap - 1);
+	for (uint32_t probes = 0; c->name_table[k] && probes < c->name_table_cap; probes++) {
+		if (!strcmp(c->name_table[k], str))
+			return c->name_table[k];
+		k = (k + 1) & (c->name_table_cap - 1);
+	}
+	if (h->name_count == h->name_cap) {
+		uint32_t cap = h->name_cap ? 2 * h->name_cap : 64;
+		char **grown = realloc(h->names, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		h->names = grown;
+		h->name_cap = cap;
+	}
+	char *copy = strdup(str);
+	if (!copy)
+		return NULL;
+	h->names[h->name_count++] = copy;
+	c->name_table[k] = copy;
+	return copy;
+}
+
+// The locals of the frame at @frame (a frame object, or 3.11+ the frame inside a generator,
+// @inside), whose code object is at @code: each a reference of the object being followed, as
+// gc.get_referents() sees it (a cell variable's cell, not what the cell holds).
+static void follow_locals(struct census *c, uint64_t frame, uint64_t code, bool inside,
+			  enum pyu_heap_frame_kind kind)
+{
+	struct pyu_locals ls;
+	struct pyu_error *err = pyu_frame_locals(c->t, c->l, c->locals_cache, frame, code,
+						 PYU_LOCALS_MAX, &ls);
+	if (err) {
+		add_error(c->h, "the locals of a %s unreadable: %s", pyu_heap_frame_kind_name(kind),
+			  pyu_error_message(err));
+		pyu_error_destroy(err);
+		return;
+	}
+	const char *owner = NULL;
+	if (c->names) {
+		uint64_t name = 0;
+		char *text = NULL;
+		int32_t off = c->l->code.qualname != PYU_NO_FIELD ? c->l->code.qualname
+								  : c->l->code.name;
+		err = pyu_target_read_u64(c->t, code + (uint64_t)off, &name);
+		if (!err)
+			err = pyu_read_str(c->t, c->l, name, CODE_NAME_MAX, &text);
+		pyu_error_destroy(err);
+		owner = intern(c, text ? text : "?");
+		free(text);
+	}
+	for (uint32_t i = 0; i < ls.count && !c->oom; i++) {
+		c->via.via = PYU_VIA_LOCAL;
+		c->via.n = kind;
+		c->via.key = inside;
+		c->via.field = c->names ? intern(c, ls.items[i].name) : NULL;
+		c->via.owner = owner;
+		consider(c, ls.items[i].cell ? ls.items[i].cell : ls.items[i].address);
+	}
+	c->via.owner = NULL;
+	// A class body's (or exec()'s) locals dict; a module body's is its globals.
+	if (ls.dict && ls.dict != ls.globals) {
+		c->via.via = PYU_VIA_FIELD;
+		c->via.field = "f_locals";
+		consider(c, ls.dict);
+	}
+	pyu_locals_clear(&ls);
+}
+
+// A generator's, coroutine's or async generator's frame while it has one: <= 3.10 the frame
+// object (followed in its turn), 3.11+ the locals of the frame inside it.
+static void follow_generator(struct census *c, uint64_t obj, enum pyu_heap_frame_kind kind)
+{
+	const struct pyu_heap_layout *hl = c->hl;
+	uint64_t shift = (uint64_t)(int64_t)c->z.shift;
+	struct pyu_error *err = NULL;
+	if (hl->gen.iframe != PYU_NO_FIELD && hl->gen.frame_state != PYU_NO_FIELD) {
+		uint8_t state = 0;
+		uint64_t frame = obj + shift + (uint64_t)hl->gen.iframe, code = 0;
+		err = pyu_target_read_u8(c->t, obj + shift + (uint64_t)hl->gen.frame_state, &state);
+		if (!err && (int8_t)state >= hl->gen_state_cleared)
+			return; // finished: the frame is gone
+		if (!err)
+			err = pyu_target_read_u64(c->t, frame + (uint64_t)c->l->iframe.code, &code);
+		if (!err) {
+			code &= ~c->l->stackref_mask;
+			follow_locals(c, frame, code, true, kind);
+			return;
+		}
+	} else if (hl->gen.frame != PYU_NO_FIELD) {
+		uint64_t frame = 0;
+		err = pyu_target_read_u64(c->t, obj + shift + (uint64_t)hl->gen.frame, &frame);
+		if (!err) {
+			c->via.via = PYU_VIA_FIELD;
+			c->via.field = pyu_heap_frame_attr(kind);
+			consider(c, frame);
+			return;
+		}
+	}
+	if (err) {
+		add_error(c->h, "the frame of a %s unreadable: %s", pyu_heap_frame_kind_name(kind),
+			  pyu_error_message(err));
+		pyu_error_destroy(err);
+	}
+}
+
+// A frame object's locals, where frames are objects (<= 3.10; 3.11+ frame objects hold no
+// locals of their own while their frame runs or is suspended).
+static void follow_frame_object(struct census *c, uint64_t obj)
+{
+	if (c->l->chain != PYU_CHAIN_FRAME_OBJECT)
+		return;
+	uint64_t code = 0;
+	int32_t flags = 0;
+	struct pyu_error *err = pyu_target_read_u64(c->t, obj + (uint64_t)c->l->frame.f_code, &code);
+	if (!err)
+		err = pyu_target_read(c->t, code + (uint64_t)c->l->code.flags, &flags, 4);
+	if (err) {
+		add_error(c->h, "the code of a frame unreadable: %s", pyu_error_message(err));
+		pyu_error_destroy(err);
+		return;
+	}
+	follow_locals(c, obj, code, false, pyu_heap_frame_kind(flags));
+}
+
 // Follows what the object at @obj refers to, field by field as the builtin types keep their
 // references: the items of tuples and lists, keys and values of dicts, keys of sets, an
-// instance's attributes and __slots__, cells, functions, modules, classes and code objects.
+// instance's attributes and __slots__, cells, functions, modules, classes, code objects and
+// the locals of suspended generators', coroutines' and frame objects' frames.
 // Objects of other types are counted but not looked into.
 static void follow(struct census *c, uint64_t obj)
 {
@@ -796,6 +1007,18 @@ static void follow(struct census *c, uint64_t obj)
 			"co_freevars", "co_localsplusnames", "co_localspluskinds"}, 10);
 		break;
 	}
+	case PYU_REFS_GENERATOR:
+		follow_generator(c, obj, PYU_HEAP_GENERATOR);
+		break;
+	case PYU_REFS_COROUTINE:
+		follow_generator(c, obj, PYU_HEAP_COROUTINE);
+		break;
+	case PYU_REFS_ASYNC_GEN:
+		follow_generator(c, obj, PYU_HEAP_ASYNC_GENERATOR);
+		break;
+	case PYU_REFS_FRAME:
+		follow_frame_object(c, obj);
+		break;
 	}
 	if (err) {
 		add_error(c->h, "a container's table unreadable: %s", pyu_error_message(err));
@@ -1000,6 +1223,8 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 	c.z.v = v;
 	c.z.shift = rt->layout.ob_type - 8;
 	c.hooks = w->hooks;
+	c.names = want != 0;
+	c.locals_cache = pyu_locals_cache_create(); // NULL: names read for each frame
 	bool direct = pyu_target_direct(c.t, true);
 	bool ok = w->roots_only || walk_all(&c);
 	h->tracked = w->roots_only ? 0 : h->objects;
@@ -1015,6 +1240,8 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 	    !c.hooks->done(c.hooks->arg, h, &c.seen, c.queue, c.queue_len))
 		c.stopped = true;
 	pyu_addrset_clear(&c.seen);
+	pyu_locals_cache_destroy(c.locals_cache);
+	free(c.name_table);
 	pyu_target_release_views(c.t);
 	pyu_target_direct(c.t, direct);
 	free(c.queue);

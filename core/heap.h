@@ -35,12 +35,32 @@ enum pyu_heap_via {
 	PYU_VIA_FIELD,     // .field: a field of a builtin object, .field its name
 	PYU_VIA_SLOT,      // a __slots__ word at offset n
 	PYU_VIA_ROOT,      // root number n of a walk from roots (pyu_heap_walk.roots)
+	PYU_VIA_LOCAL,     // a local variable of a frame that is no thread's: .field its name,
+	                   // .owner its code's (qual)name, .n an enum pyu_heap_frame_kind, .key 1
+	                   // when the referrer is the generator holding the frame (3.11+), 0 when
+	                   // it is a frame object
 };
+// What runs in a frame, by its code's flags: a generator's, a coroutine's ... or a plain one.
+enum pyu_heap_frame_kind {
+	PYU_HEAP_FRAME,
+	PYU_HEAP_GENERATOR,
+	PYU_HEAP_COROUTINE,
+	PYU_HEAP_ASYNC_GENERATOR,
+};
+// The kind of a frame whose code has the flags @co_flags (CO_GENERATOR, CO_COROUTINE,
+// CO_ASYNC_GENERATOR: the same bits in every version). Cannot fail.
+enum pyu_heap_frame_kind pyu_heap_frame_kind(int32_t co_flags);
+// "frame", "generator", "coroutine", "async generator". Cannot fail.
+const char *pyu_heap_frame_kind_name(enum pyu_heap_frame_kind kind);
+// The attribute of a generator, coroutine, async generator that is its frame: "gi_frame",
+// "cr_frame", "ag_frame" ("f_back" for a plain frame: none). Cannot fail.
+const char *pyu_heap_frame_attr(enum pyu_heap_frame_kind kind);
 struct pyu_heap_ref {
 	uint64_t addr;            // the referrer
 	uint32_t via;             // enum pyu_heap_via
 	uint64_t n, key;
-	const char *field;        // static
+	const char *field;        // static, or (PYU_VIA_LOCAL) owned by the census (NULL: not kept)
+	const char *owner;        // PYU_VIA_LOCAL: owned by the census (NULL: not kept)
 };
 // Distinct error messages kept (further ones are counted under the last).
 #define PYU_HEAP_MAX_ERRORS 32
@@ -93,6 +113,10 @@ struct pyu_heap {
 	struct pyu_heap_ref *refs;
 	uint32_t ref_count, ref_cap;
 	uint64_t refs_dropped;    // past PYU_HEAP_MAX_REFERRERS
+	// The names of locals and codes of PYU_VIA_LOCAL references, each kept once (kept only
+	// when the walk wants an object: --referrers, --path).
+	char **names;
+	uint32_t name_count, name_cap;
 };
 
 // Takes the census of the snapshot's target, keeping the @biggest largest objects (0: none) in

@@ -59,7 +59,7 @@ bool pyu_heap_retained(const struct pyu_heap_dominators *d, uint64_t addr, uint6
 void pyu_heap_retained_by_sets(const struct pyu_heap_dominators *d, const int32_t *type_set,
 			       uint32_t n, uint64_t *ret);
 
-// Objects no root reaches (garbage cycles, objects held only by frames of generators or by
+// Objects no root reaches (garbage cycles, objects held only by generators no root reaches or by
 // references the census does not follow). Cannot fail.
 uint64_t pyu_heap_unreached(const struct pyu_heap_dominators *d);
 

@@ -31,6 +31,8 @@ struct pyu_heap_layout {
 	int32_t preheader_size;  // ... that sys.getsizeof() counts (bytes)
 	int32_t int_min_digits;  // int.__sizeof__ counts at least this many digits (3.11+: 1)
 	int32_t bytearray_extra; // bytearray.__sizeof__ adds this (3.15: its bytes object's header)
+	int32_t gen_state_cleared; // gi_frame_state from which the frame is gone (3.11+; -1000
+	                         // none)
 
 	struct {
 		int32_t head_size;        // sizeof(PyGC_Head): counted by sys.getsizeof()
@@ -51,6 +53,12 @@ struct pyu_heap_layout {
 		int32_t keys_usable;      // PyDictKeysObject.dk_usable
 		int32_t bytearray_alloc;  // PyByteArrayObject.ob_alloc
 	} size;
+	// Generators, coroutines and async generators (PyGenObject; the three share its head).
+	struct {
+		int32_t frame;            // PyFrameObject *gi_frame (<= 3.10)
+		int32_t iframe;           // _PyInterpreterFrame gi_iframe, inside it (3.11+)
+		int32_t frame_state;      // int8 gi_frame_state (3.11+)
+	} gen;
 };
 
 extern const struct pyu_heap_layout pyu_heap_layout_py27, pyu_heap_layout_py36,

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "heap.h"
 #include "heap_roots.h"
 #include "inspect.h"
 #include "locals.h"
 #include "runtime.h"
 #include "strbuf.h"
+#include "tasks.h"
 #include "values.h"
 
 #define ROOT_ERRORS_MAX 8
@@ -204,6 +206,74 @@ static bool collect_frame(struct pyu_stacks *s, uint32_t ti, uint32_t fi,
 	return ok;
 }
 
+// Each local of frame #@fi of the suspended task @task. False: out of memory.
+static bool collect_task_frame(struct pyu_stacks *s, const struct pyu_task *task, uint32_t fi,
+			       struct pyu_heap_roots *r)
+{
+	const struct pyu_frame_info *f = &task->frames[fi];
+	if (f->kind != PYU_FRAME_PYTHON || f->code < 0 || (uint32_t)f->code >= s->code_count)
+		return true;
+	const struct pyu_code_info *code = &s->codes[f->code];
+	const struct pyu_layout *l = &s->runtime->layout;
+	int32_t flags = 0;
+	struct pyu_error *err = pyu_target_read(s->target, code->address + (uint64_t)l->code.flags,
+						&flags, 4);
+	struct pyu_locals ls;
+	if (!err)
+		err = pyu_frame_locals(s->target, l, NULL, f->frame_address, code->address,
+				       PYU_LOCALS_MAX, &ls);
+	char tname[160];
+	if (task->name)
+		snprintf(tname, sizeof(tname), "task '%.120s'", task->name);
+	else
+		snprintf(tname, sizeof(tname), "task at 0x%" PRIx64, task->address);
+	if (err) {
+		root_error(r, "the locals of frame #%u of %s: %s", fi, tname, pyu_error_message(err));
+		pyu_error_destroy(err);
+		return true;
+	}
+	const char *fname = code->qualname ? code->qualname : code->name ? code->name : "?";
+	char name[2 * PYU_LOCAL_NAME_MAX + 512];
+	bool ok = true;
+	for (uint32_t k = 0; ok && k < ls.count; k++) {
+		snprintf(name, sizeof(name), "local '%s' of %s %s() (frame #%u of %s)",
+			 ls.items[k].name, pyu_heap_frame_kind_name(pyu_heap_frame_kind(flags)),
+			 fname, fi, tname);
+		struct pyu_heap_root root = {.addr = ls.items[k].address, .kind = PYU_ROOT_TASK_LOCAL,
+					     .name = name, .expr = ls.items[k].name,
+					     .frame = (int32_t)fi, .frame_address = f->frame_address,
+					     .local = ls.items[k].name};
+		ok = add_root(r, &root);
+	}
+	pyu_locals_clear(&ls);
+	return ok;
+}
+
+// The locals of every suspended asyncio task's coroutine chain (the running task's frames are
+// its thread's). False: out of memory.
+static bool collect_tasks(struct pyu_stacks *s, struct pyu_heap_roots *r)
+{
+	struct pyu_tasks *ts = NULL;
+	struct pyu_error *err = pyu_tasks_collect(s, &ts);
+	if (err) {
+		bool oom = err == &pyu_error_nomem;
+		if (!oom && pyu_error_code(err) != PYU_ERR_UNSUPPORTED)
+			root_error(r, "asyncio tasks: %s", pyu_error_message(err));
+		pyu_error_destroy(err);
+		return !oom;
+	}
+	bool ok = true;
+	for (uint32_t i = 0; ok && i < ts->count; i++) {
+		const struct pyu_task *task = &ts->items[i];
+		if (task->error || task->state != PYU_TASK_PENDING)
+			continue;
+		for (uint32_t fi = 0; ok && fi < task->frame_count; fi++)
+			ok = collect_task_frame(s, task, fi, r);
+	}
+	pyu_tasks_destroy(ts);
+	return ok;
+}
+
 struct pyu_error *pyu_heap_roots_collect(struct pyu_stacks *s, struct pyu_heap_roots *ret)
 {
 	if (!s || !s->runtime)
@@ -218,6 +288,8 @@ struct pyu_error *pyu_heap_roots_collect(struct pyu_stacks *s, struct pyu_heap_r
 	for (uint32_t ti = 0; ok && ti < s->thread_count; ti++)
 		for (uint32_t fi = 0; ok && fi < s->threads[ti].frame_count; fi++)
 			ok = collect_frame(s, ti, fi, &r);
+	if (ok)
+		ok = collect_tasks(s, &r);
 	if (ok)
 		pyu_stacks_read_thread_values(s);
 	for (uint32_t ti = 0; ok && ti < s->thread_count; ti++) {

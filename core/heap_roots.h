@@ -2,9 +2,11 @@
 // an object alive: every module in each interpreter's sys.modules, the local variables of every
 // thread's Python frames (cells dereferenced; a class body's locals dict), and the exception
 // each thread is handling. Each root says what it is in words and as a Python expression.
-// Model layer: reads the snapshot (threads, frames), locals (locals.h) and dicts (values.h).
-// Not roots here: the locals of suspended generators and coroutines (the census does not look
-// into their frames).
+// The locals of the coroutines (and generators) a suspended asyncio task awaits through are
+// roots too (tasks.h finds them); those of other suspended generators and coroutines are not:
+// the census follows them from whatever holds the generator.
+// Model layer: reads the snapshot (threads, frames), tasks (tasks.h), locals (locals.h) and
+// dicts (values.h).
 #ifndef PYU_HEAP_ROOTS_H
 #define PYU_HEAP_ROOTS_H
 
@@ -21,6 +23,8 @@ enum pyu_heap_root_kind {
 	PYU_ROOT_LOCAL,     // a local variable of a thread's frame
 	PYU_ROOT_LOCALS,    // the locals dict of a class body (or exec) frame
 	PYU_ROOT_EXCEPTION, // the exception a thread is handling
+	PYU_ROOT_TASK_LOCAL, // a local variable of a frame of a suspended asyncio task's
+	                    // coroutine chain (thread: -1; frame: its number in the task's stack)
 };
 
 struct pyu_heap_root {
@@ -31,7 +35,7 @@ struct pyu_heap_root {
 	char *expr;                 // a Python expression for it: "sys.modules['app']", "x",
 	                            // "sys.exc_info()[1]" (owned)
 	// Locals, the locals dict and exceptions: whose.
-	uint32_t thread;            // index in pyu_stacks.threads
+	uint32_t thread;            // index in pyu_stacks.threads (a task's local: 0)
 	int32_t frame;              // as py-bt numbers it (innermost #0); -1 for none
 	uint64_t frame_address;     // the frame's address (0 for none)
 	char *local;                // the local's name (owned; NULL for none)
@@ -47,7 +51,8 @@ struct pyu_heap_roots {
 };
 
 // Collects the roots of the snapshot @s, modules first (each interpreter's sys.modules in
-// its order), then each thread's frame locals, innermost frame first, then exceptions. Fails
+// its order), then each thread's frame locals, innermost frame first, then the frame locals of
+// each suspended task (as py-tasks orders them), then exceptions. Fails
 // only when out of memory; unreadable modules, frames or locals are left out with a line in
 // ret->errors. On error, *ret is unchanged.
 struct pyu_error *pyu_heap_roots_collect(struct pyu_stacks *s, struct pyu_heap_roots *ret);

@@ -111,6 +111,8 @@ static const struct {
 	{"set", PYU_REFS_SET}, {"frozenset", PYU_REFS_SET}, {"code", PYU_REFS_CODE},
 	{"function", PYU_REFS_FUNCTION}, {"builtin_function_or_method", PYU_REFS_CFUNCTION},
 	{"cell", PYU_REFS_CELL}, {"module", PYU_REFS_MODULE}, {"type", PYU_REFS_TYPE},
+	{"generator", PYU_REFS_GENERATOR}, {"coroutine", PYU_REFS_COROUTINE},
+	{"async_generator", PYU_REFS_ASYNC_GEN}, {"frame", PYU_REFS_FRAME},
 };
 
 struct mro_walk {

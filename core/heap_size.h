@@ -47,6 +47,10 @@ enum pyu_ref_kind {
 	PYU_REFS_TYPE,     // a class: its dict, MRO, base, name and qualname
 	PYU_REFS_CODE,     // a code object (no collector object): its names, file name, line
 	                   // table, bytecode and variable names
+	PYU_REFS_GENERATOR, // its frame (<= 3.10: gi_frame; 3.11+ the locals of the frame
+	PYU_REFS_COROUTINE, // inside it) while it has one
+	PYU_REFS_ASYNC_GEN,
+	PYU_REFS_FRAME,    // a frame object: its locals (<= 3.10, where frames are objects)
 };
 
 // What a type's objects are sized by. Filled by pyu_size_type().

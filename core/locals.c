@@ -41,7 +41,7 @@ struct pyu_error *pyu_locals_add(struct pyu_locals *ls, const char *name,
 	char *copy = strdup(name);
 	if (!copy)
 		return &pyu_error_nomem;
-	ls->items[ls->count++] = (struct pyu_local){copy, kind, address};
+	ls->items[ls->count++] = (struct pyu_local){copy, kind, address, 0};
 	return NULL;
 }
 
@@ -292,18 +292,21 @@ static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct 
 				       " co_varnames", nlocals, nvar);
 	uint64_t *slots = NULL;
 	uint32_t total = nvar + ncell + nfree;
-	if (!err && !(slots = calloc(total ? total : 1, sizeof(*slots))))
+	if (!err && !(slots = calloc(total ? 2 * (size_t)total : 1, sizeof(*slots))))
 		err = &pyu_error_nomem;
 	if (err)
 		goto out;
 	read_slots(t, l, frame + (uint64_t)l->frame.f_localsplus, slots, total);
-	for (uint32_t i = nvar; i < total; i++)
+	uint64_t *cells = slots + total; // the cells themselves
+	for (uint32_t i = nvar; i < total; i++) {
+		cells[i] = slots[i];
 		slots[i] = cell_contents(t, l, slots[i]);
+	}
 	uint32_t params = parameter_count(code, l);
 	for (uint32_t i = 0; i < total && !err; i++) {
 		const char *name = i < nvar ? var[i] : i < nvar + ncell ? cellv[i - nvar]
 									: freev[i - nvar - ncell];
-		uint64_t value = slots[i];
+		uint64_t value = slots[i], cell = i < nvar ? 0 : cells[i];
 		if (!name)
 			continue;
 		enum pyu_local_kind kind = i < nvar ? (i < params ? PYU_LOCAL_ARGUMENT : PYU_LOCAL_LOCAL)
@@ -313,6 +316,7 @@ static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct 
 			for (uint32_t c = 0; c < ncell; c++)
 				if (cellv[c] && !strcmp(cellv[c], name)) {
 					value = slots[nvar + c];
+					cell = cells[nvar + c];
 					break;
 				}
 		} else if (i < nvar + ncell) {
@@ -328,7 +332,10 @@ static struct pyu_error *frame_object_locals(struct pyu_target *t, const struct 
 			ls->truncated = true;
 			break;
 		}
+		uint32_t before = ls->count;
 		err = pyu_locals_add(ls, name, kind, value);
+		if (!err && ls->count > before)
+			ls->items[before].cell = cell;
 	}
 out:
 	free(slots);
@@ -364,13 +371,17 @@ static struct pyu_error *interpreter_frame_locals(struct pyu_target *t,
 		if (!names[i] || !value || (k & PYU_CO_FAST_HIDDEN))
 			continue;
 		enum pyu_local_kind kind = PYU_LOCAL_LOCAL;
+		uint64_t cell = 0;
 		if (k & PYU_CO_FAST_FREE) {
+			cell = value;
 			value = cell_contents(t, l, value);
 			kind = PYU_LOCAL_FREE;
 		} else if (k & PYU_CO_FAST_CELL) {
 			// Before MAKE_CELL ran, an argument's slot still holds the raw value.
-			if (is_cell(t, l, value))
+			if (is_cell(t, l, value)) {
+				cell = value;
 				value = cell_contents(t, l, value);
+			}
 			kind = PYU_LOCAL_CELL;
 		}
 		if (i < params)
@@ -381,7 +392,10 @@ static struct pyu_error *interpreter_frame_locals(struct pyu_target *t,
 			ls->truncated = true;
 			break;
 		}
+		uint32_t before = ls->count;
 		err = pyu_locals_add(ls, names[i], kind, value);
+		if (!err && ls->count > before)
+			ls->items[before].cell = cell;
 	}
 out:
 	free(slots);

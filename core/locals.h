@@ -30,6 +30,8 @@ struct pyu_local {
 	char *name;             // UTF-8, owned
 	enum pyu_local_kind kind;
 	uint64_t address;       // the object bound to the name (never 0: unbound names are left out)
+	uint64_t cell;          // cell and free variables: the cell it was read from (the frame
+	                        // holds the cell, the cell the object); 0 for others
 };
 
 struct pyu_locals_cache;

@@ -847,6 +847,7 @@ struct seed_walk {
 	struct pyu_values *v;
 	uint64_t str_type; // the type of sys.modules' keys
 	uint64_t builtins; // the builtins module
+	uint64_t types;    // the types module, when imported
 	uint64_t modules[SEED_MODULE_SCAN];
 	uint32_t module_count, seen;
 	uint64_t code_type;
@@ -885,7 +886,10 @@ static bool seed_modules_visit(void *arg, uint64_t key, uint64_t value)
 		w->str_type = type;
 	}
 	char name[KNOWN_NAME];
-	if (!w->builtins && key_text(w, key, name) &&
+	bool named = key_text(w, key, name);
+	if (named && !strcmp(name, "types"))
+		w->types = value;
+	if (!w->builtins && named &&
 	    (!strcmp(name, "builtins") || !strcmp(name, "__builtin__")))
 		w->builtins = value;
 	else if (w->module_count < SEED_MODULE_SCAN)
@@ -976,6 +980,31 @@ static bool seed_builtins_visit(void *arg, uint64_t key, uint64_t value)
 	return true;
 }
 
+// The types module's names for the interpreter's types that builtins does not bind
+// (GeneratorType is generator, ...): each learnt under its tp_name.
+static bool seed_types_visit(void *arg, uint64_t key, uint64_t value)
+{
+	static const struct {
+		const char *key, *type_name;
+	} names[] = {
+		{"GeneratorType", "generator"}, {"CoroutineType", "coroutine"},
+		{"AsyncGeneratorType", "async_generator"}, {"FrameType", "frame"},
+		{"CodeType", "code"}, {"FunctionType", "function"}, {"CellType", "cell"},
+		{"ModuleType", "module"},
+	};
+	struct seed_walk *w = arg;
+	struct pyu_values *v = w->v;
+	if (w->seen++ >= SEED_ITEMS)
+		return false;
+	char name[KNOWN_NAME];
+	if (!key_text(w, key, name))
+		return true;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i].key) && non_heap_type(v, value))
+			learn(v, value, kind_by_name(v, names[i].type_name), "", names[i].type_name);
+	return true;
+}
+
 // A function among a module's values: an object of a static type not learnt yet whose
 // func_code field holds an object of the code type.
 static bool seed_function_visit(void *arg, uint64_t key, uint64_t value)
@@ -1012,7 +1041,7 @@ static void seed_known_types(struct pyu_values *v)
 	v->seeded = true;
 	const struct pyu_layout *l = v->l;
 	uint64_t interp, modules, dict_type, module_type, bdict;
-	struct seed_walk w = {v, 0, 0, {0}, 0, 0, 0, false};
+	struct seed_walk w = {v, 0, 0, 0, {0}, 0, 0, 0, false};
 	struct pyu_error *err = NULL;
 	if (!v->rt->interp_head_addr || l->interp.modules == PYU_NO_FIELD ||
 	    v->vl.module_dict == PYU_NO_FIELD)
@@ -1041,6 +1070,13 @@ static void seed_known_types(struct pyu_values *v)
 	learn(v, w.str_type, v->vl.py2 ? K_PY2STR : K_STR, "", "str");
 	if (non_heap_type(v, module_type))
 		learn(v, module_type, K_MODULE, "", "module");
+	uint64_t tdict = 0;
+	if (w.types && ok(field_u64(v, w.types, v->vl.module_dict, &tdict)) && tdict) {
+		w.seen = 0;
+		v->visits_values = true;
+		pyu_error_destroy(dict_foreach_checked(v, tdict, seed_types_visit, &w));
+		v->visits_values = false;
+	}
 	if (v->vl.func.code == PYU_NO_FIELD)
 		goto out;
 	for (uint32_t i = 0; i < w.module_count && !w.found; i++) {

@@ -388,7 +388,8 @@ PYU_PUBLIC struct pyu_error *pyu_format_task_frame(struct pyu_stacks *s, const c
 // *ret is for pyu_free().
 // PYU_FMT_RETAINED: also the bytes each of the first 64 rows' types and each of the largest
 // objects retains - what would be freed if it (every object of the type) became unreachable
-// from the roots (modules, frame locals, exceptions being handled): dominators over the
+// from the roots (modules, frame locals, waiting tasks' coroutine locals, exceptions being
+// handled): dominators over the
 // object graph.
 #define PYU_FMT_RETAINED 0x100u
 PYU_PUBLIC struct pyu_error *pyu_format_heap(struct pyu_stacks *s, uint32_t flags, uint32_t top,
@@ -405,7 +406,9 @@ PYU_PUBLIC void pyu_stacks_set_progress(struct pyu_stacks *s, pyu_progress_fn fn
 
 // py-heap --referrers: the object at @addr (its type, getsizeof bytes, a one-line repr) and
 // every object the census finds referring to it, each with how ("[3]", "['key']", ".attr",
-// ".__dict__"), and every thread's frame that holds it as a local ("local x of frame #N"), as text or (PYU_FMT_JSON) JSON (doc/heap.md). Fails with PYU_ERR_NOT_FOUND
+// ".__dict__", "local x of coroutine main()" for a suspended frame), and every thread's frame
+// that holds it as a local ("local x of frame #N"), as text or (PYU_FMT_JSON) JSON
+// (doc/heap.md). Fails with PYU_ERR_NOT_FOUND
 // when the census does not find an object at @addr, else as pyu_format_heap. *ret is for
 // pyu_free().
 PYU_PUBLIC struct pyu_error *pyu_format_heap_referrers(struct pyu_stacks *s, uint64_t addr,

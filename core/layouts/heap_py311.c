@@ -14,6 +14,7 @@ const struct pyu_heap_layout pyu_heap_layout_py311 = {
 	.bytearray_extra = 0,
 	.preheader_flags = 0x10,
 	.preheader_size = 16,
+	.gen_state_cleared = 4,
 	.gc = {
 		.generation_size = 24,
 		.generations = 24,
@@ -23,6 +24,11 @@ const struct pyu_heap_layout pyu_heap_layout_py311 = {
 		.prev = 8,
 		.state_in_interp = 648,
 		.state_in_runtime = -1,
+	},
+	.gen = {
+		.frame = -1,
+		.frame_state = 75,
+		.iframe = 80,
 	},
 	.size = {
 		.bytearray_alloc = 24,

@@ -14,6 +14,7 @@ const struct pyu_heap_layout pyu_heap_layout_py314 = {
 	.bytearray_extra = 0,
 	.preheader_flags = 0x18,
 	.preheader_size = 16,
+	.gen_state_cleared = 4,
 	.gc = {
 		.generation_size = 24,
 		.generations = 24,
@@ -23,6 +24,11 @@ const struct pyu_heap_layout pyu_heap_layout_py314 = {
 		.prev = 8,
 		.state_in_interp = 7408,
 		.state_in_runtime = -1,
+	},
+	.gen = {
+		.frame = -1,
+		.frame_state = 67,
+		.iframe = 72,
 	},
 	.size = {
 		.bytearray_alloc = 24,

@@ -14,6 +14,7 @@ const struct pyu_heap_layout pyu_heap_layout_py39 = {
 	.bytearray_extra = 0,
 	.preheader_flags = 0x0,
 	.preheader_size = 0,
+	.gen_state_cleared = -1000,
 	.gc = {
 		.generation_size = 24,
 		.generations = 24,
@@ -23,6 +24,11 @@ const struct pyu_heap_layout pyu_heap_layout_py39 = {
 		.prev = 8,
 		.state_in_interp = 616,
 		.state_in_runtime = -1,
+	},
+	.gen = {
+		.frame = 16,
+		.frame_state = -1,
+		.iframe = -1,
 	},
 	.size = {
 		.bytearray_alloc = 24,

@@ -599,7 +599,8 @@ class Heap:
 @dataclass(frozen=True)
 class Referrer:
     """An object (or, with ``type`` "frame", a thread's frame) that refers to the object asked
-    about, and how: ``via`` "[3]", "['key']", ".attr", "local x of frame #N", ..."""
+    about, and how: ``via`` "[3]", "['key']", ".attr", "local x of frame #N", "local x of
+    coroutine main()" (a suspended coroutine, generator or their frame object), ..."""
     address: Optional[int]
     type: Optional[str]
     repr: Optional[str]

@@ -1166,9 +1166,11 @@ runs. Ctrl-C stops the census: what it counted until then is printed, marked par
   --biggest N      also the N largest objects: address, bytes, type and a short repr
   --referrers ADDR the object at ADDR and the objects that refer to it, each with how
                    (via: [3], ['key'], .attr), and the frames holding it as a local
-                   (via: local x of frame #N)
+                   (via: local x of frame #N; a suspended generator's or coroutine's:
+                   local x of coroutine main())
   --path ADDR      a shortest chain of references from a root (a module of sys.modules,
-                   a local of a thread's frame, an exception being handled) to the object
+                   a local of a thread's frame or of a waiting asyncio task's coroutine,
+                   an exception being handled) to the object
                    at ADDR, as a Python expression (sys.modules['app'].CACHE['k'][3])
   --retained       the bytes each row's type, each of the largest objects (or the --path
                    object) keeps alive: what would be freed if it became unreachable

@@ -13,9 +13,11 @@
 # collector lists (a ring link that points elsewhere) give counted errors, not a crash or hang.
 # What keeps objects alive (check_graph): --path gives the expression the target evaluated to
 # the object and the root it names (a module global, a list in a dict, a leaf behind an
-# attribute, an object only a thread's local holds); --referrers names the frames holding an
-# object as a local as the target finds them in its own frames; --retained of a dict holding
-# only fresh objects is the getsizeof sum of its closure the target computed.
+# attribute, an object only a thread's local holds, what only a suspended generator's,
+# coroutine's or asyncio task's frame holds); --referrers names the frames holding an
+# object as a local as the target finds them in its own frames, and the suspended frames
+# (generators, coroutines) as gc.get_referrers() does, also from memory alone; --retained of
+# a dict holding only fresh objects is the getsizeof sum of its closure the target computed.
 # Ctrl-C (heap-interrupt): the CLI on a terminal, and gdb and lldb run interactively on a
 # pseudo-terminal, Ctrl-C typed once the progress bar shows: what was counted, marked partial
 # and interrupted, and the debugger goes on (py-bt, then a whole census).
@@ -182,6 +184,40 @@ def path_problems(truth, docs):
     return out
 
 
+def cli_status(*args):
+    """The exit status of `pyunwind ARGS`."""
+    return subprocess.run([CLI] + [str(a) for a in args], capture_output=True, timeout=120,
+                          stdin=subprocess.DEVNULL).returncode
+
+
+def held_path(truth):
+    """The last of the paths to what only a suspended frame holds: (3.7+) the local of a
+    task's coroutine, (3.6) a coroutine's local, (2.7) a generator's cell variable."""
+    return truth["extra"]["paths"][-2]
+
+
+def held_problems(truth, target, what, *args, **kw):
+    """--path and --referrers of each object only a suspended generator's, coroutine's or
+    task's frame holds (the truth's paths between the module ones and the thread's local, and
+    its referrers past the first two). With cells=False, less the one a cell holds."""
+    paths = truth["extra"]["paths"][3:-1]
+    refs = truth["extra"]["referrers"][2:]
+    if not kw.get("cells", True):
+        boxed = [p["address"] for p in paths if p["expr"].endswith("['boxed']")]
+        paths = [p for p in paths if p["address"] not in boxed]
+        refs = [r for r in refs if r["address"] not in boxed]
+    p = path_problems({"extra": {"paths": paths}},
+                      [json.loads(cli("heap", "--json", "--path", w["address"], target, *args))
+                       for w in paths])
+    p += referrer_problems({"extra": {"referrers": refs}},
+                           [json.loads(cli("heap", "--json", "--referrers", w["address"],
+                                           target, *args)) for w in refs])
+    if len(paths) != len(refs) or not paths:
+        p.append("%d paths and %d referrers of objects only suspended frames hold"
+                 % (len(paths), len(refs)))
+    return ["%s: %s" % (what, x) for x in p]
+
+
 def check_paths(truth, target, what, *executable):
     docs = [json.loads(cli("heap", "--json", "--path", w["address"], target, *executable))
             for w in truth["extra"]["paths"]]
@@ -326,6 +362,19 @@ def crash_case(py):
             if sum(r["count"] for r in mem["types"] if r["type"].startswith("__main__.")) != \
                     sum(r["count"] for r in full["types"] if r["type"].startswith("__main__.")):
                 raise AssertionError("memory alone: another count of the zoo's instances")
+            # What only suspended frames hold: the same paths and referrers from memory alone.
+            # Before 3.8 the cell type has no name in memory alone (its tp_name is in the
+            # files, and the types module binds no CellType): cells are counted, not followed,
+            # and what only a cell holds has no chain.
+            cells = t.truth["python"]["hexversion"] >= 0x03080000
+            p = held_problems(t.truth, core, "memory alone", "--path-map", "/=" + empty,
+                              cells=cells)
+            boxed = [w for w in t.truth["extra"]["paths"] if w["expr"].endswith("['boxed']")]
+            if not cells and boxed and cli_status("heap", "--path", boxed[0]["address"], core,
+                                                  "--path-map", "/=" + empty) != 1:
+                p.append("memory alone: a chain through a cell, whose type has no name")
+            if p:
+                raise AssertionError("\n  ".join(p))
             if t.truth["python"]["hexversion"] < 0x03070000 and \
                     not any("found in memory alone" in x for x in mem["sources"]):
                 raise AssertionError("memory alone: the sources do not say how the lists "
@@ -358,7 +407,10 @@ def debugger_check(t, runs, source=None):
                                       % t.truth["extra"]["frame_referrers"]["address"],
                                       "py-heap --json --retained --path %s"
                                       % t.truth["extra"]["retained"]["address"],
-                                      "py-heap --json --retained --biggest 3 --top 3"])
+                                      "py-heap --json --retained --biggest 3 --top 3",
+                                      "py-heap --json --path %s" % held_path(t.truth)["address"],
+                                      "py-heap --json --referrers %s"
+                                      % t.truth["extra"]["referrers"][-1]["address"]])
         no_traceback(what, err, *outs)
         got = parse_json(outs[0], what)
         check(t.truth, got, what)
@@ -381,6 +433,10 @@ def debugger_check(t, runs, source=None):
         p += frame_referrer_problems(t.truth, parse_json(outs[5], what + " --referrers"))
         p += retained_problems(t.truth, parse_json(outs[6], what + " --retained --path"),
                                parse_json(outs[7], what + " --retained --biggest"))
+        p += path_problems({"extra": {"paths": [held_path(t.truth)]}},
+                           [parse_json(outs[8], what + " --path")])
+        p += referrer_problems({"extra": {"referrers": t.truth["extra"]["referrers"][-1:]}},
+                               [parse_json(outs[9], what + " --referrers")])
         if p:
             raise AssertionError("%s py-heap:\n  %s" % (what, "\n  ".join(p)))
 

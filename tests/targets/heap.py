@@ -15,7 +15,8 @@
 # ("extra": {"types": {name: [count, bytes]}, "closure": {...}, "atoms": {type: bytes of the
 # zoo's large str, bytes, bytearray, int objects}, "largest": [[address, type, bytes] of the
 # three largest objects], "zoo": {...}, "paths": the expressions it evaluates to four objects
-# and their roots, "frame_referrers": the frames holding FrameHeld as a local,
+# and their roots (also of what only a suspended generator's, coroutine's or task's frame
+# holds), "frame_referrers": the frames holding FrameHeld as a local,
 # "retained": the getsizeof sum of what only RETAIN holds}) and parks on a
 # lock nobody releases (crash mode: kills itself with SIGSEGV for a kernel core, with
 # its arguments bound before the census so that the call makes no object; 3.7+ first move every
@@ -95,6 +96,14 @@ class FrameHeld(object):
     pass
 
 
+class CellHeld(object):
+    pass
+
+
+class TaskHeld(object):
+    pass
+
+
 class Leaf(object):
     pass
 
@@ -158,7 +167,11 @@ make_cycles()
 
 def held_by_generator():
     obj = CoroHeld()
-    yield obj is not None
+    boxed = CellHeld()  # a cell variable: the frame holds the cell, the cell the object
+
+    def inner():
+        return boxed
+    yield obj is not None and inner is not None
 
 
 GEN = held_by_generator()
@@ -175,6 +188,32 @@ if sys.version_info >= (3, 5):
     CORO = ns["held"]()
     CORO.send(None)
     del ns
+
+# 3.7+: a task of an event loop that runs in a thread of its own, suspended in
+# worker() on a future nobody completes; what only its coroutine's frame holds (TaskHeld) is
+# reached from the task's frame locals alone (the task itself is a C object).
+LOOP = TASK = FUTURE = None
+
+
+def start_loop():
+    global LOOP, TASK, FUTURE
+    import asyncio
+    ns = {"TaskHeld": TaskHeld}
+    exec("async def worker(fut):\n"
+         "    held = TaskHeld()\n"
+         "    await fut\n", ns)
+    LOOP = asyncio.new_event_loop()
+    FUTURE = LOOP.create_future()
+    TASK = LOOP.create_task(ns["worker"](FUTURE))
+    if hasattr(TASK, "set_name"):
+        TASK.set_name("Worker")
+    started = threading.Event()
+    LOOP.call_soon(started.set)  # after the task's first step: worker() awaits FUTURE
+    loop_thread = threading.Thread(target=LOOP.run_forever, name="loop")
+    loop_thread.daemon = True
+    loop_thread.start()
+    started.wait()
+
 
 READY = threading.Event()
 
@@ -277,6 +316,91 @@ def frame_locals_of(obj):
     return out
 
 
+def frame_kind(code):
+    flags = code.co_flags
+    return ("async generator" if flags & 0x200 else "coroutine" if flags & 0x80 else
+            "generator" if flags & 0x20 else "frame")
+
+
+def code_name(code):
+    return getattr(code, "co_qualname", None) or code.co_name
+
+
+def holders_of(expr):
+    """{"address", "type", "referrers": {address: via}} of the object @expr evaluates to, from
+    gc.get_referrers(), as `pyunwind heap --referrers` writes each via: a frame object (<= 3.10)
+    or a generator or coroutine (3.11+, whose frame is inside it) holding it as a local names
+    the local and the code ("local obj of generator held_by_generator()"), a cell
+    ".cell_contents", a dict its key, a list its index. Only this function's own frame is left
+    out: run before the census, as the frames' f_locals this reads stay made (<= 3.12)."""
+    obj = eval(expr, {"sys": sys, "TASK": TASK})
+    me = sys._getframe()
+    out = {}
+    for r in gc.get_referrers(obj):
+        if r is me:
+            continue
+        t = type(r).__name__
+        frame = code = None
+        if t == "frame":
+            frame = r
+        elif t in ("generator", "coroutine", "async_generator"):
+            frame = getattr(r, {"generator": "gi_frame", "coroutine": "cr_frame",
+                                "async_generator": "ag_frame"}[t])
+        via = "?" + t
+        if frame is not None:
+            code = frame.f_code
+            cells = code.co_cellvars + code.co_freevars
+            via = ""
+            for name, value in frame.f_locals.items():
+                if value is obj and name not in cells:
+                    via += "local %s of %s %s()" % (name, frame_kind(code), code_name(code))
+        elif t == "cell":
+            via = ".cell_contents"
+        elif isinstance(r, dict):
+            via = ""
+            for k, x in r.items():
+                if x is obj:
+                    via += "[%r]" % (k,)
+        out[hex(id(r))] = via
+    r = frame = value = x = me = None
+    return {"address": hex(id(obj)), "type": type_name(type(obj)), "referrers": out}
+
+
+def held_paths():
+    """The paths to what only suspended frames hold, each expression evaluated here to that
+    very object: through the module global holding the generator or coroutine, and (3.7+)
+    the local of the task's coroutine as a root of its own."""
+    main = "sys.modules['__main__']"
+    want = [main + ".GEN.gi_frame.f_locals['obj']", main + ".GEN.gi_frame.f_locals['boxed']"]
+    if CORO is not None:
+        want.append(main + ".CORO.cr_frame.f_locals['obj']")
+    out = []
+    for expr in want:
+        out.append({"address": hex(id(eval(expr, {"sys": sys}))), "expr": expr, "root": main})
+    if TASK is not None:
+        coro = TASK.get_coro() if hasattr(TASK, "get_coro") else TASK._coro
+        held = eval(held_fetchers([{"expr": "held"}])[0], {"TASK": TASK})
+        task = ("task '%s'" % TASK.get_name() if hasattr(TASK, "get_name")
+                else "task at 0x%x" % id(TASK))
+        out.append({"address": hex(id(held)), "expr": "held",
+                    "root": "local 'held' of coroutine %s() (frame #0 of %s)"
+                    % (code_name(coro.cr_code), task)})
+        coro = held = None
+    return out
+
+
+def held_fetchers(paths):
+    """An expression that evaluates to each object of @paths (held_paths())."""
+    out = []
+    for p in paths:
+        if p["expr"] == "held":
+            out.append("(TASK.get_coro() if hasattr(TASK, 'get_coro') else TASK._coro)"
+                       ".cr_frame.f_locals['held']")
+        else:
+            out.append(p["expr"])
+    return out
+
+
 def _outside(objs, internal):
     """sys.getrefcount() of each of @objs less the references @internal counts."""
     out = []
@@ -333,11 +457,17 @@ def main():
     holder.daemon = True
     holder.start()
     READY.wait()
-    time.sleep(0.3)  # the holder blocks on HOLD
+    if sys.version_info >= (3, 7):
+        start_loop()
+    time.sleep(0.3)  # the holder blocks on HOLD, the loop in its selector
     frame_held = [o for o in gc.get_objects() if type(o) is FrameHeld][0]
     frame_refs = frame_locals_of(frame_held)
     frame_held_address = hex(id(frame_held))
     frame_held = None
+    # What only suspended frames hold: the paths to it and its referrers, taken before the
+    # census (reading f_locals makes each frame's locals dict on <= 3.12, which then stays).
+    gen_paths = held_paths()
+    gen_refs = [holders_of(fetch) for fetch in held_fetchers(gen_paths)]
     # Made before the census and kept to the end, as everything the census counts.
     held_root = "local 'held' of %s of thread 0x%x" % (
         frame_refs[0][0].split(" of ", 1)[1] if frame_refs else "?",
@@ -364,6 +494,7 @@ def main():
             raise AssertionError(expr)
         paths.append({"address": hex(id(obj)), "expr": expr,
                       "root": "sys.modules['__main__']"})
+    paths.extend(gen_paths)
     paths.append({"address": frame_held_address, "expr": "held", "root": held_root})
     obj = None
     retained = {"address": hex(id(RETAIN)), "bytes": retained_closure(RETAIN)}
@@ -376,6 +507,8 @@ def main():
                 "name": "MainThread", "frames": []},
                {"thread_id": holder.ident, "native_thread_id": None, "name": "local-holder",
                 "frames": []}]
+    threads += [{"thread_id": t.ident, "native_thread_id": None, "name": t.name, "frames": []}
+                for t in threading.enumerate() if t.name == "loop"]
     doc = {"pyunwind_truth": 1, "pid": os.getpid(), "mode": MODE,
            "python": {"version": sys.version.split()[0], "hexversion": sys.hexversion,
                       "debug_build": hasattr(sys, "gettotalrefcount"),
@@ -383,7 +516,7 @@ def main():
            "main_thread_id": threading.current_thread().ident, "threads": threads,
            "extra": {"types": types, "closure": closure,
                      "atoms": atoms, "largest": largest,
-                     "referrers": refs, "paths": paths, "retained": retained,
+                     "referrers": refs + gen_refs, "paths": paths, "retained": retained,
                      "frame_referrers": {"address": frame_held_address,
                                          "referrers": frame_refs},
                      "plain_addresses": [hex(id(o)) for o in ZOO["plain"][:2]],
