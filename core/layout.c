@@ -293,14 +293,30 @@ struct dbg_block {
 	const char *const *names;
 	const uint8_t *buf;
 	size_t words;
+	size_t count; // of names
+	size_t next;  // where the search for the next field starts: after the last one found
 };
 
-// The value of field @name, or false when this version's block has no such field.
-static bool dbg_get(const struct dbg_block *b, const char *name, uint64_t *ret)
+static struct dbg_block dbg_block_of(const char *const *names, const uint8_t *buf, size_t words)
 {
-	for (size_t i = 0; b->names[i]; i++) {
+	struct dbg_block b = {names, buf, words, 0, 0};
+	while (names[b.count]) // a static table, NULL-terminated
+		b.count++;
+	return b;
+}
+
+// The value of field @name, or false when this version's block has no such field. Fields are
+// mostly asked for in the table's order, so the search starts after the last field found and
+// wraps around (a search from the start each time was 100,000 string compares a snapshot).
+static bool dbg_get(struct dbg_block *b, const char *name, uint64_t *ret)
+{
+	size_t count = b->count;
+	size_t start = b->next < count ? b->next : 0;
+	for (size_t k = 0; k < count; k++) {
+		size_t i = start + k < count ? start + k : start + k - count;
 		if (strcmp(b->names[i], name) != 0)
 			continue;
+		b->next = i + 1;
 		if (i >= b->words)
 			return false;
 		memcpy(ret, b->buf + 8 * i, 8);
@@ -310,7 +326,7 @@ static bool dbg_get(const struct dbg_block *b, const char *name, uint64_t *ret)
 }
 
 struct dbg_ctx {
-	const struct dbg_block *b;
+	struct dbg_block *b;
 	struct pyu_error *err;
 	char *notes;
 	size_t notes_len;
@@ -399,7 +415,7 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 		return pyu_error_create(PYU_ERR_UNSUPPORTED, "no static layout for 0x%08" PRIx64,
 					version);
 	struct pyu_layout l = *base;
-	struct dbg_block b = {names, buf, count};
+	struct dbg_block b = dbg_block_of(names, buf, count);
 	struct dbg_ctx c = {&b, NULL, notes, notes_len, base->name};
 	if (notes && notes_len)
 		notes[0] = '\0';
@@ -560,6 +576,6 @@ bool pyu_debug_offsets_field(const uint8_t *buf, size_t len, const char *name, u
 	case 0x030f: names = fields_315; break;
 	default: return false;
 	}
-	struct dbg_block b = {names, buf, len / 8};
+	struct dbg_block b = dbg_block_of(names, buf, len / 8);
 	return dbg_get(&b, name, ret);
 }
