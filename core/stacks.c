@@ -153,14 +153,11 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 	return NULL;
 }
 
-PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
+static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 {
-	if (!t || !ret)
-		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_stacks_collect: NULL argument");
 	struct pyu_runtime *rt = malloc(sizeof(*rt));
 	if (!rt)
 		return &pyu_error_nomem;
-	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
 	struct pyu_error *err = find_runtime(t, rt);
 	if (err) {
 		free(rt);
@@ -212,6 +209,41 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_destroy(s);
 		return err;
 	}
+	*ret = s;
+	return NULL;
+}
+
+// Whether a snapshot found something wrong: an error, or a frame that could not be read.
+static bool found_wrong(const struct pyu_stacks *s)
+{
+	if (s->error_count)
+		return true;
+	for (uint32_t i = 0; i < s->thread_count; i++)
+		for (uint32_t k = 0; k < s->threads[i].frame_count; k++)
+			if (s->threads[i].frames[k].kind == PYU_FRAME_ERROR)
+				return true;
+	return false;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
+{
+	if (!t || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_stacks_collect: NULL argument");
+	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
+	struct pyu_stacks *s = NULL;
+	struct pyu_error *err = collect(t, &s);
+	// A live process's mappings are those of an earlier snapshot until something asks for
+	// them (target.h): when this one found something wrong, the process may have mapped,
+	// unmapped or run another program since; read them and the process again, once.
+	if ((err || found_wrong(s)) && pyu_target_reread_mappings(t)) {
+		pyu_error_destroy(err);
+		pyu_stacks_destroy(s);
+		s = NULL;
+		pyu_target_flush_cache(t);
+		err = collect(t, &s);
+	}
+	if (err)
+		return err;
 	*ret = s;
 	return NULL;
 }

@@ -1359,8 +1359,27 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_mapping(struct pyu_target *t, uint64
 	return add_mapping(t, start, end, offset, true, writable != 0, false, path);
 }
 
+// The mappings of a live process read again when they were marked stale (target_impl.h); true
+// when they were. The list is the target's view of the process, not part of what the caller
+// may not change: hence the cast (every target is allocated, never a const object).
+static bool current_mappings(const struct pyu_target *ct)
+{
+	struct pyu_target *t = (struct pyu_target *)ct;
+	if (!t->maps_stale || !t->reread_maps)
+		return false;
+	t->maps_stale = false;
+	t->reread_maps(t);
+	return true;
+}
+
+bool pyu_target_reread_mappings(struct pyu_target *t)
+{
+	return current_mappings(t);
+}
+
 size_t pyu_target_mapping_count(const struct pyu_target *t)
 {
+	current_mappings(t); // a caller listing them wants them all
 	return t->mapping_count;
 }
 
@@ -1369,7 +1388,7 @@ const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t 
 	return i < t->mapping_count ? &t->mappings[i] : NULL;
 }
 
-const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr)
+static const struct pyu_mapping *find_known_mapping(const struct pyu_target *t, uint64_t addr)
 {
 	size_t i = upper_bound(t, addr);
 	// Mappings should not overlap, but a debugger may declare overlapping ones: look back a
@@ -1382,9 +1401,19 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 	return NULL;
 }
 
+const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr)
+{
+	const struct pyu_mapping *m = find_known_mapping(t, addr);
+	// Outside every mapping known: the process may have mapped it since they were read.
+	if (!m && current_mappings(t))
+		m = find_known_mapping(t, addr);
+	return m;
+}
+
 const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
 							const char *path)
 {
+	current_mappings(t);
 	for (size_t i = 0; i < t->mapping_count; i++) {
 		const struct pyu_mapping *m = &t->mappings[i];
 		if (m->offset != 0)

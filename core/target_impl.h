@@ -161,6 +161,12 @@ struct pyu_target {
 	// backend listed (a process's mappings and threads).
 	bool changes;
 	void (*refresh)(struct pyu_target *t);
+	// Live processes: @refresh does not read the mappings again (most of a small snapshot's
+	// cost) but marks them stale; @reread_maps reads them once they are asked for (listed,
+	// or an address outside every known one looked up: new memory) or a snapshot finds
+	// something wrong (pyu_target_reread_mappings). NULL for other backends.
+	bool maps_stale;
+	void (*reread_maps)(struct pyu_target *t);
 	uint64_t snapshots; // begun so far (pyu_target_snapshot)
 
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
