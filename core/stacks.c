@@ -297,6 +297,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	}
 	if (err)
 		return err;
+	pyu_target_note_used_pages(t); // what the walk read, not what values read later
 	*ret = s;
 	return NULL;
 }

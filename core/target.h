@@ -209,6 +209,11 @@ void pyu_target_flush_cache(struct pyu_target *t);
 // Cannot fail: a list that cannot be read again stays as it was.
 void pyu_target_begin_snapshot(struct pyu_target *t);
 
+// Notes the pages read or looked at since the snapshot began (the walk is done), when few: a
+// target whose memory changes reads them first, at once, as the next snapshot begins.
+// Cannot fail.
+void pyu_target_note_used_pages(struct pyu_target *t);
+
 // The number of snapshots begun on @t: what a layer above keeps between snapshots of a target
 // whose memory changes (pyu_target_changes) must be checked again once this moved on.
 // Cannot fail.
