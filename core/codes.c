@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bytes.h"
+#include "code_memo.h"
 #include "objects.h"
 #include "runtime.h"
 
@@ -133,6 +134,8 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 			     addr);
 	if (err)
 		return err;
+	if (w->memo && pyu_code_memo_get(w->memo, addr, buf, ci, firsttraceable))
+		return NULL; // the same code object as in an earlier snapshot (code_memo.c)
 	memset(ci, 0, sizeof(*ci));
 	ci->address = addr;
 	ci->firstlineno = pyu_get_i32(buf, l->code.firstlineno);
@@ -170,6 +173,7 @@ static struct pyu_error *read_code(struct pyu_walk *w, uint64_t addr, struct pyu
 		free_code_info(ci);
 		return pyu_error_wrap(err, "reading the code object at 0x%" PRIx64, addr);
 	}
+	pyu_code_memo_put(w->memo, addr, buf, ci, *firsttraceable);
 	return NULL;
 }
 
@@ -239,6 +243,12 @@ struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t o
 	struct pyu_location loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
 	if (x->has_last && x->last_offset == offset)
 		return x->last_loc;
+	if (pyu_code_memo_locate(w->memo, ci->address, offset, &loc)) {
+		x->has_last = true;
+		x->last_offset = offset;
+		x->last_loc = loc;
+		return loc;
+	}
 	if (!x->decoded && !x->decode_failed) {
 		x->decode_failed = true;
 		if (ci->table_len <= DECODE_MAX_TABLE) {
@@ -262,6 +272,7 @@ struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t o
 	x->has_last = true;
 	x->last_offset = offset;
 	x->last_loc = loc;
+	pyu_code_memo_note_location(w->memo, ci->address, offset, loc);
 	return loc;
 }
 

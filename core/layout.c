@@ -67,6 +67,7 @@ struct pyu_error *pyu_layout_validate(const struct pyu_layout *l)
 		{"code.code", l->code.code, l->code.size, 8},
 		{"code.firsttraceable", l->code.firsttraceable, l->code.size, 4},
 		{"code.framesize", l->code.framesize, l->code.size, 4},
+		{"code.version", l->code.version, l->code.size, 4},
 		{"code.tlbc", l->code.tlbc, l->code.size, 8},
 		// co_code_adaptive is the start of the inline bytecode: at most the header size.
 		{"code.code_adaptive", l->code.code_adaptive, l->code.size + 1, 0},
@@ -147,7 +148,7 @@ void pyu_layout_apply_trace_refs(struct pyu_layout *l)
 		&l->frame.f_lasti, &l->frame.f_lineno, &l->code.size, &l->code.ob_size,
 		&l->code.firstlineno, &l->code.filename, &l->code.name, &l->code.qualname,
 		&l->code.linetable, &l->code.code, &l->code.code_adaptive, &l->code.firsttraceable,
-		&l->code.framesize, &l->code.tlbc, &l->code.argcount, &l->code.kwonlyargcount,
+		&l->code.framesize, &l->code.version, &l->code.tlbc, &l->code.argcount, &l->code.kwonlyargcount,
 		&l->code.flags, &l->code.nlocals, &l->code.nlocalsplus, &l->code.varnames,
 		&l->code.cellvars, &l->code.freevars, &l->code.localsplusnames,
 		&l->code.localspluskinds, &l->frame.f_localsplus, &l->frame.f_locals,
@@ -514,7 +515,8 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 	// builds: 32 bytes instead of 16).
 	int32_t shift = l.ob_type - base->ob_type;
 	if (shift) {
-		int32_t *fields[] = {&l.code.firsttraceable, &l.code.framesize, &l.frame.size,
+		int32_t *fields[] = {&l.code.firsttraceable, &l.code.framesize, &l.code.version,
+				     &l.frame.size,
 				     &l.frame.f_back, &l.frame.f_trace, &l.frame.f_lineno,
 				     &l.code.kwonlyargcount, &l.code.flags, &l.code.nlocals,
 				     &l.code.nlocalsplus, &l.cell_ref};

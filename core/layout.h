@@ -174,6 +174,9 @@ struct pyu_layout {
 		int32_t code_adaptive;  // inline bytecode (3.11+)
 		int32_t firsttraceable; // int, code-unit index (3.11+)
 		int32_t framesize;      // int co_framesize, in 8-byte slots (3.11+)
+		int32_t version;        // uint32 co_version (3.12+): a number each new code
+					// object of an interpreter takes from its counter, never
+					// given twice (0 once the counter ran out)
 		int32_t tlbc;           // _PyCodeArray *co_tlbc: per-thread bytecode copies (3.14t+)
 		int32_t argcount;       // int, positional parameters (3.8+: positional-only too)
 		int32_t kwonlyargcount; // int; -1 on 2.7

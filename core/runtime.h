@@ -78,6 +78,7 @@ struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t versi
 #define PYU_COPIED_MAX (256u << 20) // bytes of names and line tables per snapshot
 
 struct pyu_code_cache;
+struct pyu_code_memo;
 
 // State of one pyu_stacks_collect(): the target, the runtime, the snapshot being filled and the
 // code objects read so far.
@@ -96,6 +97,9 @@ struct pyu_walk {
 		uint32_t *frame;
 		size_t n, cap;
 	} linenos;
+	// A live process's code objects as earlier snapshots read them (code_memo.c), checked
+	// before use; NULL: every code object is read.
+	struct pyu_code_memo *memo;
 };
 
 // Reads the f_lineno of every frame noted during the walk and applies those set, then forgets

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "activity.h"
+#include "code_memo.h"
 #include "cython.h"
 #include "inspect.h"
 #include "nesting.h"
@@ -75,31 +76,68 @@ struct kept_runtime {
 	uint32_t dev_major, dev_minor;
 	bool deleted;
 	char path[256];
-	bool from_offsets;         // 3.13+: the layout is checked against the offsets again
+	bool from_offsets;         // 3.13+: the layout is checked against the offsets again:
 	struct pyu_layout layout;  // built from them, zeroed first (compared bytewise)
+	uint8_t offsets[PYU_DEBUG_OFFSETS_MAX]; // the bytes it was built from: the same bytes
+	size_t offsets_len;        // build the same layout (parsing them was half a snapshot)
+	struct pyu_code_memo *memo; // the code objects read so far (NULL: none kept)
 };
 
-// The layout _Py_DebugOffsets at @addr build into *l (zeroed first); false when they do not.
-static bool layout_at(struct pyu_target *t, uint64_t addr, struct pyu_layout *l)
+static void kept_free(void *block)
 {
-	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
-	size_t len = sizeof(buf);
-	struct pyu_error *err = pyu_target_read(t, addr, buf, len);
+	struct kept_runtime *k = block;
+	pyu_code_memo_destroy(k->memo);
+	free(k);
+}
+
+// Reads the _Py_DebugOffsets at @addr into @buf (PYU_DEBUG_OFFSETS_MAX bytes), *@len the
+// bytes read; false when they cannot be read or do not start with the cookie.
+static bool offsets_at(struct pyu_target *t, uint64_t addr, uint8_t *buf, size_t *len)
+{
+	*len = PYU_DEBUG_OFFSETS_MAX;
+	struct pyu_error *err = pyu_target_read(t, addr, buf, *len);
 	if (err) {
 		pyu_error_destroy(err);
-		len = 1024; // as use_debug_offsets(): near a mapping's end
-		if ((err = pyu_target_read(t, addr, buf, len)) != NULL) {
+		*len = 1024; // as use_debug_offsets(): near a mapping's end
+		if ((err = pyu_target_read(t, addr, buf, *len)) != NULL) {
 			pyu_error_destroy(err);
 			return false;
 		}
 	}
-	if (memcmp(buf, "xdebugpy", 8) != 0)
-		return false;
+	return memcmp(buf, "xdebugpy", 8) == 0;
+}
+
+// The layout the _Py_DebugOffsets in @buf build into *l (zeroed first); false when they do not.
+static bool layout_of(const uint8_t *buf, size_t len, struct pyu_layout *l)
+{
 	bool ft = false;
 	memset(l, 0, sizeof(*l));
-	err = pyu_layout_from_debug_offsets(buf, len, l, &ft, NULL, 0);
+	struct pyu_error *err = pyu_layout_from_debug_offsets(buf, len, l, &ft, NULL, 0);
 	pyu_error_destroy(err);
 	return err == NULL;
+}
+
+// Whether the _Py_DebugOffsets at @addr build a layout (kept in *@k when they do).
+static bool keep_offsets(struct pyu_target *t, uint64_t addr, struct kept_runtime *k)
+{
+	if (!offsets_at(t, addr, k->offsets, &k->offsets_len))
+		return false;
+	return layout_of(k->offsets, k->offsets_len, &k->layout);
+}
+
+// Whether the _Py_DebugOffsets at @addr still build the layout kept in @k: the very bytes kept
+// do; else (what is read past the block may be the runtime's own fields, which change) they
+// are parsed again.
+static bool same_offsets(struct pyu_target *t, uint64_t addr, const struct kept_runtime *k)
+{
+	uint8_t buf[PYU_DEBUG_OFFSETS_MAX];
+	size_t len;
+	struct pyu_layout l;
+	if (!offsets_at(t, addr, buf, &len))
+		return false;
+	if (len == k->offsets_len && memcmp(buf, k->offsets, len) == 0)
+		return true;
+	return layout_of(buf, len, &l) && memcmp(&l, &k->layout, sizeof(l)) == 0;
 }
 
 static uint64_t anchor_of(const struct pyu_runtime *rt)
@@ -108,20 +146,22 @@ static uint64_t anchor_of(const struct pyu_runtime *rt)
 }
 
 // The interpreter of live target @t as the last snapshot found it, when still so; else found
-// (and kept for the next). On error, *rt is unchanged.
-static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *rt)
+// (and kept for the next). *@memo: the code objects kept with it (NULL when none). On error,
+// *rt is unchanged.
+static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *rt,
+				      struct pyu_code_memo **memo)
 {
+	*memo = NULL;
 	struct kept_runtime *k = pyu_target_changes(t) ? pyu_target_kept(t) : NULL;
 	if (k) {
 		const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(&k->rt));
-		struct pyu_layout l;
 		if (m && m->start == k->start && m->end == k->end && m->offset == k->offset &&
 		    m->inode == k->inode && m->dev_major == k->dev_major &&
 		    m->dev_minor == k->dev_minor && m->deleted == k->deleted && m->path &&
 		    strcmp(m->path, k->path) == 0 &&
-		    (!k->from_offsets || (layout_at(t, k->rt.runtime_addr, &l) &&
-					  memcmp(&l, &k->layout, sizeof(l)) == 0))) {
+		    (!k->from_offsets || same_offsets(t, k->rt.runtime_addr, k))) {
 			*rt = k->rt;
+			*memo = k->memo;
 			return NULL;
 		}
 		pyu_target_keep(t, NULL, NULL);
@@ -144,24 +184,24 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 	k->dev_minor = m->dev_minor;
 	k->deleted = m->deleted;
 	memcpy(k->path, m->path, strlen(m->path) + 1);
-	k->from_offsets = rt->runtime_addr && layout_at(t, rt->runtime_addr, &k->layout);
+	k->from_offsets = rt->runtime_addr && keep_offsets(t, rt->runtime_addr, k);
 	if ((rt->version_hex >> 16) >= 0x030d && !k->from_offsets) {
 		free(k); // 3.13+ without offsets that build: nothing to check against
 		return NULL;
 	}
-	pyu_target_keep(t, k, free);
+	k->memo = pyu_code_memo_create(&rt->layout);
+	*memo = k->memo;
+	pyu_target_keep(t, k, kept_free);
 	return NULL;
 }
 
-PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
+static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 {
-	if (!t || !ret)
-		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_stacks_collect: NULL argument");
 	struct pyu_runtime *rt = malloc(sizeof(*rt));
 	if (!rt)
 		return &pyu_error_nomem;
-	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
-	struct pyu_error *err = find_runtime(t, rt);
+	struct pyu_code_memo *memo;
+	struct pyu_error *err = find_runtime(t, rt, &memo);
 	if (err) {
 		free(rt);
 		return err;
@@ -195,6 +235,16 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	if (notice)
 		pyu_stacks_add_note(s, "%s", notice);
 	struct pyu_walk w = {t, rt, s, codes};
+	w.memo = memo;
+	if (memo) {
+		// The headers of the code objects the last snapshot ran, in one gathered read:
+		// each is read again to be checked (code_memo.c).
+		uint64_t recent[256];
+		pyu_code_memo_begin(memo);
+		size_t n = pyu_code_memo_recent(memo, recent, sizeof(recent) / sizeof(recent[0]));
+		if ((uint64_t)rt->layout.code.size <= 4096)
+			pyu_target_prefetch_scattered(t, recent, n, (size_t)rt->layout.code.size);
+	}
 	err = pyu_walk_threads(&w);
 	if (!err)
 		pyu_link_nested(s);
@@ -212,6 +262,42 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		pyu_stacks_destroy(s);
 		return err;
 	}
+	*ret = s;
+	return NULL;
+}
+
+// Whether a snapshot found something wrong: an error, or a frame that could not be read.
+static bool found_wrong(const struct pyu_stacks *s)
+{
+	if (s->error_count)
+		return true;
+	for (uint32_t i = 0; i < s->thread_count; i++)
+		for (uint32_t k = 0; k < s->threads[i].frame_count; k++)
+			if (s->threads[i].frames[k].kind == PYU_FRAME_ERROR)
+				return true;
+	return false;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
+{
+	if (!t || !ret)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "pyu_stacks_collect: NULL argument");
+	pyu_target_begin_snapshot(t); // a live target: nothing an earlier snapshot read is kept
+	struct pyu_stacks *s = NULL;
+	struct pyu_error *err = collect(t, &s);
+	// A live process's mappings are those of an earlier snapshot until something asks for
+	// them (target.h): when this one found something wrong, the process may have mapped,
+	// unmapped or run another program since; read them and the process again, once.
+	if ((err || found_wrong(s)) && pyu_target_reread_mappings(t)) {
+		pyu_error_destroy(err);
+		pyu_stacks_destroy(s);
+		s = NULL;
+		pyu_target_flush_cache(t);
+		err = collect(t, &s);
+	}
+	if (err)
+		return err;
+	pyu_target_note_used_pages(t); // what the walk read, not what values read later
 	*ret = s;
 	return NULL;
 }

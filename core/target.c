@@ -195,6 +195,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_memory_changed(struct pyu_target *t, uin
 }
 
 #define PYU_NO_PAGE 1 // never a page address (those are page-aligned)
+#define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
+#define PYU_ALL_SECTORS UINT32_MAX // a page read whole
 
 void pyu_target_flush_cache(struct pyu_target *t)
 {
@@ -205,13 +207,44 @@ void pyu_target_flush_cache(struct pyu_target *t)
 	memset(t->streams, 0, sizeof(t->streams));
 }
 
+static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n);
+
+void pyu_target_note_used_pages(struct pyu_target *t)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; t->cache_addr && i < PYU_CACHE_PAGES; i++) {
+		uint64_t a = t->cache_addr[i];
+		if (a == PYU_NO_PAGE || a == PYU_RESERVED || t->cache_used[i] <= t->snapshot_clock ||
+		    t->cache_valid[i] != PYU_ALL_SECTORS)
+			continue;
+		if (n == PYU_GATHER_PAGES) {
+			n = 0; // a large snapshot reads as it goes
+			break;
+		}
+		t->used_pages[n++] = a;
+	}
+	t->used_count = n;
+}
+
 void pyu_target_begin_snapshot(struct pyu_target *t)
 {
 	if (t->changes && t->snapshots > 0) {
+		// A process sampled again and again keeps its structures where they were: the
+		// pages the last snapshot's walk used (pyu_target_note_used_pages) are read again
+		// first, in one gathered read, rather than one read at a time as the walk misses
+		// them. A hint only: what moved is missed and read, a page no longer there is
+		// left out.
+		uint64_t pages[PYU_GATHER_PAGES];
+		unsigned n = t->backend_gather ? t->used_count : 0;
+		memcpy(pages, t->used_pages, n * sizeof(pages[0]));
 		pyu_target_flush_cache(t);
 		if (t->refresh)
 			t->refresh(t);
+		if (n)
+			fill_pages_batch(t, pages, n);
 	}
+	t->used_count = 0;
+	t->snapshot_clock = t->cache_clock;
 	t->snapshots++;
 }
 
@@ -284,7 +317,6 @@ static int find_slot(const struct pyu_target *t, uint64_t page)
 	return -1;
 }
 
-#define PYU_ALL_SECTORS UINT32_MAX // a page read whole
 
 // Whether slot @sl holds the bytes [@off, @off + @len) of its page (@len > 0, inside it).
 static bool slot_covers(const struct pyu_target *t, int sl, size_t off, size_t len)
@@ -304,7 +336,6 @@ static bool cached(const struct pyu_target *t, uint64_t page)
 	return sl >= 0 && t->cache_valid[sl] == PYU_ALL_SECTORS;
 }
 
-#define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
 
 // The slot to put @page in: its own if cached, else a free way of its set, else the way used
 // longest ago; never a way a gathered read in progress has reserved (-1 when all of them
@@ -1359,8 +1390,27 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_mapping(struct pyu_target *t, uint64
 	return add_mapping(t, start, end, offset, true, writable != 0, false, path);
 }
 
+// The mappings of a live process read again when they were marked stale (target_impl.h); true
+// when they were. The list is the target's view of the process, not part of what the caller
+// may not change: hence the cast (every target is allocated, never a const object).
+static bool current_mappings(const struct pyu_target *ct)
+{
+	struct pyu_target *t = (struct pyu_target *)ct;
+	if (!t->maps_stale || !t->reread_maps)
+		return false;
+	t->maps_stale = false;
+	t->reread_maps(t);
+	return true;
+}
+
+bool pyu_target_reread_mappings(struct pyu_target *t)
+{
+	return current_mappings(t);
+}
+
 size_t pyu_target_mapping_count(const struct pyu_target *t)
 {
+	current_mappings(t); // a caller listing them wants them all
 	return t->mapping_count;
 }
 
@@ -1369,7 +1419,7 @@ const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t 
 	return i < t->mapping_count ? &t->mappings[i] : NULL;
 }
 
-const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr)
+static const struct pyu_mapping *find_known_mapping(const struct pyu_target *t, uint64_t addr)
 {
 	size_t i = upper_bound(t, addr);
 	// Mappings should not overlap, but a debugger may declare overlapping ones: look back a
@@ -1382,9 +1432,19 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 	return NULL;
 }
 
+const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr)
+{
+	const struct pyu_mapping *m = find_known_mapping(t, addr);
+	// Outside every mapping known: the process may have mapped it since they were read.
+	if (!m && current_mappings(t))
+		m = find_known_mapping(t, addr);
+	return m;
+}
+
 const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
 							const char *path)
 {
+	current_mappings(t);
 	for (size_t i = 0; i < t->mapping_count; i++) {
 		const struct pyu_mapping *m = &t->mappings[i];
 		if (m->offset != 0)

@@ -204,9 +204,15 @@ void pyu_target_flush_cache(struct pyu_target *t);
 
 // Starts a snapshot. On a target whose memory changes (a live process, a debugger's reads),
 // nothing read for an earlier snapshot is trusted: cached pages are dropped and what the
-// backend lists is read again (a process's mappings and threads). A core is left as it is.
+// backend lists is read again (a process's threads; its mappings once needed:
+// pyu_target_reread_mappings). A core is left as it is.
 // Cannot fail: a list that cannot be read again stays as it was.
 void pyu_target_begin_snapshot(struct pyu_target *t);
+
+// Notes the pages read or looked at since the snapshot began (the walk is done), when few: a
+// target whose memory changes reads them first, at once, as the next snapshot begins.
+// Cannot fail.
+void pyu_target_note_used_pages(struct pyu_target *t);
 
 // The number of snapshots begun on @t: what a layer above keeps between snapshots of a target
 // whose memory changes (pyu_target_changes) must be checked again once this moved on.
@@ -219,5 +225,10 @@ uint64_t pyu_target_snapshot(const struct pyu_target *t);
 void pyu_target_keep(struct pyu_target *t, void *block, void (*free_fn)(void *));
 void *pyu_target_kept(const struct pyu_target *t);
 bool pyu_target_changes(const struct pyu_target *t);
+// A live process's mappings are read again when first needed in a snapshot, not as it begins
+// (pyu_target_mapping_count and pyu_target_find_mapping of an address outside them do): this
+// reads them now if they were not yet in this snapshot; true when it did (what was read with
+// the old ones may be worth reading again). Cannot fail: a map that cannot be read stays.
+bool pyu_target_reread_mappings(struct pyu_target *t);
 
 #endif

@@ -161,6 +161,12 @@ struct pyu_target {
 	// backend listed (a process's mappings and threads).
 	bool changes;
 	void (*refresh)(struct pyu_target *t);
+	// Live processes: @refresh does not read the mappings again (most of a small snapshot's
+	// cost) but marks them stale; @reread_maps reads them once they are asked for (listed,
+	// or an address outside every known one looked up: new memory) or a snapshot finds
+	// something wrong (pyu_target_reread_mappings). NULL for other backends.
+	bool maps_stale;
+	void (*reread_maps)(struct pyu_target *t);
 	uint64_t snapshots; // begun so far (pyu_target_snapshot)
 
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
@@ -173,6 +179,11 @@ struct pyu_target {
 	// every one for a page read whole. Only sector-sized reads leave some out.
 	uint32_t *cache_valid;
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
+	uint64_t snapshot_clock; // cache_clock once the snapshot began (its first read done)
+	// The pages the last snapshot's walk used (pyu_target_note_used_pages), read first by
+	// the next one.
+	uint64_t used_pages[PYU_GATHER_PAGES];
+	unsigned used_count;
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
 	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams

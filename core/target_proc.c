@@ -96,6 +96,15 @@ static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, size_t 
 	return r > 0 ? (uint64_t)r / size : 0;
 }
 
+static void free_mappings(struct pyu_mapping *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].path);
+		free(m[i].local_path);
+	}
+	free(m);
+}
+
 static void proc_destroy(struct pyu_target *t)
 {
 	struct proc_backend *p = t->backend_data;
@@ -103,6 +112,7 @@ static void proc_destroy(struct pyu_target *t)
 		close(p->mem_fd);
 	if (p->task_fd >= 0)
 		close(p->task_fd);
+	free_mappings(p->retired, p->retired_count);
 	free(p);
 }
 
@@ -323,15 +333,6 @@ static void proc_list_threads(struct pyu_target *t)
 	pyu_error_destroy(err);
 }
 
-static void free_mappings(struct pyu_mapping *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(m[i].path);
-		free(m[i].local_path);
-	}
-	free(m);
-}
-
 // Whether @a and @b map the same thing: the same range of the same file, or the same
 // anonymous memory.
 static bool same_mapping(const struct pyu_mapping *a, const struct pyu_mapping *b)
@@ -344,16 +345,14 @@ static bool same_mapping(const struct pyu_mapping *a, const struct pyu_mapping *
 	       (!a->path || strcmp(a->path, b->path) == 0);
 }
 
-// The target's refresh hook (target_impl.h): the process mapped, unmapped and started or ended
-// threads since the last snapshot. The mappings are read again, a mapping unchanged keeping
-// what was learnt of its file (which local file reads it, whether it is the one mapped); the
-// threads are listed again when next asked for. When the map cannot be read (the process is
-// gone), the old one stays: the reads will say what is wrong.
-static void proc_refresh(struct pyu_target *t)
+// The target's reread_maps hook (target_impl.h): the process mapped and unmapped since the
+// mappings were read. They are read again, a mapping unchanged keeping what was learnt of its
+// file (which local file reads it, whether it is the one mapped); the old list is kept until
+// the next snapshot begins (proc_refresh). When the map cannot be read (the process is gone),
+// the old one stays: the reads will say what is wrong.
+static void proc_reread_maps(struct pyu_target *t)
 {
-	const struct proc_backend *p = t->backend_data;
-	t->thread_count = 0;
-	t->list_threads = proc_list_threads;
+	struct proc_backend *p = t->backend_data;
 	struct pyu_mapping *old = t->mappings;
 	size_t old_count = t->mapping_count, old_cap = t->mapping_cap;
 	t->mappings = NULL;
@@ -382,7 +381,26 @@ static void proc_refresh(struct pyu_target *t)
 		m->local_path_fixed = old[j].local_path_fixed;
 		m->local_check = old[j].local_check;
 	}
-	free_mappings(old, old_count);
+	free_mappings(p->retired, p->retired_count); // at most one reading a snapshot: none
+	p->retired = old;
+	p->retired_count = old_count;
+}
+
+// The target's refresh hook (target_impl.h), as a snapshot begins: the process started or
+// ended threads (listed again when next asked for), and may have mapped or unmapped memory.
+// Reading /proc/PID/maps was most of the cost of a small process's snapshot, and mappings
+// rarely change while a process runs: they are only marked stale, read again when asked for
+// (pyu_target_mapping_count, an address outside every known mapping, a snapshot that found
+// something wrong).
+static void proc_refresh(struct pyu_target *t)
+{
+	struct proc_backend *p = t->backend_data;
+	t->thread_count = 0;
+	t->list_threads = proc_list_threads;
+	free_mappings(p->retired, p->retired_count);
+	p->retired = NULL;
+	p->retired_count = 0;
+	t->maps_stale = true;
 }
 
 // Reads one byte of the first readable mapping to find out early whether we may read this
@@ -430,6 +448,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	p->use_mem = false;
 	p->mem_fd = -1;
 	p->task_fd = -1;
+	p->retired = NULL;
+	p->retired_count = 0;
 	struct pyu_target *t;
 	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, "the live process",
 						  &t);
@@ -444,6 +464,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->list_threads = proc_list_threads;
 	t->changes = true;
 	t->refresh = proc_refresh;
+	t->reread_maps = proc_reread_maps;
 	err = read_maps(t, pid); // ENOENT: "no such process"
 	if (!err)
 		err = probe_access(t, pid);

@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py27 = {
 		.firsttraceable = -1,
 		.flags = 28,
 		.framesize = -1,
+		.version = -1,
 		.freevars = 64,
 		.kwonlyargcount = -1,
 		.linetable = 104,

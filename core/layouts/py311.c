@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py311 = {
 		.firsttraceable = 168,
 		.flags = 48,
 		.framesize = -1,
+		.version = -1,
 		.freevars = -1,
 		.kwonlyargcount = 64,
 		.linetable = 136,

@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py313 = {
 		.firsttraceable = 184,
 		.flags = 48,
 		.framesize = 76,
+		.version = 92,
 		.freevars = -1,
 		.kwonlyargcount = 60,
 		.linetable = 136,

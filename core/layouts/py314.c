@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py314 = {
 		.firstlineno = 68,
 		.firsttraceable = 192,
 		.framesize = 76,
+		.version = 92,
 		.linetable = 136,
 		.name = 120,
 		.ob_size = 16,

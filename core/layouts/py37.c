@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py37 = {
 		.firsttraceable = -1,
 		.flags = 32,
 		.framesize = -1,
+		.version = -1,
 		.freevars = 72,
 		.kwonlyargcount = 20,
 		.linetable = 112,

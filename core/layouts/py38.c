@@ -89,6 +89,7 @@ const struct pyu_layout pyu_layout_py38 = {
 		.firsttraceable = -1,
 		.flags = 36,
 		.framesize = -1,
+		.version = -1,
 		.freevars = 80,
 		.kwonlyargcount = 24,
 		.linetable = 120,

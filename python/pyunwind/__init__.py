@@ -1037,7 +1037,8 @@ class Target:
         flags = lib.pyu_stacks_build_flags(stacks)
         info = (lib.pyu_stacks_version(stacks).decode(), lib.pyu_stacks_hexversion(stacks),
                 bool(flags & 1), bool(flags & 2))
-        if self._python is None or dataclasses.astuple(self._python) != info:
+        p = self._python  # the same object again while the interpreter is the same
+        if p is None or (p.version, p.hexversion, p.debug_build, p.free_threaded) != info:
             self._python = PythonInfo(*info)
         return self._python
 

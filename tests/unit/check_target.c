@@ -1109,8 +1109,8 @@ static pid_t start_changing_child(int *to, int *from)
 	return pid;
 }
 
-// A live process changes between snapshots: each snapshot reads it again (memory and
-// mappings); within one snapshot the cached page answers.
+// A live process changes between snapshots: each snapshot reads it again (memory, and its
+// mappings at most once: when first needed); within one snapshot the cached page answers.
 START_TEST(test_live_snapshots)
 {
 	int to, from;
@@ -1122,19 +1122,24 @@ START_TEST(test_live_snapshots)
 	for (uint64_t want = 2; want < 6; want++) {
 		pyu_target_begin_snapshot(t);
 		ck_assert_uint_eq(pyu_target_snapshot(t), 2 * (want - 2) + 1);
+		// Stale since the snapshot began (not in the first): read now, then not again.
+		ck_assert(pyu_target_reread_mappings(t) == (want > 2));
+		ck_assert(!pyu_target_reread_mappings(t));
 		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
 		ck_assert_uint_eq(v, want);
 		char ch = 0;
 		uint64_t page = 0;
 		ck_assert_int_eq(write(to, &ch, 1), 1);
 		ck_assert_int_eq(read(from, &page, 8), 8);
-		// The same snapshot: the page read is not read again, the new mapping not seen.
+		// The same snapshot: the page read is not read again, nor the mappings read this
+		// snapshot: the new mapping is not seen.
 		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
 		ck_assert_uint_eq(v, want);
 		ck_assert_ptr_null(pyu_target_find_mapping(t, page));
 		pyu_target_begin_snapshot(t);
 		ck_assert_ptr_null(pyu_target_read_u64(t, lm, &v));
 		ck_assert_uint_eq(v, want + 1);
+		// Outside every mapping known: they are read again, and the new one is there.
 		const struct pyu_mapping *m = pyu_target_find_mapping(t, page);
 		ck_assert_ptr_nonnull(m);
 		ck_assert(!m->writable && m->readable && !m->path);
