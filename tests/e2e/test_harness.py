@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import tempfile  # noqa: E402
 
 from harness import (Target, HarnessError, compare, gdb_batch, lldb_batch,  # noqa: E402
-                     run_cases, selected, task_ids)
+                     run_cases, selected, task_ids, wait_asleep)
 from harness.target import pyu_clock  # noqa: E402
 
 SCENARIOS_ALL = ["recursion", "generator", "nested-class", "lambda", "comprehension",
@@ -353,7 +353,10 @@ def case_hung_debugger():
             check("gave no answer within 3s; it was doing:\n  thread " in msg,
                   "wrong failure: %s" % msg)
             check(time.time() - t0 < 3 + 60 + 30, "the hung debugger was not ended in time")
-            # What it says of a debugger known to be stuck: lldb asleep in a command.
+            # What it says of a debugger known to be stuck: lldb asleep in a command (the
+            # marker is the new lldb's: the first may have got as far).
+            if os.path.exists(asleep):
+                os.unlink(asleep)
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
             try:
@@ -362,11 +365,12 @@ def case_hung_debugger():
                         p.poll() is None:
                     time.sleep(0.05)
                 check(os.path.exists(asleep), "lldb never ran the sleeping command")
+                wait_asleep(p.pid)
                 doing = debuggers.what_it_does(p.pid)
             finally:
                 p.kill()
                 p.wait()
-            check(re.search(r"(?m)^  thread %d lldb\S*: state S, waits in \S+$" % p.pid,
+            check(re.search(r"(?m)^  thread %d \S+: state S, waits in \S+$" % p.pid,
                             doing), "no state of lldb's main thread in:\n%s" % doing)
             check(re.search(r"(?m)^  #\d+ .*nanosleep", doing),
                   "no backtrace of the sleep in:\n%s" % doing)

@@ -107,7 +107,11 @@ def lldb_cmd(target_args, commands, plugin=LLDB_PLUGIN):
     """lldb's argv: @target_args is ["-p", PID] or ["-c", CORE, EXECUTABLE]. lldb echoes each
     command as "(lldb) COMMAND" before its output."""
     # The marker is built at run time so that lldb's echo of the command does not contain it.
-    cmd = [LLDB, "-b", "--no-lldbinit"] + list(target_args)
+    # lldb gives lldb-server at least 6 s (its packet timeout, 5 s by default) to answer the
+    # handshake of an attach; a loaded machine has taken longer ("attach failed: failed to get
+    # reply to handshake packet"). -O runs before the attach; the harness' timeout still holds.
+    cmd = [LLDB, "-b", "--no-lldbinit",
+           "-O", "settings set plugin.process.gdb-remote.packet-timeout 60"] + list(target_args)
     cmd += ["-o", "script print('%s' + '%s')" % (MARK[:10], MARK[10:]),
             "-o", "command script import " + plugin]
     for c in commands:
