@@ -51,6 +51,18 @@ struct pyu_heap_layout {
 		int32_t keys_usable;      // PyDictKeysObject.dk_usable
 		int32_t bytearray_alloc;  // PyByteArrayObject.ob_alloc
 	} size;
+	// References the census follows that the value layouts do not name (-1: no such field in
+	// this version): what tp_traverse visits, and what code objects hold without one.
+	struct pyu_heap_refs {
+		int32_t code_consts, code_names, code_exceptiontable;
+		int32_t func_globals, func_builtins, func_defaults, func_kwdefaults, func_closure;
+		int32_t func_doc, func_dict, func_module, func_annotations, func_typeparams;
+		int32_t type_bases, heap_module;  // tp_bases; PyHeapTypeObject.ht_module (3.9+)
+		int32_t exc_dict;                 // PyBaseExceptionObject.dict
+		int32_t descr_type, descr_name, descr_qualname; // PyDescr_COMMON
+		int32_t prop_get, prop_set, prop_del, prop_doc, prop_name; // property
+		int32_t cm_callable, cm_dict;     // classmethod and staticmethod
+	} refs;
 };
 
 extern const struct pyu_heap_layout pyu_heap_layout_py27, pyu_heap_layout_py36,

@@ -111,6 +111,13 @@ static const struct {
 	{"set", PYU_REFS_SET}, {"frozenset", PYU_REFS_SET}, {"code", PYU_REFS_CODE},
 	{"function", PYU_REFS_FUNCTION}, {"builtin_function_or_method", PYU_REFS_CFUNCTION},
 	{"cell", PYU_REFS_CELL}, {"module", PYU_REFS_MODULE}, {"type", PYU_REFS_TYPE},
+	{"method", PYU_REFS_METHOD}, {"instancemethod", PYU_REFS_METHOD},
+	{"traceback", PYU_REFS_TRACEBACK},
+	{"method_descriptor", PYU_REFS_DESCR}, {"classmethod_descriptor", PYU_REFS_DESCR},
+	{"getset_descriptor", PYU_REFS_DESCR}, {"member_descriptor", PYU_REFS_DESCR},
+	{"wrapper_descriptor", PYU_REFS_DESCR},
+	{"property", PYU_REFS_PROPERTY},
+	{"classmethod", PYU_REFS_CLASSMETHOD}, {"staticmethod", PYU_REFS_CLASSMETHOD},
 };
 
 struct mro_walk {
@@ -121,6 +128,7 @@ struct mro_walk {
 	bool exact;
 	enum pyu_ref_kind refs;
 	bool is_type;
+	bool static_seen;   // past the first static type: looking for references only
 	struct pyu_error *err;
 };
 
@@ -161,10 +169,21 @@ static bool mro_visit(void *arg, uint64_t cls)
 	for (size_t i = 0; i < sizeof(static_refs) / sizeof(static_refs[0]); i++)
 		if (!strcmp(static_refs[i].name, name))
 			w->refs = static_refs[i].refs;
+	if (w->refs == PYU_REFS_NONE && (flags & TPFLAGS_BASE_EXC_SUBCLASS))
+		w->refs = PYU_REFS_EXC; // every builtin exception starts as BaseException does
+	if (w->static_seen) {
+		// A C class's base whose references it keeps as the base does (3.6's
+		// collections.OrderedDict is a dict): the rest of its fields are not followed.
+		bool more = w->refs == PYU_REFS_NONE && strcmp(name, "object") != 0;
+		free(name);
+		return more;
+	}
+	w->static_seen = true;
 	w->is_type = !strcmp(name, "type");
 	if (w->sized_by_heap) {
+		bool more = w->refs == PYU_REFS_NONE && strcmp(name, "object") != 0;
 		free(name);
-		return false;
+		return more;
 	}
 	int py = z->vl->py2 ? 2 : 3;
 	w->done = true;
@@ -179,8 +198,9 @@ static bool mro_visit(void *arg, uint64_t cls)
 	// Exceptions keep object.__sizeof__ (none of the builtin ones defines its own).
 	if (!w->exact && (flags & TPFLAGS_BASE_EXC_SUBCLASS))
 		w->exact = true;
+	bool more = w->refs == PYU_REFS_NONE && strcmp(name, "object") != 0;
 	free(name);
-	return false;
+	return more;
 }
 
 struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_size_type *ret)
@@ -209,7 +229,8 @@ struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_s
 	st.extra = (st.gc ? (uint32_t)z->hl->gc.head_size : 0) +
 		   ((st.flags & z->hl->preheader_flags) ? (uint32_t)z->hl->preheader_size : 0);
 
-	struct mro_walk w = {z, false, false, PYU_SIZE_DEFAULT, false, PYU_REFS_NONE, false, NULL};
+	struct mro_walk w = {z, false, false, PYU_SIZE_DEFAULT, false, PYU_REFS_NONE, false, false,
+			     NULL};
 	uint64_t mro = 0;
 	err = rd_u64(z, type + (uint64_t)z->vl->type.mro, &mro);
 	if (!err && mro)

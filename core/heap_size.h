@@ -45,8 +45,15 @@ enum pyu_ref_kind {
 	PYU_REFS_CELL,     // its contents
 	PYU_REFS_MODULE,   // its dict
 	PYU_REFS_TYPE,     // a class: its dict, MRO, base, name and qualname
-	PYU_REFS_CODE,     // a code object (no collector object): its names, file name, line
-	                   // table, bytecode and variable names
+	PYU_REFS_CODE,     // a code object (no collector object): its constants, names, file
+	                   // name, line and exception tables, bytecode and variable names
+	PYU_REFS_METHOD,   // a bound method: its function and self (2.7: and class)
+	PYU_REFS_EXC,      // an exception: args, __traceback__, __context__, __cause__,
+	                   // __notes__ and its dict
+	PYU_REFS_TRACEBACK, // tb_next, tb_frame
+	PYU_REFS_DESCR,    // a descriptor of a class: its class, name and qualname
+	PYU_REFS_PROPERTY, // fget, fset, fdel, __doc__, __name__
+	PYU_REFS_CLASSMETHOD, // classmethod, staticmethod: the callable and its dict
 };
 
 // What a type's objects are sized by. Filled by pyu_size_type().
