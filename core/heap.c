@@ -23,6 +23,7 @@
 // Objects counted or looked into between two pyu_target_release_views(): what a core's mapped
 // pages add to the census's memory stays small.
 #define RELEASE_EVERY (1u << 14)
+#define TPFLAGS_IMMUTABLETYPE (1ull << 8) // 3.10+
 // Objects counted or looked into between two calls of the progress callback.
 #define PROGRESS_EVERY (1u << 12)
 
@@ -203,6 +204,7 @@ static int64_t type_index(struct census *c, uint64_t type)
 	memset(ht, 0, sizeof(*ht));
 	ht->addr = type;
 	ht->name = name;
+	pyu_size_named(&st, name);
 	ht->size = st;
 	if (pyu_addrmap_add(&h->type_map, type, h->type_count) != 1) {
 		free(name);
@@ -626,6 +628,41 @@ static void scan_words(struct census *c, uint64_t obj, uint64_t from, uint64_t t
 	}
 }
 
+// The items of the collections.deque at @obj whose first PYU_SIZE_PREFIX bytes are @buf: from
+// leftindex of its first block on, block after block, as many as it holds.
+static void follow_deque(struct census *c, uint64_t obj, const uint8_t *buf)
+{
+	const struct pyu_deque_layout *d = pyu_deque_layout(c->z.vl->py2);
+	int32_t len_off = d->len < 0 ? c->l->ob_size : d->len + c->z.shift;
+	uint64_t block = pyu_get_u64(buf, d->leftblock + c->z.shift);
+	uint64_t index = pyu_get_u64(buf, d->leftindex + c->z.shift);
+	uint64_t left = pyu_get_u64(buf, len_off), n = 0;
+	(void)obj;
+	if (index >= d->blocklen || left > ITEMS_MAX)
+		return;
+	uint64_t data[64];
+	for (uint64_t blocks = 0; left && block && blocks <= ITEMS_MAX / d->blocklen + 1 &&
+	     !c->oom; blocks++) {
+		uint64_t take = d->blocklen - index < left ? d->blocklen - index : left;
+		struct pyu_error *err = pyu_target_read(c->t, block + (uint64_t)d->block_data +
+							index * 8, data, take * 8);
+		if (!err)
+			err = pyu_target_read_u64(c->t, block + (uint64_t)d->block_right, &block);
+		if (err) {
+			add_error(c->h, "a deque's block unreadable: %s", pyu_error_message(err));
+			pyu_error_destroy(err);
+			return;
+		}
+		for (uint64_t i = 0; i < take; i++) {
+			c->via.via = PYU_VIA_ITEM;
+			c->via.n = n++;
+			consider(c, data[i]);
+		}
+		left -= take;
+		index = 0;
+	}
+}
+
 // Where a class's instances keep their __slots__: for each class on its tp_base chain whose
 // dict declares __slots__ (a class statement's), the bytes between its base's tp_basicsize and
 // its own. Classes made in C keep other fields there, which are not followed.
@@ -738,8 +775,11 @@ static void follow(struct census *c, uint64_t obj)
 	const struct pyu_size_type *st = &ht->size;
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
-	if (st->refs == PYU_REFS_NONE && !st->heap)
-		ht->unfollowed++; // a collector type whose fields the census does not know
+	// A collector type whose fields the census does not know: a static one, or (3.10+) a
+	// class made in C, immutable as classes made by a class statement are not.
+	if (st->refs == PYU_REFS_NONE && (!st->heap || (c->s->runtime->version_hex >= 0x030a0000 &&
+						       (st->flags & TPFLAGS_IMMUTABLETYPE))))
+		ht->unfollowed++;
 	if (st->is_type) {
 		// tp_flags lies past the prefix read (offset 168 on 3.12): read on its own.
 		uint64_t flags = 0;
@@ -843,6 +883,9 @@ static void follow(struct census *c, uint64_t obj)
 			ref_off(c, rf->prop_set), ref_off(c, rf->prop_del), ref_off(c, rf->prop_doc),
 			ref_off(c, rf->prop_name)}, (const char *const[]){"fget", "fset", "fdel",
 			"__doc__", "__name__"}, 5);
+		break;
+	case PYU_REFS_DEQUE:
+		follow_deque(c, obj, buf);
 		break;
 	case PYU_REFS_CLASSMETHOD:
 		consider_fields(c, obj, buf, (const int32_t[]){ref_off(c, rf->cm_callable),

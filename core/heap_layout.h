@@ -31,6 +31,7 @@ struct pyu_heap_layout {
 	int32_t preheader_size;  // ... that sys.getsizeof() counts (bytes)
 	int32_t int_min_digits;  // int.__sizeof__ counts at least this many digits (3.11+: 1)
 	int32_t bytearray_extra; // bytearray.__sizeof__ adds this (3.15: its bytes object's header)
+	int32_t static_type_header; // getsizeof() of a static class adds the GC header (3.11, 3.12)
 
 	struct {
 		int32_t head_size;        // sizeof(PyGC_Head): counted by sys.getsizeof()

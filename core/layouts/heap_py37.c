@@ -12,6 +12,7 @@ const struct pyu_heap_layout pyu_heap_layout_py37 = {
 	.generation_count = 3,
 	.int_min_digits = 0,
 	.bytearray_extra = 0,
+	.static_type_header = 0,
 	.preheader_flags = 0x0,
 	.preheader_size = 0,
 	.gc = {

@@ -554,8 +554,9 @@ CODE_HELD = ("str", "bytes", "tuple", "int", "float", "complex", "frozenset", "c
 
 def real_problems(truth, doc):
     """The census of a real program against the target's own: the collector's lists exactly;
-    every type the target tracks at least as often; exactly as many objects (and, sized by
-    getsizeof, bytes) of every type whose every instance the target found is tracked; no type
+    every type the target tracks at least as often; exactly as many objects of every type whose
+    every instance the target found is tracked; the same bytes as sys.getsizeof() (sized by
+    getsizeof) of every type of which the census found as many objects as the target; no type
     the target's closure lacks and never more objects of a type than that closure holds (3.11+
     tuple and bytes: but for one of each per code object); what is missing is said in the
     header ("not looked into")."""
@@ -581,12 +582,10 @@ def real_problems(truth, doc):
         if g["count"] > limit:
             out.append("%s: %d objects, more than the %d the target reaches" % (name,
                                                                              g["count"], c[0]))
-        if c[0] == w[0] and name not in CODE_HELD:
-            if g["count"] != w[0]:
-                out.append("%s: %d objects, truth %d (all tracked)" % (name, g["count"], w[0]))
-            elif g["sized_by"] == "getsizeof" and g["bytes"] != w[1]:
-                out.append("%s: %d bytes, truth %d (%d objects)" % (name, g["bytes"], w[1],
-                                                                    w[0]))
+        if c[0] == w[0] and name not in CODE_HELD and g["count"] != w[0]:
+            out.append("%s: %d objects, truth %d (all tracked)" % (name, g["count"], w[0]))
+        elif g["count"] == c[0] and g["sized_by"] == "getsizeof" and g["bytes"] != c[1]:
+            out.append("%s: %d bytes, truth %d (%d objects)" % (name, g["bytes"], c[1], c[0]))
         missing += max(0, c[0] - g["count"])
     want = sum(n for n, _ in tracked.values())
     if doc["tracked"] != want:
