@@ -25,6 +25,7 @@
 // Objects counted or looked into between two pyu_target_release_views(): what a core's mapped
 // pages add to the census's memory stays small.
 #define RELEASE_EVERY (1u << 14)
+#define TPFLAGS_IMMUTABLETYPE (1ull << 8) // 3.10+
 // Objects counted or looked into between two calls of the progress callback.
 #define PROGRESS_EVERY (1u << 12)
 
@@ -251,6 +252,7 @@ static int64_t type_index(struct census *c, uint64_t type)
 	memset(ht, 0, sizeof(*ht));
 	ht->addr = type;
 	ht->name = name;
+	pyu_size_named(&st, name);
 	ht->size = st;
 	if (pyu_addrmap_add(&h->type_map, type, h->type_count) != 1) {
 		free(name);
@@ -683,6 +685,41 @@ static void scan_words(struct census *c, uint64_t obj, uint64_t from, uint64_t t
 	}
 }
 
+// The items of the collections.deque at @obj whose first PYU_SIZE_PREFIX bytes are @buf: from
+// leftindex of its first block on, block after block, as many as it holds.
+static void follow_deque(struct census *c, uint64_t obj, const uint8_t *buf)
+{
+	const struct pyu_deque_layout *d = pyu_deque_layout(c->z.vl->py2);
+	int32_t len_off = d->len < 0 ? c->l->ob_size : d->len + c->z.shift;
+	uint64_t block = pyu_get_u64(buf, d->leftblock + c->z.shift);
+	uint64_t index = pyu_get_u64(buf, d->leftindex + c->z.shift);
+	uint64_t left = pyu_get_u64(buf, len_off), n = 0;
+	(void)obj;
+	if (index >= d->blocklen || left > ITEMS_MAX)
+		return;
+	uint64_t data[64];
+	for (uint64_t blocks = 0; left && block && blocks <= ITEMS_MAX / d->blocklen + 1 &&
+	     !c->oom; blocks++) {
+		uint64_t take = d->blocklen - index < left ? d->blocklen - index : left;
+		struct pyu_error *err = pyu_target_read(c->t, block + (uint64_t)d->block_data +
+							index * 8, data, take * 8);
+		if (!err)
+			err = pyu_target_read_u64(c->t, block + (uint64_t)d->block_right, &block);
+		if (err) {
+			add_error(c->h, "a deque's block unreadable: %s", pyu_error_message(err));
+			pyu_error_destroy(err);
+			return;
+		}
+		for (uint64_t i = 0; i < take; i++) {
+			c->via.via = PYU_VIA_ITEM;
+			c->via.n = n++;
+			consider(c, data[i]);
+		}
+		left -= take;
+		index = 0;
+	}
+}
+
 // Where a class's instances keep their __slots__: for each class on its tp_base chain whose
 // dict declares __slots__ (a class statement's), the bytes between its base's tp_basicsize and
 // its own. Classes made in C keep other fields there, which are not followed.
@@ -722,19 +759,35 @@ static void read_slots(struct census *c, struct pyu_heap_type *ht)
 	}
 }
 
-// The references in fields @offs (PYU_NO_FIELD: absent) of an object whose first
-// PYU_SIZE_PREFIX bytes are @buf.
+// The references in fields @offs (PYU_NO_FIELD: absent) of the object at @obj whose first
+// PYU_SIZE_PREFIX bytes are @buf (fields past those are read).
 // @names: the fields' names as Python spells the attributes.
-static void consider_fields(struct census *c, const uint8_t *buf, const int32_t *offs,
-			    const char *const *names, size_t n)
+static void consider_fields(struct census *c, uint64_t obj, const uint8_t *buf,
+			    const int32_t *offs, const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (offs[i] < 0 || offs[i] + 8 > PYU_SIZE_PREFIX)
+		uint64_t p;
+		if (offs[i] < 0)
 			continue;
+		if (offs[i] + 8 <= PYU_SIZE_PREFIX) {
+			p = pyu_get_u64(buf, offs[i]);
+		} else {
+			struct pyu_error *err = pyu_target_read_u64(c->t, obj + (uint64_t)offs[i], &p);
+			if (err) {
+				pyu_error_destroy(err);
+				continue;
+			}
+		}
 		c->via.via = PYU_VIA_FIELD;
 		c->via.field = names[i];
-		consider(c, pyu_get_u64(buf, offs[i]));
+		consider(c, p);
 	}
+}
+
+// A field of the heap layout's refs (-1: absent), shifted for the object header.
+static int32_t ref_off(const struct census *c, int32_t off)
+{
+	return off < 0 ? -1 : off + c->z.shift;
 }
 
 // The same for fields anywhere in the object at @obj (read one by one).
@@ -943,6 +996,11 @@ static void follow(struct census *c, uint64_t obj)
 	const struct pyu_size_type *st = &ht->size;
 	if (!st->gc && st->refs != PYU_REFS_CODE)
 		return; // atoms, and what no traverse reaches into
+	// A collector type whose fields the census does not know: a static one, or (3.10+) a
+	// class made in C, immutable as classes made by a class statement are not.
+	if (st->refs == PYU_REFS_NONE && (!st->heap || (c->s->runtime->version_hex >= 0x030a0000 &&
+						       (st->flags & TPFLAGS_IMMUTABLETYPE))))
+		ht->unfollowed++;
 	if (st->is_type) {
 		// tp_flags lies past the prefix read (offset 168 on 3.12): read on its own.
 		uint64_t flags = 0;
@@ -954,6 +1012,7 @@ static void follow(struct census *c, uint64_t obj)
 			return; // a static class: no collector object
 	}
 	struct pyu_values *v = c->z.v;
+	const struct pyu_heap_refs *rf = &c->hl->refs;
 	uint64_t size = pyu_get_u64(buf, c->l->ob_size), items;
 	(void)obj;
 	switch (st->refs) {
@@ -974,37 +1033,47 @@ static void follow(struct census *c, uint64_t obj)
 	case PYU_REFS_SET:
 		err = pyu_set_foreach(v, obj, visit_one, c);
 		break;
-	case PYU_REFS_FUNCTION:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->func.name, c->z.vl->func.qualname,
-			c->z.vl->func.code}, (const char *const[]){"__name__", "__qualname__",
-			"__code__"}, 3);
+	case PYU_REFS_FUNCTION: {
+		const struct pyu_value_layout *vl = c->z.vl;
+		consider_fields(c, obj, buf, (const int32_t[]){vl->func.name, vl->func.qualname,
+			vl->func.code, ref_off(c, rf->func_globals), ref_off(c, rf->func_defaults),
+			ref_off(c, rf->func_kwdefaults), ref_off(c, rf->func_closure),
+			ref_off(c, rf->func_doc), ref_off(c, rf->func_dict), ref_off(c, rf->func_module),
+			ref_off(c, rf->func_annotations), ref_off(c, rf->func_typeparams)},
+			(const char *const[]){"__name__", "__qualname__", "__code__", "__globals__",
+			"__defaults__", "__kwdefaults__", "__closure__", "__doc__", "__dict__",
+			"__module__", "__annotations__", "__type_params__"}, 12);
 		break;
+	}
 	case PYU_REFS_CFUNCTION:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->cfunc.self},
+		consider_fields(c, obj, buf, (const int32_t[]){c->z.vl->cfunc.self},
 				(const char *const[]){"__self__"}, 1);
 		break;
 	case PYU_REFS_CELL:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->cell_ref},
+		consider_fields(c, obj, buf, (const int32_t[]){c->z.vl->cell_ref},
 				(const char *const[]){"cell_contents"}, 1);
 		break;
 	case PYU_REFS_MODULE:
-		consider_fields(c, buf, (const int32_t[]){c->z.vl->module_dict},
+		consider_fields(c, obj, buf, (const int32_t[]){c->z.vl->module_dict},
 				(const char *const[]){"__dict__"}, 1);
 		break;
 	case PYU_REFS_TYPE:
 		follow_fields(c, obj, (const int32_t[]){c->z.vl->type.dict, c->z.vl->type.mro,
-			c->z.vl->type.base, c->z.vl->type.ht_name, c->z.vl->type.ht_qualname},
+			c->z.vl->type.base, c->z.vl->type.ht_name, c->z.vl->type.ht_qualname,
+			ref_off(c, rf->type_bases), ref_off(c, rf->heap_module)},
 			(const char *const[]){"__dict__", "__mro__", "__base__", "__name__",
-			"__qualname__"}, 5);
+			"__qualname__", "__bases__", "__module__ (of its C module)"}, 7);
 		break;
 	case PYU_REFS_CODE: {
 		const struct pyu_layout *l = c->l;
 		follow_fields(c, obj, (const int32_t[]){l->code.filename, l->code.name,
 			l->code.qualname, l->code.linetable, l->code.code, l->code.varnames,
 			l->code.cellvars, l->code.freevars, l->code.localsplusnames,
-			l->code.localspluskinds}, (const char *const[]){"co_filename", "co_name",
-			"co_qualname", "co_linetable", "co_code", "co_varnames", "co_cellvars",
-			"co_freevars", "co_localsplusnames", "co_localspluskinds"}, 10);
+			l->code.localspluskinds, ref_off(c, rf->code_consts), ref_off(c, rf->code_names),
+			ref_off(c, rf->code_exceptiontable)}, (const char *const[]){"co_filename",
+			"co_name", "co_qualname", "co_linetable", "co_code", "co_varnames",
+			"co_cellvars", "co_freevars", "co_localsplusnames", "co_localspluskinds",
+			"co_consts", "co_names", "co_exceptiontable"}, 13);
 		break;
 	}
 	case PYU_REFS_GENERATOR:
@@ -1018,6 +1087,43 @@ static void follow(struct census *c, uint64_t obj)
 		break;
 	case PYU_REFS_FRAME:
 		follow_frame_object(c, obj);
+		break;
+	case PYU_REFS_METHOD:
+		consider_fields(c, obj, buf, (const int32_t[]){c->z.vl->method.func,
+			c->z.vl->method.self, c->z.vl->method.klass}, (const char *const[]){
+			"__func__", "__self__", "im_class"}, 3);
+		break;
+	case PYU_REFS_EXC: {
+		const struct pyu_value_layout *vl = c->z.vl;
+		// A class's instances keep their dict where tp_dictoffset says: followed below.
+		consider_fields(c, obj, buf, (const int32_t[]){st->heap ? -1 : ref_off(c, rf->exc_dict),
+			vl->exc_args, vl->exc_traceback, vl->exc.context, vl->exc.cause,
+			vl->exc.notes}, (const char *const[]){"__dict__", "args", "__traceback__",
+			"__context__", "__cause__", "__notes__"}, 6);
+		break;
+	}
+	case PYU_REFS_TRACEBACK:
+		consider_fields(c, obj, buf, (const int32_t[]){c->z.vl->tb.next, c->z.vl->tb.frame},
+				(const char *const[]){"tb_next", "tb_frame"}, 2);
+		break;
+	case PYU_REFS_DESCR:
+		consider_fields(c, obj, buf, (const int32_t[]){ref_off(c, rf->descr_type),
+			ref_off(c, rf->descr_name), ref_off(c, rf->descr_qualname)},
+			(const char *const[]){"__objclass__", "__name__", "__qualname__"}, 3);
+		break;
+	case PYU_REFS_PROPERTY:
+		consider_fields(c, obj, buf, (const int32_t[]){ref_off(c, rf->prop_get),
+			ref_off(c, rf->prop_set), ref_off(c, rf->prop_del), ref_off(c, rf->prop_doc),
+			ref_off(c, rf->prop_name)}, (const char *const[]){"fget", "fset", "fdel",
+			"__doc__", "__name__"}, 5);
+		break;
+	case PYU_REFS_DEQUE:
+		follow_deque(c, obj, buf);
+		break;
+	case PYU_REFS_CLASSMETHOD:
+		consider_fields(c, obj, buf, (const int32_t[]){ref_off(c, rf->cm_callable),
+			st->heap ? -1 : ref_off(c, rf->cm_dict)}, (const char *const[]){"__func__",
+			"__dict__"}, 2);
 		break;
 	}
 	if (err) {
@@ -1041,6 +1147,48 @@ static void follow(struct census *c, uint64_t obj)
 		for (uint32_t r = 0; r < ht->slot_regions; r++)
 			scan_words(c, obj, ht->slots[r][0], ht->slots[r][1]);
 	}
+}
+
+static int more_unfollowed(const void *a, const void *b, void *arg)
+{
+	const struct pyu_heap_type *t = arg;
+	uint64_t x = t[*(const uint32_t *)a].unfollowed, y = t[*(const uint32_t *)b].unfollowed;
+	return x != y ? (x < y ? 1 : -1) : 0;
+}
+
+#define UNFOLLOWED_NAMED 6 // types named in the line below, the most numerous first
+
+// Says what was left out: how many objects of how many collector types were counted without
+// their references being followed (an extension type's, a generator's frame), so that what
+// only those hold is known to be missing rather than silently not there.
+static void note_unfollowed(struct pyu_heap *h)
+{
+	uint64_t objects = 0;
+	uint32_t types = 0, *order = malloc((h->type_count + 1) * sizeof(*order));
+	if (!order)
+		return; // advisory
+	for (uint32_t i = 0; i < h->type_count; i++) {
+		if (!h->types[i].unfollowed)
+			continue;
+		objects += h->types[i].unfollowed;
+		order[types++] = i;
+	}
+	if (types) {
+		qsort_r(order, types, sizeof(*order), more_unfollowed, h->types);
+		char line[480];
+		int at = snprintf(line, sizeof(line), "not looked into: %" PRIu64 " objects of %u "
+				  "types whose references the census cannot follow (what only they "
+				  "hold is not counted):", objects, types);
+		for (uint32_t i = 0; i < types && i < UNFOLLOWED_NAMED && at > 0 &&
+		     (size_t)at < sizeof(line); i++)
+			at += snprintf(line + at, sizeof(line) - (size_t)at, "%s %s %" PRIu64,
+				       i ? "," : "", h->types[order[i]].name,
+				       h->types[order[i]].unfollowed);
+		if (types > UNFOLLOWED_NAMED && at > 0 && (size_t)at < sizeof(line))
+			snprintf(line + at, sizeof(line) - (size_t)at, ", ...");
+		add_source(h, "%s", line);
+	}
+	free(order);
 }
 
 // Follows references from every object counted so far, and from each one found that way.
@@ -1235,6 +1383,7 @@ static struct pyu_error *census_run(struct pyu_stacks *s, const struct pyu_heap_
 		if (h->untracked)
 			add_source(h, "reached through references of those: %" PRIu64 " objects the "
 				   "collector does not track", h->untracked);
+		note_unfollowed(h);
 	}
 	if (ok && !c.oom && c.hooks && c.hooks->done &&
 	    !c.hooks->done(c.hooks->arg, h, &c.seen, c.queue, c.queue_len))

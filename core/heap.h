@@ -72,6 +72,7 @@ struct pyu_heap_type {
 	uint32_t slots[4][2];     // __slots__: [their base's tp_basicsize, their own))
 	char *name;               // "module.qualname", builtins bare (owned)
 	uint64_t count, bytes;
+	uint64_t unfollowed;      // objects of it whose references the census cannot follow
 	struct pyu_size_type size; // how its objects are sized
 };
 

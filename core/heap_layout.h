@@ -33,6 +33,7 @@ struct pyu_heap_layout {
 	int32_t bytearray_extra; // bytearray.__sizeof__ adds this (3.15: its bytes object's header)
 	int32_t gen_state_cleared; // gi_frame_state from which the frame is gone (3.11+; -1000
 	                         // none)
+	int32_t static_type_header; // getsizeof() of a static class adds the GC header (3.11, 3.12)
 
 	struct {
 		int32_t head_size;        // sizeof(PyGC_Head): counted by sys.getsizeof()
@@ -59,6 +60,18 @@ struct pyu_heap_layout {
 		int32_t iframe;           // _PyInterpreterFrame gi_iframe, inside it (3.11+)
 		int32_t frame_state;      // int8 gi_frame_state (3.11+)
 	} gen;
+	// References the census follows that the value layouts do not name (-1: no such field in
+	// this version): what tp_traverse visits, and what code objects hold without one.
+	struct pyu_heap_refs {
+		int32_t code_consts, code_names, code_exceptiontable;
+		int32_t func_globals, func_builtins, func_defaults, func_kwdefaults, func_closure;
+		int32_t func_doc, func_dict, func_module, func_annotations, func_typeparams;
+		int32_t type_bases, heap_module;  // tp_bases; PyHeapTypeObject.ht_module (3.9+)
+		int32_t exc_dict;                 // PyBaseExceptionObject.dict
+		int32_t descr_type, descr_name, descr_qualname; // PyDescr_COMMON
+		int32_t prop_get, prop_set, prop_del, prop_doc, prop_name; // property
+		int32_t cm_callable, cm_dict;     // classmethod and staticmethod
+	} refs;
 };
 
 extern const struct pyu_heap_layout pyu_heap_layout_py27, pyu_heap_layout_py36,

@@ -68,6 +68,27 @@ static const struct {
 	{"NoneType", PYU_SIZE_DEFAULT, 0},
 };
 
+// Static builtin types whose own __sizeof__ no rule above knows: 3.12+ keep a static builtin
+// type's dict in the interpreter (tp_dict is NULL), so whether __sizeof__ is its own is known
+// by name (the list is that of `'__sizeof__' in vars(t)` over 3.12 - 3.15's builtin types).
+static const char *const builtin_own_sizeof[] = {
+	"async_generator", "code", "collections.OrderedDict", "coroutine", "frame", "frozendict",
+	"generator",
+};
+
+// C types whose __sizeof__ the census reads, by name; their structs (Modules/arraymodule.c,
+// Modules/_collectionsmodule.c) are the same in every 3.x (2.7: the deque below).
+#define ARRAY_ALLOCATED 32  // arrayobject.allocated (after PyObject_VAR_HEAD and ob_item)
+#define ARRAY_DESCR 40      // arrayobject.ob_descr: struct arraydescr, int itemsize at 4
+#define ARRAY_DESCR_ITEMSIZE 4
+static const struct pyu_deque_layout deque_py2 = {16, 32, 48, 62, 512, 0, 496},
+	deque_py3 = {24, 40, -1, 64, 528, 8, 520};
+
+const struct pyu_deque_layout *pyu_deque_layout(bool py2)
+{
+	return py2 ? &deque_py2 : &deque_py3;
+}
+
 static struct pyu_error *rd(struct pyu_sizer *z, uint64_t addr, void *buf, size_t len)
 {
 	if (!addr)
@@ -113,6 +134,13 @@ static const struct {
 	{"cell", PYU_REFS_CELL}, {"module", PYU_REFS_MODULE}, {"type", PYU_REFS_TYPE},
 	{"generator", PYU_REFS_GENERATOR}, {"coroutine", PYU_REFS_COROUTINE},
 	{"async_generator", PYU_REFS_ASYNC_GEN}, {"frame", PYU_REFS_FRAME},
+	{"method", PYU_REFS_METHOD}, {"instancemethod", PYU_REFS_METHOD},
+	{"traceback", PYU_REFS_TRACEBACK},
+	{"method_descriptor", PYU_REFS_DESCR}, {"classmethod_descriptor", PYU_REFS_DESCR},
+	{"getset_descriptor", PYU_REFS_DESCR}, {"member_descriptor", PYU_REFS_DESCR},
+	{"wrapper_descriptor", PYU_REFS_DESCR},
+	{"property", PYU_REFS_PROPERTY},
+	{"classmethod", PYU_REFS_CLASSMETHOD}, {"staticmethod", PYU_REFS_CLASSMETHOD},
 };
 
 struct mro_walk {
@@ -123,8 +151,47 @@ struct mro_walk {
 	bool exact;
 	enum pyu_ref_kind refs;
 	bool is_type;
+	bool static_seen;   // past the first static type: looking for references only
 	struct pyu_error *err;
 };
+
+// Decides the size rule at the static class @cls named @name when it can: a rule of its
+// name, an exception (object's __sizeof__), a class whose dict holds __sizeof__ (sized by
+// tp_basicsize: inexact). A class without a __sizeof__ of its own leaves it to its base.
+static void size_rule_of(struct mro_walk *w, uint64_t cls, const char *name, uint64_t flags)
+{
+	struct pyu_sizer *z = w->z;
+	int py = z->vl->py2 ? 2 : 3;
+	for (size_t i = 0; i < sizeof(static_rules) / sizeof(static_rules[0]); i++) {
+		if ((static_rules[i].py == 0 || static_rules[i].py == py) &&
+		    !strcmp(static_rules[i].name, name)) {
+			w->rule = static_rules[i].rule;
+			w->exact = w->done = true;
+			return;
+		}
+	}
+	// Exceptions keep object.__sizeof__ (none of the builtin ones defines its own).
+	if (flags & TPFLAGS_BASE_EXC_SUBCLASS) {
+		w->exact = w->done = true;
+		return;
+	}
+	uint64_t dict = 0, found;
+	struct pyu_error *err = rd_u64(z, cls + (uint64_t)z->vl->type.dict, &dict);
+	if (!err && dict)
+		err = pyu_dict_get_str(z->v, dict, "__sizeof__", &found);
+	if (!err && !dict) {
+		for (size_t i = 0; i < sizeof(builtin_own_sizeof) / sizeof(builtin_own_sizeof[0]); i++)
+			if (!strcmp(builtin_own_sizeof[i], name))
+				w->done = true;
+		return;
+	}
+	if (err && pyu_error_code(err) == PYU_ERR_NOT_FOUND) {
+		pyu_error_destroy(err);
+		return; // not its own: its base's decides
+	}
+	pyu_error_destroy(err); // its own __sizeof__, or a dict that cannot tell: inexact
+	w->done = true;
+}
 
 static bool mro_visit(void *arg, uint64_t cls)
 {
@@ -161,28 +228,22 @@ static bool mro_visit(void *arg, uint64_t cls)
 		return false;
 	}
 	for (size_t i = 0; i < sizeof(static_refs) / sizeof(static_refs[0]); i++)
-		if (!strcmp(static_refs[i].name, name))
+		if (w->refs == PYU_REFS_NONE && !strcmp(static_refs[i].name, name))
 			w->refs = static_refs[i].refs;
-	w->is_type = !strcmp(name, "type");
-	if (w->sized_by_heap) {
-		free(name);
-		return false;
+	if (w->refs == PYU_REFS_NONE && (flags & TPFLAGS_BASE_EXC_SUBCLASS))
+		w->refs = PYU_REFS_EXC; // every builtin exception starts as BaseException does
+	if (!w->static_seen) {
+		w->static_seen = true;
+		w->is_type = !strcmp(name, "type");
 	}
-	int py = z->vl->py2 ? 2 : 3;
-	w->done = true;
-	for (size_t i = 0; i < sizeof(static_rules) / sizeof(static_rules[0]); i++) {
-		if ((static_rules[i].py == 0 || static_rules[i].py == py) &&
-		    !strcmp(static_rules[i].name, name)) {
-			w->rule = static_rules[i].rule;
-			w->exact = true;
-			break;
-		}
-	}
-	// Exceptions keep object.__sizeof__ (none of the builtin ones defines its own).
-	if (!w->exact && (flags & TPFLAGS_BASE_EXC_SUBCLASS))
-		w->exact = true;
+	if (!w->done)
+		size_rule_of(w, cls, name, flags);
+	// On to the next class while the size rule is not decided, or (a C class's base whose
+	// references it keeps as the base does: 3.6's collections.OrderedDict is a dict) while
+	// the references are not known.
+	bool more = !w->done || (w->refs == PYU_REFS_NONE && strcmp(name, "object") != 0);
 	free(name);
-	return false;
+	return more;
 }
 
 struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_size_type *ret)
@@ -211,7 +272,8 @@ struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_s
 	st.extra = (st.gc ? (uint32_t)z->hl->gc.head_size : 0) +
 		   ((st.flags & z->hl->preheader_flags) ? (uint32_t)z->hl->preheader_size : 0);
 
-	struct mro_walk w = {z, false, false, PYU_SIZE_DEFAULT, false, PYU_REFS_NONE, false, NULL};
+	struct mro_walk w = {z, false, false, PYU_SIZE_DEFAULT, false, PYU_REFS_NONE, false, false,
+			     NULL};
 	uint64_t mro = 0;
 	err = rd_u64(z, type + (uint64_t)z->vl->type.mro, &mro);
 	if (!err && mro)
@@ -458,6 +520,33 @@ static struct pyu_error *rule_size(struct pyu_sizer *z, uint64_t obj, const uint
 		return NULL;
 	case PYU_SIZE_TYPE:
 		return type_size(z, obj, p, n, st, ret);
+	case PYU_SIZE_ARRAY: {
+		uint64_t descr;
+		uint8_t b[4];
+		if ((err = obj_u64(z, obj, p, n, ARRAY_ALLOCATED + z->shift, &v1)) != NULL ||
+		    (err = obj_u64(z, obj, p, n, ARRAY_DESCR + z->shift, &descr)) != NULL ||
+		    (err = rd(z, descr + ARRAY_DESCR_ITEMSIZE, b, 4)) != NULL)
+			return err;
+		v2 = pyu_le32(b);
+		if (v1 > COUNT_MAX || v2 == 0 || v2 > 16)
+			return pyu_error_create(PYU_ERR_CORRUPT, "array of %" PRIu64 " items of %"
+						PRIu64 " bytes", v1, v2);
+		*ret = (uint64_t)st->basicsize + v1 * v2;
+		return NULL;
+	}
+	case PYU_SIZE_DEQUE: {
+		const struct pyu_deque_layout *d = pyu_deque_layout(z->vl->py2);
+		if ((err = obj_u64(z, obj, p, n, d->leftindex + z->shift, &v1)) != NULL ||
+		    (err = obj_u64(z, obj, p, n, d->len < 0 ? z->l->ob_size : d->len + z->shift,
+				   &v2)) != NULL)
+			return err;
+		if (v1 >= d->blocklen || v2 > COUNT_MAX)
+			return pyu_error_create(PYU_ERR_CORRUPT, "deque of %" PRIu64 " items from %"
+						PRIu64, v2, v1);
+		*ret = (uint64_t)st->basicsize + (v1 + v2 + d->blocklen - 1) / d->blocklen *
+		       d->block_size;
+		return NULL;
+	}
 	case PYU_SIZE_DEFAULT:
 		break;
 	}
@@ -477,6 +566,23 @@ static struct pyu_error *rule_size(struct pyu_sizer *z, uint64_t obj, const uint
 	return NULL;
 }
 
+void pyu_size_named(struct pyu_size_type *st, const char *name)
+{
+	if (!name)
+		return;
+	if (!strcmp(name, "collections.deque") && st->refs == PYU_REFS_NONE)
+		st->refs = PYU_REFS_DEQUE;
+	if (st->exact)
+		return;
+	if (!strcmp(name, "array.array"))
+		st->rule = PYU_SIZE_ARRAY;
+	else if (!strcmp(name, "collections.deque"))
+		st->rule = PYU_SIZE_DEQUE;
+	else
+		return;
+	st->exact = true;
+}
+
 struct pyu_error *pyu_size_object(struct pyu_sizer *z, uint64_t obj, const uint8_t *prefix,
 				  size_t prefix_len, const struct pyu_size_type *st,
 				  uint64_t *ret)
@@ -486,8 +592,16 @@ struct pyu_error *pyu_size_object(struct pyu_sizer *z, uint64_t obj, const uint8
 	if (err)
 		size = (uint64_t)st->basicsize;
 	uint32_t extra = st->extra;
-	if (st->is_type && (size_t)z->l->type_tp_flags + 8 <= prefix_len &&
-	    !(pyu_get_u64(prefix, z->l->type_tp_flags) & TPFLAGS_HEAPTYPE))
+	uint64_t flags = TPFLAGS_HEAPTYPE;
+	if (st->is_type) {
+		// tp_flags lies past the prefix (offset 168): read on its own when it does.
+		struct pyu_error *ferr = obj_u64(z, obj, prefix, prefix_len, z->l->type_tp_flags,
+						 &flags);
+		if (ferr)
+			flags = TPFLAGS_HEAPTYPE;
+		pyu_error_destroy(ferr);
+	}
+	if (!(flags & TPFLAGS_HEAPTYPE) && !z->hl->static_type_header)
 		extra = 0; // a static class is no collector object (type's tp_is_gc)
 	*ret = size + extra;
 	return err;

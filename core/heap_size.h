@@ -29,6 +29,8 @@ enum pyu_size_rule {
 	PYU_SIZE_UNICODE27, // 2.7 unicode: + (length + 1) Py_UNICODE
 	PYU_SIZE_INT,       // digits
 	PYU_SIZE_TYPE,      // a class: sizeof(PyHeapTypeObject) + its cached keys
+	PYU_SIZE_ARRAY,     // array.array: + allocated items of its typecode's size
+	PYU_SIZE_DEQUE,     // collections.deque: + the blocks its items span
 };
 
 // How the census finds what a type's objects refer to (heap.c), from the first static type on
@@ -51,7 +53,26 @@ enum pyu_ref_kind {
 	PYU_REFS_COROUTINE, // inside it) while it has one
 	PYU_REFS_ASYNC_GEN,
 	PYU_REFS_FRAME,    // a frame object: its locals (<= 3.10, where frames are objects)
+	PYU_REFS_CODE,     // a code object (no collector object): its constants, names, file
+	                   // name, line and exception tables, bytecode and variable names
+	PYU_REFS_METHOD,   // a bound method: its function and self (2.7: and class)
+	PYU_REFS_EXC,      // an exception: args, __traceback__, __context__, __cause__,
+	                   // __notes__ and its dict
+	PYU_REFS_TRACEBACK, // tb_next, tb_frame
+	PYU_REFS_DESCR,    // a descriptor of a class: its class, name and qualname
+	PYU_REFS_PROPERTY, // fget, fset, fdel, __doc__, __name__
+	PYU_REFS_CLASSMETHOD, // classmethod, staticmethod: the callable and its dict
+	PYU_REFS_DEQUE,    // collections.deque: the items in its blocks
 };
+
+// Where collections.deque keeps its items (Modules/_collectionsmodule.c: the same struct in
+// every 3.x, another in 2.7), for its size and its references.
+struct pyu_deque_layout {
+	int32_t leftblock, leftindex, len; // len -1: ob_size
+	uint64_t blocklen, block_size;
+	int32_t block_data, block_right;    // in a block: data[blocklen], the next block
+};
+const struct pyu_deque_layout *pyu_deque_layout(bool py2);
 
 // What a type's objects are sized by. Filled by pyu_size_type().
 struct pyu_size_type {
@@ -83,6 +104,11 @@ struct pyu_sizer {
 
 // The rule for the type at @type. On error (unreadable type), *ret is unchanged.
 struct pyu_error *pyu_size_type(struct pyu_sizer *z, uint64_t type, struct pyu_size_type *ret);
+
+// Gives the type named @name (as the census names it) the rule of the C __sizeof__ it is known
+// by (array.array, collections.deque), when @st has it sized by tp_basicsize, and the
+// references of the one whose references the census reads (deque). Cannot fail.
+void pyu_size_named(struct pyu_size_type *st, const char *name);
 
 // sys.getsizeof() of the object at @obj of a type sized by @st (a static class counts no
 // collector header, as getsizeof says): @prefix holds its first

@@ -1525,10 +1525,34 @@ static struct pyu_error *type_names(struct pyu_values *v, uint64_t type, char **
 		if ((err = field_u64(v, type, qoff, &p)) != NULL ||
 		    (err = read_name_obj(v, p, qualname)) != NULL)
 			return err;
-		// __module__ must be a str; anything else counts as builtins.
+		// __module__ must be a str; anything else counts as builtins - but a class made in C
+		// whose dict's __module__ is its instances' member descriptor and whose metaclass is
+		// not `type` (Cython 3's functions: the metaclass names the module) is named, as
+		// Python names it, by its tp_name's dotted prefix.
 		pyu_error_destroy(field_u64(v, type, v->vl.type.dict, &dict));
-		if (get_dict_str(v, dict, "__module__", &mod))
-			pyu_error_destroy(read_name_obj(v, mod, module));
+		if (get_dict_str(v, dict, "__module__", &mod) &&
+		    (err = read_name_obj(v, mod, module)) != NULL) {
+			pyu_error_destroy(err);
+			char *full = NULL, *dot = NULL;
+			uint64_t meta = 0;
+			err = type_of(v, type, &meta);
+			if (!err)
+				err = read_tp_name(v, meta, &full);
+			bool plain = !err && !strcmp(full, "type");
+			free(full);
+			full = NULL;
+			if (!err && !plain)
+				err = read_tp_name(v, type, &full);
+			else if (!err)
+				err = pyu_error_create(PYU_ERR_NOT_FOUND, "a class of type");
+			if (!err && (dot = strrchr(full, '.')) != NULL) {
+				*dot = '\0';
+				*module = full;
+			} else {
+				pyu_error_destroy(err);
+				free(full);
+			}
+		}
 		return NULL;
 	}
 	char *full;

@@ -649,11 +649,153 @@ def interrupt_case(py):
     return run
 
 
+# ---- real programs: tests/targets/heap_real.py -----------------------------------------------
+
+# gdb and lldb read these (gdb live, lldb on the gdb core); debian-3.11 runs Debian's own
+# python3-* packages, extension modules included.
+REAL_ADAPTER_PYTHONS = ("pyenv-2.7", "pyenv-3.12", "debian-3.11", "sid-3.14")
+# What a code object holds that the target cannot see without making it anew (3.11+: its
+# co_localsplusnames tuple and co_localspluskinds bytes): at most one of each per code object.
+CODE_HIDDEN = ("tuple", "bytes")
+# Types code objects hold (or are): reached through fields the target's own closure reads only
+# in part, they are compared as at most the closure.
+CODE_HELD = ("str", "bytes", "tuple", "int", "float", "complex", "frozenset", "code",
+             "NoneType", "bool", "ellipsis")
+
+
+def real_problems(truth, doc):
+    """The census of a real program against the target's own: the collector's lists exactly;
+    every type the target tracks at least as often; exactly as many objects of every type whose
+    every instance the target found is tracked; the same bytes as sys.getsizeof() (sized by
+    getsizeof) of every type of which the census found as many objects as the target; no type
+    the target's closure lacks and never more objects of a type than that closure holds (3.11+
+    tuple and bytes: but for one of each per code object); what is missing is said in the
+    header ("not looked into")."""
+    out = []
+    tracked, closure = truth["extra"]["types"], truth["extra"]["closure"]
+    got = dict((t["type"], t) for t in doc["types"])
+    hidden = 0
+    if truth["python"]["hexversion"] >= 0x030b0000:
+        hidden = closure.get("code", [0])[0]
+    missing = 0
+    for name in sorted(set(tracked) | set(got)):
+        w, c, g = tracked.get(name, [0, 0]), closure.get(name), got.get(name)
+        if g is None:
+            out.append("%s: missing (the target tracks %d)" % (name, w[0]))
+            continue
+        if c is None:
+            out.append("%s: %d objects of a type the target does not have" % (name,
+                                                                              g["count"]))
+            continue
+        if g["count"] < w[0]:
+            out.append("%s: %d objects, the target tracks %d" % (name, g["count"], w[0]))
+        limit = c[0] + (hidden if name in CODE_HIDDEN else 0)
+        if g["count"] > limit:
+            out.append("%s: %d objects, more than the %d the target reaches" % (name,
+                                                                             g["count"], c[0]))
+        if c[0] == w[0] and name not in CODE_HELD and g["count"] != w[0]:
+            out.append("%s: %d objects, truth %d (all tracked)" % (name, g["count"], w[0]))
+        elif g["count"] == c[0] and g["sized_by"] == "getsizeof" and g["bytes"] != c[1]:
+            out.append("%s: %d bytes, truth %d (%d objects)" % (name, g["bytes"], c[1], c[0]))
+        missing += max(0, c[0] - g["count"])
+    want = sum(n for n, _ in tracked.values())
+    if doc["tracked"] != want:
+        out.append("%d objects on the collector's lists, the target has %d" % (doc["tracked"],
+                                                                               want))
+    if doc["objects"] != sum(t["count"] for t in doc["types"]) or \
+            doc["bytes"] != sum(t["bytes"] for t in doc["types"]):
+        out.append("totals %d objects, %d bytes are not the sums of the rows"
+                   % (doc["objects"], doc["bytes"]))
+    if doc["errors"] or doc["partial"]:
+        out.append("errors %s, partial %s" % (doc["errors"], doc["partial"]))
+    if missing and not any(x.startswith("not looked into: ") for x in doc["sources"]):
+        out.append("%d objects of the target's closure not found, and the header does not say "
+                   "what was not looked into: %s" % (missing, doc["sources"]))
+    return out
+
+
+def check_real(truth, doc, what):
+    p = real_problems(truth, doc)
+    if p:
+        raise AssertionError("%s: %d mismatch(es):\n  %s" % (what, len(p), "\n  ".join(p[:40])))
+    closure = sum(n for n, _ in truth["extra"]["closure"].values())
+    return doc["objects"], closure
+
+
+def check_real_graph(truth, target, what, *executable):
+    """--referrers and --path of the deque only KEEP holds, against gc.get_referrers() and the
+    expression the target evaluated."""
+    want = truth["extra"]["graph"]
+    refs = json.loads(cli("heap", "--json", "--referrers", want["address"], target,
+                          *executable))
+    got = dict((r["address"], r["via"]) for r in refs["referrers"])
+    path = json.loads(cli("heap", "--json", "--path", want["address"], target, *executable))
+    if got != want["referrers"] or path.get("expr") != want["expr"] or \
+            path.get("root") != want["root"]:
+        raise AssertionError("%s: referrers %s (gc.get_referrers: %s), path %s from %s (the "
+                             "target evaluates %s)" % (what, got, want["referrers"],
+                                                       path.get("expr"), path.get("root"),
+                                                       want["expr"]))
+
+
+def real_debugger_check(t, debugger, kind, core):
+    """`py-heap --json` in @debugger: the same census as the CLI's, type by type."""
+    what = "%s %s" % (debugger, kind)
+    rc, outs, err = run_debugger(debugger, target_args(debugger, kind, t, core),
+                                 ["py-heap --json"], timeout=600)
+    no_traceback(what, err, *outs)
+    got = parse_json(outs[0], what)
+    check_real(t.truth, got, what)
+    mine = json.loads(cli("heap", "--json", core or t.pid))
+    rows = lambda d: dict((r["type"], (r["count"], r["bytes"])) for r in d["types"])  # noqa
+    if rows(got) != rows(mine):
+        a, b = rows(got), rows(mine)
+        raise AssertionError("%s: py-heap --json differs from the CLI's census: %s"
+                             % (what, dict((k, (a.get(k), b.get(k))) for k in set(a) | set(b)
+                                           if a.get(k) != b.get(k))))
+
+
+def real_case(py):
+    def run():
+        with Target(py, "heap_real", timeout=600) as t:
+            wait_parked(t.pid)
+            with t.stopped():
+                n = check_real(t.truth, json.loads(cli("heap", "--json", t.pid)), "live")
+                check_real_graph(t.truth, t.pid, "live")
+            core = t.gcore()
+            check_real(t.truth, json.loads(cli("heap", "--json", core)), "gdb core")
+            check_real_graph(t.truth, core, "gdb core")
+            if py.label in REAL_ADAPTER_PYTHONS:
+                real_debugger_check(t, "gdb", "live", None)
+                real_debugger_check(t, "lldb", "core", core)
+            print("    %s: %d objects found, %d in the target's closure; packages: %s"
+                  % ((py.label,) + n + (" ".join(t.truth["extra"]["used"]) or "none",)))
+    return run
+
+
+def real_crash_case(py):
+    def run():
+        with Target(py, "heap_real", mode="crash", timeout=600) as t:
+            core = t.crash_core()
+            full = json.loads(cli("heap", "--json", core, t.executable))
+            check_real(t.truth, full, "kernel core")
+            check_real_graph(t.truth, core, "kernel core", t.executable)
+            empty = os.path.join(t.workdir, "empty")
+            os.makedirs(empty, exist_ok=True)
+            mem = json.loads(cli("heap", "--json", "--path-map", "/=" + empty, core))
+            if mem["tracked"] != full["tracked"] or mem["partial"]:
+                raise AssertionError("memory alone: %d objects on the collector's lists, with "
+                                     "files %d" % (mem["tracked"], full["tracked"]))
+    return run
+
+
 def cases():
     out = []
     for py in selected():
         out.append(("heap %s" % py.label, live_case(py)))
         out.append(("heap-crash %s" % py.label, crash_case(py)))
+        out.append(("heap-real %s" % py.label, real_case(py)))
+        out.append(("heap-real-crash %s" % py.label, real_crash_case(py)))
         if py.label in DAMAGE_PYTHONS:
             out.append(("heap-damaged %s" % py.label, damage_case(py)))
         if py.label in INTERRUPT_PYTHONS:
