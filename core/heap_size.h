@@ -47,8 +47,6 @@ enum pyu_ref_kind {
 	PYU_REFS_CELL,     // its contents
 	PYU_REFS_MODULE,   // its dict
 	PYU_REFS_TYPE,     // a class: its dict, MRO, base, name and qualname
-	PYU_REFS_CODE,     // a code object (no collector object): its names, file name, line
-	                   // table, bytecode and variable names
 	PYU_REFS_GENERATOR, // its frame (<= 3.10: gi_frame; 3.11+ the locals of the frame
 	PYU_REFS_COROUTINE, // inside it) while it has one
 	PYU_REFS_ASYNC_GEN,
