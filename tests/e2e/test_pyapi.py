@@ -11,6 +11,7 @@
 # snapshot must equal a fresh handle's of the same stop.
 #
 #   tests/e2e/test_pyapi.py [-j N] [FILTER...]     (make test-pyapi)
+import gzip
 import json
 import os
 import shutil
@@ -70,6 +71,9 @@ def setup(pys):
         f.write("not a core\n")
     rc, out, err = run([CLI, "triage", "--json", core])
     SHARED["cli_triage"] = json.loads(out)
+    SHARED["gz"] = core + ".gz"
+    with open(core, "rb") as f, gzip.open(SHARED["gz"], "wb", compresslevel=1) as out:
+        shutil.copyfileobj(f, out)
 
 
 def case(py, from_source):
@@ -93,7 +97,8 @@ def case(py, from_source):
         with Target(py, "scenario") as t:
             with t.stopped():
                 rc, out, err = run([py.path, CHECK, str(t.pid), SHARED["core"],
-                                    SHARED["foreign"], SHARED["text"], CLI], env=env, cwd=WORK)
+                                    SHARED["foreign"], SHARED["text"], CLI, SHARED["gz"]],
+                                   env=env, cwd=WORK)
             assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
             got = json.loads(out)
             problems = list(got["problems"])
