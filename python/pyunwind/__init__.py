@@ -40,7 +40,7 @@ __all__ = [
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
     "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks", "Heap", "HeapType",
     "HeapObject", "HeapError", "Referrer", "Referrers", "HeapStep", "HeapPath",
-    "open_process", "open_core", "triage", "library_path", "native_module",
+    "open_process", "open_core", "triage", "library_path", "native_module", "abi_version",
 ]
 __version__ = "0.1.0"
 
@@ -214,6 +214,11 @@ def _native_for(lib):
 def native_module() -> bool:
     """Whether snapshots are built by the native module (else through ctypes and JSON)."""
     return _native_for(_lib()) is not None
+
+
+def abi_version() -> int:
+    """The library's ABI version (what ``pyunwind --version`` prints)."""
+    return int(_lib().lib.pyu_abi_version())
 
 
 def library_path() -> str:
