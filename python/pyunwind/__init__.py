@@ -120,7 +120,7 @@ _declared: List[Any] = []  # [the library declared]
 _declared_lock = threading.Lock()
 
 
-def _lib():
+def _lib() -> Any:
     """The loaded library (found as the adapters find it: PYUNWIND_LIB, next to this package,
     the build tree of a checkout, an install prefix)."""
     try:
@@ -136,7 +136,7 @@ def _lib():
     return lib
 
 
-def _declare_api(lib) -> None:
+def _declare_api(lib: Any) -> None:
     """The triage entry points, beside what the shared binding declares."""
     lib.lib.pyu_format_triage.restype = _P
     lib.lib.pyu_format_triage.argtypes = [_P, ctypes.c_char_p, _PP]
@@ -167,10 +167,10 @@ _NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
                      "pyu_stacks_code_address", "pyu_stacks_thread_name",
                      "pyu_stacks_thread_activity", "pyu_stacks_thread_activity_text",
                      "pyu_stacks_thread_exception")
-_native_state = []  # [module or None], once looked for
+_native_state: List[Any] = []  # [module or None], once looked for
 
 
-def _load_native(here: str):
+def _load_native(here: str) -> Any:
     """The native module built for this interpreter: installed beside this file, or in the
     build tree of a checkout (build/pyext); None when there is none or it does not load."""
     try:
@@ -186,6 +186,8 @@ def _load_native(here: str):
         loader = importlib.machinery.ExtensionFileLoader(__name__ + "._native", path)
         spec = importlib.util.spec_from_file_location(__name__ + "._native", path,
                                                       loader=loader)
+        if spec is None:
+            return None
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
         return mod
@@ -193,7 +195,7 @@ def _load_native(here: str):
         return None
 
 
-def _native_for(lib):
+def _native_for(lib: Any) -> Any:
     """The native module bound to @lib's functions, or None: then objects are built with
     ctypes from the library's JSON (PYUNWIND_NATIVE=0 forces that)."""
     with _declared_lock:  # looked for once, whichever thread asks first
@@ -223,10 +225,10 @@ def abi_version() -> int:
 
 def library_path() -> str:
     """The path of the libpyunwind.so this module uses."""
-    return _lib().path
+    return str(_lib().path)
 
 
-def _check(lib, err) -> None:
+def _check(lib: Any, err: Any) -> None:
     """Raises the Error subclass for a non-NULL struct pyu_error *, releasing it."""
     if err:
         msg = lib.lib.pyu_error_message(err)
@@ -236,14 +238,26 @@ def _check(lib, err) -> None:
         raise _ERRORS.get(code, Error)(text, code)
 
 
-def _string(lib, fn, *args) -> str:
+def _string(lib: Any, fn: Any, *args: Any) -> str:
     out = ctypes.c_void_p()
     _check(lib, fn(*(args + (ctypes.byref(out),))))
-    return lib.take_string(out)
+    return str(lib.take_string(out))
 
 
-def _address(v: Optional[str]) -> Optional[int]:
-    return int(v, 16) if isinstance(v, str) else v
+def _json(text: str) -> Dict[str, Any]:
+    """A JSON object of the library's."""
+    d: Dict[str, Any] = json.loads(text)
+    return d
+
+
+def _address(v: Any) -> Optional[int]:
+    """An address of the JSON ("0x..."), None when absent."""
+    return int(v, 16) if isinstance(v, str) else None if v is None else int(v)
+
+
+def _address_of(v: Any) -> int:
+    """An address the JSON always has."""
+    return int(v, 16) if isinstance(v, str) else int(v)
 
 
 # ---- plain objects --------------------------------------------------------------------------------
@@ -274,7 +288,7 @@ class Local:
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Local":
-        return cls(d.get("name"), d.get("kind"), d.get("type"), d.get("repr"),
+        return cls(d["name"], d["kind"], d.get("type"), d.get("repr"),
                    _address(d.get("address")))
 
 
@@ -386,7 +400,7 @@ class Thread:
         fault = d.get("fault_address")
         native = d.get("native_frames")
         return cls(d["thread_id"], d.get("native_thread_id"), d.get("holds_gil"), d.get("name"),
-                   d.get("interpreter_id"), _address(d.get("tstate_address")),
+                   d.get("interpreter_id"), _address_of(d["tstate_address"]),
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
                    d.get("frames_omitted", 0), d.get("exception"), d.get("syscall"),
                    d.get("state"), d.get("signal"),
@@ -463,7 +477,7 @@ class LineTable:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "LineTable":
         return cls(d["format"], d["firstlineno"], d["code_length"], d["table_length"],
-                   _address(d["code_address"]), _address(d["frame_address"]),
+                   _address_of(d["code_address"]), _address_of(d["frame_address"]),
                    d["instruction_offset"], tuple(LineRange(*r) for r in d["ranges"]),
                    d.get("error"))
 
@@ -523,7 +537,7 @@ class Task:
                    d.get("error"),
                    tuple(Awaiting(a.get("kind"), _address(a.get("address")), a.get("via"),
                                   a.get("type")) for a in d.get("awaiting") or ()),
-                   tuple(_address(a) for a in d.get("awaited_by") or ()),
+                   tuple(_address_of(a) for a in d.get("awaited_by") or ()),
                    tuple(Frame.from_json(f) for f in d.get("frames") or ()),
                    d.get("frames_omitted", 0))
 
@@ -570,14 +584,14 @@ class HeapObject:
     """One object of the heap: its address, type, bytes and a bounded repr; ``retained``
     (what it alone keeps alive) where it was asked for and known."""
     address: int
-    type: str
+    type: Optional[str]
     bytes: Optional[int]
     repr: Optional[str]
     retained: Optional[int] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "HeapObject":
-        return cls(_address(d["address"]), d.get("type"), d.get("bytes"), d.get("repr"),
+        return cls(_address_of(d["address"]), d.get("type"), d.get("bytes"), d.get("repr"),
                    d.get("retained"))
 
 
@@ -671,7 +685,7 @@ class HeapPath:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "HeapPath":
         return cls(HeapObject.from_json(d["object"]), d.get("root"), d.get("expr"),
-                   tuple(HeapStep(_address(x["address"]), x.get("type"), x.get("expr"))
+                   tuple(HeapStep(_address_of(x["address"]), x.get("type"), x.get("expr"))
                          for x in d.get("path") or ()))
 
 
@@ -681,7 +695,7 @@ class Snapshot:
     ``signature``) are formatted by the library when first asked for: of a live process, ask
     while it is as it was (stopped), as thread names and exceptions are read then."""
 
-    def __init__(self, target: "Target", stacks, threads: List[Thread]):
+    def __init__(self, target: "Target", stacks: Any, threads: List[Thread]):
         self._target = target
         self._stacks = None  # owned (released by _release) once this is built: see the end
         self._doc: Optional[Dict[str, Any]] = None
@@ -699,7 +713,7 @@ class Snapshot:
 
     # -- the library's snapshot, kept until the documents are had -------------------------
 
-    def _format(self, fn, *args) -> str:
+    def _format(self, fn: Any, *args: Any) -> str:
         if self._stacks is None:
             raise ArgumentError("the snapshot's target is closed", 8)
         return _string(self._target._lib, fn, self._stacks, *args)
@@ -724,7 +738,7 @@ class Snapshot:
         if stacks is not None:
             self._target._lib.lib.pyu_stacks_destroy(stacks)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self._release()
         except Exception:
@@ -795,7 +809,7 @@ class Snapshot:
         if self._stacks is not None:
             i = self._target._lib.lib.pyu_stacks_crash_thread(self._stacks)
             if self._target._pid is None and 0 <= i < len(self.threads):
-                return self.threads[i]
+                return self.threads[int(i)]
         for th in self.threads:
             if th.holds_gil:
                 return th
@@ -897,7 +911,7 @@ class Snapshot:
     def tasks_document(self, thread: Optional[Union[int, Thread]] = None,
                        locals: bool = False) -> Dict[str, Any]:
         """The document of ``pyunwind tasks --json`` (``--thread``, ``--locals``)."""
-        return json.loads(self._tasks(thread, _core.PYU_FMT_JSON |
+        return _json(self._tasks(thread, _core.PYU_FMT_JSON |
                                       (_core.PYU_FMT_LOCALS if locals else 0)))
 
     def tasks_text(self, thread: Optional[Union[int, Thread]] = None, tree: bool = False,
@@ -932,7 +946,7 @@ class Snapshot:
         ``--retained``; ``top=0``: every type)."""
         lib = self._target._lib
         flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
-        return json.loads(self._format(lib.lib.pyu_format_heap, flags, int(top),
+        return _json(self._format(lib.lib.pyu_format_heap, flags, int(top),
                                        _size(min_size), int(biggest)))
 
     def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
@@ -1000,16 +1014,16 @@ class Snapshot:
         (``--native-all``), ``--limit N``. ``thread``: that thread alone, as ``--thread TID``;
         ``limit`` other than collect()'s."""
         if thread is None and (limit is None or limit == self._limit):
-            return json.loads(json.dumps(self._document_dict()))
+            return _json(json.dumps(self._document_dict()))
         index = -1 if thread is None else self._thread_index(thread)
-        return json.loads(self._format(
+        return _json(self._format(
             self._target._lib.lib.pyu_format_bt, max(index, 0),
             _core.PYU_FMT_JSON | (_core.PYU_FMT_ALL if index < 0 else 0) | self._bt_flags,
             self._limit if limit is None else int(limit)))
 
     def triage_document(self, path: Optional[str] = None) -> Dict[str, Any]:
         """The document of ``pyunwind triage --json`` for this snapshot."""
-        d = json.loads(json.dumps(self._triage_dict()))
+        d = _json(json.dumps(self._triage_dict()))
         d["path"] = path
         return d
 
@@ -1036,25 +1050,25 @@ _open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
 class Target:
     """An open process or core file. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, lib, handle, description: str, pid: Optional[int] = None):
+    def __init__(self, lib: Any, handle: Any, description: str, pid: Optional[int] = None):
         self._lib = lib
         self._handle = handle
         self.description = description
         self._pid = pid        # a live process's; None for a core
-        self._hold = None      # the library's hold of the process (stopped())
+        self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
         _open_targets.add(self)
         self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
-        self._cache = None     # the native module's objects shared by this target's snapshots
-        self._python = None    # PythonInfo, given again while the library says the same
+        self._cache: Any = None  # the native module's objects shared by this target's snapshots
+        self._python: Optional[PythonInfo] = None  # given again while the library says the same
 
     def __enter__(self) -> "Target":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -1073,7 +1087,7 @@ class Target:
             if handle:
                 self._lib.lib.pyu_target_destroy(handle)
 
-    def _need_open(self):
+    def _need_open(self) -> None:
         if not self._handle:
             raise ArgumentError("the target is closed", 8)
 
@@ -1091,7 +1105,7 @@ class Target:
         _check(self._lib, self._lib.lib.pyu_target_set_sysroot(self._handle,
                                                                  os.fsencode(directory)))
 
-    def add_search_path(self, directories: str) -> None:
+    def add_search_path(self, directories: Union[str, Iterable[str]]) -> None:
         """Also look for the target's files as DIR/NAME in these directories (a list, or one
         string of them colon-separated, as the CLI's ``--search-path DIRS``)."""
         self._need_open()
@@ -1119,7 +1133,7 @@ class Target:
     def held(self) -> int:
         """How many threads of a live process :meth:`stopped` holds now (0 outside it, for a
         core, or when a debugger already traces the process)."""
-        return self._lib.lib.pyu_hold_count(self._hold) if self._hold else 0
+        return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
 
     @contextlib.contextmanager
     def stopped(self) -> Iterator["Target"]:
@@ -1209,7 +1223,7 @@ class Target:
         self._snapshots.add(snap)
         return snap
 
-    def _threads(self, stacks, activity: bool, details: bool) -> List[Thread]:
+    def _threads(self, stacks: Any, activity: bool, details: bool) -> List[Thread]:
         native = _native_for(self._lib)
         if native is None:
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, 0,
@@ -1217,6 +1231,7 @@ class Target:
             return _quiet([Thread.from_json(t) for t in doc["threads"]], activity, details)
         if self._cache is None:
             self._cache = native.Cache()
+        threads: List[Thread]
         threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity),
                                                  bool(details), self._cache)
         for i in with_exception:
@@ -1260,7 +1275,7 @@ class Target:
                 return snap
         raise ArgumentError("the frame is not one of this target's snapshots", 8)
 
-    def _python_info(self, stacks) -> PythonInfo:
+    def _python_info(self, stacks: Any) -> PythonInfo:
         lib = self._lib.lib
         flags = lib.pyu_stacks_build_flags(stacks)
         info = (lib.pyu_stacks_version(stacks).decode(), lib.pyu_stacks_hexversion(stacks),

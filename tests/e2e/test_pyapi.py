@@ -289,6 +289,16 @@ def cython_case(py):
     return go
 
 
+def mypy_case():
+    """The package's typed API passes mypy --strict (Debian's python3-mypy, from make deps);
+    the adapters' shared binding it imports is checked where the package calls it."""
+    rc, out, err = run(["/usr/bin/python3", "-m", "mypy", "--strict", "--follow-imports=silent",
+                        "--no-incremental", os.path.join(REPO, "python", "pyunwind",
+                                                        "__init__.py")], timeout=600)
+    assert rc == 0, "mypy --strict python/pyunwind: status %d\n%s%s" % (rc, out[-3000:],
+                                                                         err[-2000:])
+
+
 def doc_examples():
     """The examples of doc/python-api.md as the page has them: {name: source}."""
     with open(os.path.join(REPO, "doc", "python-api.md"), encoding="utf-8") as f:
@@ -393,6 +403,7 @@ def main():
     cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
     cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
     cases += [("pyapi cython %s" % py.label, cython_case(py)) for py in selected()]
+    cases.append(("pyapi mypy --strict", mypy_case))
     if pys:
         try:
             setup(pys)
