@@ -117,6 +117,23 @@ def case(py, from_source):
     return go
 
 
+def old_case(py):
+    """An interpreter the package cannot run on (2.7 - 3.7): its live process read through the
+    checkout's package (this host's Python), every check of pyapi_check.py's live part."""
+    def go():
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), PYAPI_FROM="checkout")
+        with Target(py, "scenario") as t:
+            with t.stopped():
+                rc, out, err = run([sys.executable, CHECK, str(t.pid), "-", "-", "-", CLI, "-"],
+                                   env=env, cwd=WORK)
+            assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
+            got = json.loads(out)
+            problems = list(got["problems"])
+            problems += ["live: " + p for p in compare(t.truth, got["live"], fields=FIELDS)]
+        assert not problems, "\n".join(problems[:15])
+    return go
+
+
 def objects_of(snap):
     """Every field of every Thread and Frame of @snap, those left out of == too."""
     import dataclasses
@@ -404,6 +421,8 @@ def main():
     cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
     cases += [("pyapi cython %s" % py.label, cython_case(py)) for py in selected()]
     cases.append(("pyapi mypy --strict", mypy_case))
+    cases += [("pyapi %s (the checkout's package from this host's Python)" % py.label,
+               old_case(py)) for py in selected() if py not in pys]
     if pys:
         try:
             setup(pys)
