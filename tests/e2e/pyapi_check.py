@@ -6,7 +6,7 @@
 #   python pyapi_check.py PID CORE NOT_PYTHON_CORE TEXT_FILE CLI GZIPPED_CORE
 #
 # CORE "-": the live process alone, read by the checkout's package (PYAPI_FROM=checkout) for an
-# interpreter that cannot run the package itself (2.7 - 3.7).
+# interpreter that runs no pip (2.7 - 3.7, the unstable builds).
 #
 # Every capability of the CLI is also asked through the API and compared with what the CLI
 # (CLI, run here on the same stopped process and core) says: locals, value limits, print,

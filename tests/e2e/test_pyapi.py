@@ -118,8 +118,9 @@ def case(py, from_source):
 
 
 def old_case(py):
-    """An interpreter the package cannot run on (2.7 - 3.7): its live process read through the
-    checkout's package (this host's Python), every check of pyapi_check.py's live part."""
+    """An interpreter that runs no pip (2.7 - 3.7, the unstable builds): its live process read
+    by the checkout's package (this host's Python), every check of pyapi_check.py's live
+    part."""
     def go():
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), PYAPI_FROM="checkout")
         with Target(py, "scenario") as t:
