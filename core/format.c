@@ -636,7 +636,9 @@ static void text_thread_header(struct pyu_strbuf *sb, const struct pyu_stacks *s
 		pyu_strbuf_i64(sb, th->native_thread_id);
 		pyu_strbuf_putc(sb, ')');
 	}
-	if (th->name) {
+	// The name with --locals alone, as documented: names are read on first use (by JSON or
+	// --locals), and the text of one snapshot must not depend on what was asked of it before.
+	if (th->name && (flags & PYU_FMT_LOCALS)) {
 		pyu_strbuf_puts(sb, " \"");
 		put_text(sb, th->name);
 		pyu_strbuf_putc(sb, '"');

@@ -11,9 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,8 +21,6 @@
 #include "target.h"
 
 #define MAX_PATH_MAPS 64
-#define MAX_STOPPED 8192   // threads held at once
-#define STOP_TIMEOUT_MS 2000
 
 static const char usage[] =
 	"usage: pyunwind bt   [options] [--locals] PID | COREFILE [EXECUTABLE]\n"
@@ -359,102 +355,11 @@ static bool is_pid(const char *s, int32_t *ret)
 	return *ret > 0;
 }
 
-// ---- holding a live process still --------------------------------------------------------
-
-struct held {
-	pid_t tids[MAX_STOPPED];
-	int sigs[MAX_STOPPED]; // signal to hand back at detach (a signal-delivery stop)
-	size_t n;
-};
-
-static bool traced_by_someone(int32_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	bool traced = false;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "TracerPid:", 10))
-			traced = atoi(line + 10) != 0;
-	fclose(f);
-	return traced;
-}
-
-static bool held_has(const struct held *h, pid_t tid)
-{
-	for (size_t i = 0; i < h->n; i++)
-		if (h->tids[i] == tid)
-			return true;
-	return false;
-}
-
 static long now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
-// Seizes and interrupts every thread (repeating while new threads appear), then waits until
-// each has stopped. Threads that cannot be held are read anyway; returns false when none could.
-static bool hold_process(int32_t pid, struct held *h)
-{
-	h->n = 0;
-	if (traced_by_someone(pid))
-		return false; // a debugger has it; it decides when the process runs
-	for (int pass = 0; pass < 5; pass++) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/task", pid);
-		DIR *d = opendir(path);
-		if (!d)
-			break;
-		bool added = false;
-		struct dirent *e;
-		while ((e = readdir(d)) && h->n < MAX_STOPPED) {
-			pid_t tid = (pid_t)atoi(e->d_name);
-			if (tid <= 0 || held_has(h, tid))
-				continue;
-			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0)
-				continue;
-			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
-				ptrace(PTRACE_DETACH, tid, NULL, NULL);
-				continue;
-			}
-			h->sigs[h->n] = 0;
-			h->tids[h->n++] = tid;
-			added = true;
-		}
-		closedir(d);
-		if (!added)
-			break;
-	}
-	long deadline = now_ms() + STOP_TIMEOUT_MS;
-	for (size_t i = 0; i < h->n; i++) {
-		for (;;) {
-			int status;
-			pid_t r = waitpid(h->tids[i], &status, __WALL | WNOHANG);
-			if (r == h->tids[i]) {
-				if (WIFSTOPPED(status) && (status >> 16) != PTRACE_EVENT_STOP &&
-				    WSTOPSIG(status) != SIGTRAP)
-					h->sigs[i] = WSTOPSIG(status); // hand it back at detach
-				break;
-			}
-			if (r < 0 || now_ms() > deadline)
-				break; // gone, or not stopping: read it as it is
-			struct timespec ts = {0, 200000};
-			nanosleep(&ts, NULL);
-		}
-	}
-	return h->n > 0;
-}
-
-static void release_process(struct held *h)
-{
-	for (size_t i = 0; i < h->n; i++)
-		ptrace(PTRACE_DETACH, h->tids[i], NULL, (void *)(intptr_t)h->sigs[i]);
-	h->n = 0;
 }
 
 // ---- running a command -------------------------------------------------------------------
@@ -590,20 +495,21 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc; // -1: help was asked for and printed
 	long t0 = now_ms();
+	struct pyu_error *err = NULL;
 	int32_t pid = 0;
 	bool live = is_pid(o.target, &pid);
 	if (live && o.executable)
 		return usage_error("%s", "an EXECUTABLE only goes with a core file");
 	// Held before its mappings are read, so the picture is of one moment.
-	static struct held held; // large; one per run
-	bool holding = live && o.stop && hold_process(pid, &held);
+	struct pyu_hold *held = NULL;
+	if (live && o.stop && (err = pyu_process_hold(pid, &held)) != NULL)
+		return fail(err, o.target);
+	bool holding = pyu_hold_count(held) > 0;
 	struct pyu_target *t = NULL;
-	struct pyu_error *err = live ? pyu_target_open_pid(pid, &t)
-				     : pyu_target_open_core_limited(o.target, o.executable,
-								    o.max_unpacked, &t);
+	err = live ? pyu_target_open_pid(pid, &t)
+		   : pyu_target_open_core_limited(o.target, o.executable, o.max_unpacked, &t);
 	if (err) {
-		if (holding)
-			release_process(&held);
+		pyu_process_release(held);
 		// All digits and no such file: a process that is gone (or never was), not a core.
 		struct stat st;
 		if (!live && all_digits(o.target) && stat(o.target, &st) < 0 && errno == ENOENT) {
@@ -646,8 +552,7 @@ int main(int argc, char **argv)
 	}
 	if (!rc)
 		rc = run(&o, t, !live);
-	if (holding)
-		release_process(&held);
+	pyu_process_release(held);
 	if (o.stats)
 		fprintf(stderr, "stats: %ld ms%s\n", now_ms() - t0,
 			live ? (holding ? ", process held with ptrace" : ", process not stopped")

@@ -66,6 +66,21 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
 							  uint64_t max_unpacked,
 							  struct pyu_target **ret);
 
+// Holding a live process still while it is read, as the CLI does: every thread seized and
+// interrupted with ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT: no signal the program can see),
+// repeated while new threads appear, then waited for (at most two seconds). The calling thread
+// is then their tracer, as pyu_stacks_unwind_native() needs for a live process: release from
+// the same thread. Threads that cannot be held (no permission, gone, past 8,192) are left
+// running; a process a debugger already traces is left to it. *ret is set even when no thread
+// was held (pyu_hold_count() 0). Fails only for a pid <= 0 (PYU_ERR_ARGUMENT) or out of memory.
+struct pyu_hold;
+PYU_PUBLIC struct pyu_error *pyu_process_hold(int32_t pid, struct pyu_hold **ret);
+// How many threads @h holds. Cannot fail.
+PYU_PUBLIC uint32_t pyu_hold_count(const struct pyu_hold *h);
+// Lets the threads of @h run again, each given back the signal it had stopped for, and frees
+// @h (NULL: nothing). Cannot fail.
+PYU_PUBLIC void pyu_process_release(struct pyu_hold *h);
+
 // Reads @len bytes at @addr into @buf; returns how many bytes were read (0 on failure).
 // A callback that raises in Python returns 0 through ctypes, which reads as failure.
 typedef uint64_t (*pyu_read_fn)(void *arg, uint64_t addr, void *buf, uint64_t len);

@@ -19,6 +19,7 @@ A typed API over libpyunwind (the C library the pyunwind CLI and the gdb/lldb co
 Everything is decoded by the C library; this module turns its JSON into dataclasses. Errors are
 :class:`Error` (subclasses per cause) carrying the library's error code.
 """
+import contextlib
 import ctypes
 import importlib.machinery
 import importlib.util
@@ -39,7 +40,7 @@ __all__ = [
     "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
     "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks", "Heap", "HeapType",
     "HeapObject", "HeapError", "Referrer", "Referrers", "HeapStep", "HeapPath",
-    "open_process", "open_core", "triage", "library_path", "native_module",
+    "open_process", "open_core", "triage", "library_path", "native_module", "abi_version",
 ]
 __version__ = "0.1.0"
 
@@ -119,7 +120,7 @@ _declared: List[Any] = []  # [the library declared]
 _declared_lock = threading.Lock()
 
 
-def _lib():
+def _lib() -> Any:
     """The loaded library (found as the adapters find it: PYUNWIND_LIB, next to this package,
     the build tree of a checkout, an install prefix)."""
     try:
@@ -135,7 +136,7 @@ def _lib():
     return lib
 
 
-def _declare_api(lib) -> None:
+def _declare_api(lib: Any) -> None:
     """The triage entry points, beside what the shared binding declares."""
     lib.lib.pyu_format_triage.restype = _P
     lib.lib.pyu_format_triage.argtypes = [_P, ctypes.c_char_p, _PP]
@@ -149,6 +150,15 @@ def _declare_api(lib) -> None:
     lib.lib.pyu_stacks_build_flags.argtypes = [_P]
     lib.lib.pyu_stacks_unwind_native.restype = _P
     lib.lib.pyu_stacks_unwind_native.argtypes = [_P]
+    lib.lib.pyu_target_open_core_limited.restype = _P
+    lib.lib.pyu_target_open_core_limited.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                                     ctypes.c_uint64, _PP]
+    lib.lib.pyu_process_hold.restype = _P
+    lib.lib.pyu_process_hold.argtypes = [ctypes.c_int32, _PP]
+    lib.lib.pyu_hold_count.restype = ctypes.c_uint32
+    lib.lib.pyu_hold_count.argtypes = [_P]
+    lib.lib.pyu_process_release.restype = None
+    lib.lib.pyu_process_release.argtypes = [_P]
 
 
 _NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
@@ -157,10 +167,10 @@ _NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
                      "pyu_stacks_code_address", "pyu_stacks_thread_name",
                      "pyu_stacks_thread_activity", "pyu_stacks_thread_activity_text",
                      "pyu_stacks_thread_exception")
-_native_state = []  # [module or None], once looked for
+_native_state: List[Any] = []  # [module or None], once looked for
 
 
-def _load_native(here: str):
+def _load_native(here: str) -> Any:
     """The native module built for this interpreter: installed beside this file, or in the
     build tree of a checkout (build/pyext); None when there is none or it does not load."""
     try:
@@ -176,6 +186,8 @@ def _load_native(here: str):
         loader = importlib.machinery.ExtensionFileLoader(__name__ + "._native", path)
         spec = importlib.util.spec_from_file_location(__name__ + "._native", path,
                                                       loader=loader)
+        if spec is None:
+            return None
         mod = importlib.util.module_from_spec(spec)
         loader.exec_module(mod)
         return mod
@@ -183,7 +195,7 @@ def _load_native(here: str):
         return None
 
 
-def _native_for(lib):
+def _native_for(lib: Any) -> Any:
     """The native module bound to @lib's functions, or None: then objects are built with
     ctypes from the library's JSON (PYUNWIND_NATIVE=0 forces that)."""
     with _declared_lock:  # looked for once, whichever thread asks first
@@ -206,12 +218,17 @@ def native_module() -> bool:
     return _native_for(_lib()) is not None
 
 
+def abi_version() -> int:
+    """The library's ABI version (what ``pyunwind --version`` prints)."""
+    return int(_lib().lib.pyu_abi_version())
+
+
 def library_path() -> str:
     """The path of the libpyunwind.so this module uses."""
-    return _lib().path
+    return str(_lib().path)
 
 
-def _check(lib, err) -> None:
+def _check(lib: Any, err: Any) -> None:
     """Raises the Error subclass for a non-NULL struct pyu_error *, releasing it."""
     if err:
         msg = lib.lib.pyu_error_message(err)
@@ -221,14 +238,26 @@ def _check(lib, err) -> None:
         raise _ERRORS.get(code, Error)(text, code)
 
 
-def _string(lib, fn, *args) -> str:
+def _string(lib: Any, fn: Any, *args: Any) -> str:
     out = ctypes.c_void_p()
     _check(lib, fn(*(args + (ctypes.byref(out),))))
-    return lib.take_string(out)
+    return str(lib.take_string(out))
 
 
-def _address(v: Optional[str]) -> Optional[int]:
-    return int(v, 16) if isinstance(v, str) else v
+def _json(text: str) -> Dict[str, Any]:
+    """A JSON object of the library's."""
+    d: Dict[str, Any] = json.loads(text)
+    return d
+
+
+def _address(v: Any) -> Optional[int]:
+    """An address of the JSON ("0x..."), None when absent."""
+    return int(v, 16) if isinstance(v, str) else None if v is None else int(v)
+
+
+def _address_of(v: Any) -> int:
+    """An address the JSON always has."""
+    return int(v, 16) if isinstance(v, str) else int(v)
 
 
 # ---- plain objects --------------------------------------------------------------------------------
@@ -259,7 +288,7 @@ class Local:
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Local":
-        return cls(d.get("name"), d.get("kind"), d.get("type"), d.get("repr"),
+        return cls(d["name"], d["kind"], d.get("type"), d.get("repr"),
                    _address(d.get("address")))
 
 
@@ -360,17 +389,24 @@ class Thread:
     #: In ``syscall`` "restart_syscall" (a timed wait an earlier signal or attach interrupted,
     #: which the kernel resumes so): the wait it resumes ("futex"), None when not known.
     restarted: Optional[str] = field(default=None, compare=False)
+    #: With ``collect(native=True)``: why the thread's native and Python frames could not be
+    #: merged (None when they were: ``frames`` is then the merged stack), and when they could
+    #: not, the native frames apart (``frames`` then holds the Python frames alone).
+    merge_error: Optional[str] = field(default=None, compare=False)
+    native_frames: Optional[Tuple[Frame, ...]] = field(default=None, compare=False)
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "Thread":
         fault = d.get("fault_address")
+        native = d.get("native_frames")
         return cls(d["thread_id"], d.get("native_thread_id"), d.get("holds_gil"), d.get("name"),
-                   d.get("interpreter_id"), _address(d.get("tstate_address")),
+                   d.get("interpreter_id"), _address_of(d["tstate_address"]),
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
                    d.get("frames_omitted", 0), d.get("exception"), d.get("syscall"),
                    d.get("state"), d.get("signal"),
                    _address(fault) if fault is not None else None, d.get("cpu_seconds"),
-                   d.get("restarted"))
+                   d.get("restarted"), d.get("merge_error"),
+                   None if native is None else tuple(Frame.from_json(f) for f in native))
 
     def __iter__(self) -> Iterator[Frame]:
         return iter(self.frames)
@@ -441,7 +477,7 @@ class LineTable:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "LineTable":
         return cls(d["format"], d["firstlineno"], d["code_length"], d["table_length"],
-                   _address(d["code_address"]), _address(d["frame_address"]),
+                   _address_of(d["code_address"]), _address_of(d["frame_address"]),
                    d["instruction_offset"], tuple(LineRange(*r) for r in d["ranges"]),
                    d.get("error"))
 
@@ -501,7 +537,7 @@ class Task:
                    d.get("error"),
                    tuple(Awaiting(a.get("kind"), _address(a.get("address")), a.get("via"),
                                   a.get("type")) for a in d.get("awaiting") or ()),
-                   tuple(_address(a) for a in d.get("awaited_by") or ()),
+                   tuple(_address_of(a) for a in d.get("awaited_by") or ()),
                    tuple(Frame.from_json(f) for f in d.get("frames") or ()),
                    d.get("frames_omitted", 0))
 
@@ -548,14 +584,14 @@ class HeapObject:
     """One object of the heap: its address, type, bytes and a bounded repr; ``retained``
     (what it alone keeps alive) where it was asked for and known."""
     address: int
-    type: str
+    type: Optional[str]
     bytes: Optional[int]
     repr: Optional[str]
     retained: Optional[int] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "HeapObject":
-        return cls(_address(d["address"]), d.get("type"), d.get("bytes"), d.get("repr"),
+        return cls(_address_of(d["address"]), d.get("type"), d.get("bytes"), d.get("repr"),
                    d.get("retained"))
 
 
@@ -650,7 +686,7 @@ class HeapPath:
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "HeapPath":
         return cls(HeapObject.from_json(d["object"]), d.get("root"), d.get("expr"),
-                   tuple(HeapStep(_address(x["address"]), x.get("type"), x.get("expr"))
+                   tuple(HeapStep(_address_of(x["address"]), x.get("type"), x.get("expr"))
                          for x in d.get("path") or ()))
 
 
@@ -660,12 +696,14 @@ class Snapshot:
     ``signature``) are formatted by the library when first asked for: of a live process, ask
     while it is as it was (stopped), as thread names and exceptions are read then."""
 
-    def __init__(self, target: "Target", stacks, threads: List[Thread]):
+    def __init__(self, target: "Target", stacks: Any, threads: List[Thread]):
         self._target = target
         self._stacks = None  # owned (released by _release) once this is built: see the end
         self._doc: Optional[Dict[str, Any]] = None
         self._triage: Optional[Dict[str, Any]] = None
-        self._texts: Dict[bool, str] = {}
+        self._texts: Dict[Tuple[bool, int, int], str] = {}
+        self._bt_flags = 0   # collect()'s PYU_FMT_LOCALS / _NATIVE / _NATIVE_ALL: bt's options
+        self._limit = 0      # collect(limit=N): frames per thread
         self.threads: List[Thread] = threads
         self.python = target._python_info(stacks)
         self._serial = 0
@@ -676,7 +714,7 @@ class Snapshot:
 
     # -- the library's snapshot, kept until the documents are had -------------------------
 
-    def _format(self, fn, *args) -> str:
+    def _format(self, fn: Any, *args: Any) -> str:
         if self._stacks is None:
             raise ArgumentError("the snapshot's target is closed", 8)
         return _string(self._target._lib, fn, self._stacks, *args)
@@ -701,7 +739,7 @@ class Snapshot:
         if stacks is not None:
             self._target._lib.lib.pyu_stacks_destroy(stacks)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self._release()
         except Exception:
@@ -710,8 +748,9 @@ class Snapshot:
     def _document_dict(self) -> Dict[str, Any]:
         if self._doc is None:
             lib = self._target._lib
-            self._doc = json.loads(self._format(lib.lib.pyu_format_bt, 0,
-                                                _core.PYU_FMT_JSON | _core.PYU_FMT_ALL, 0))
+            self._doc = json.loads(self._format(
+                lib.lib.pyu_format_bt, 0,
+                _core.PYU_FMT_JSON | _core.PYU_FMT_ALL | self._bt_flags, self._limit))
         return self._doc
 
     def _triage_dict(self) -> Dict[str, Any]:
@@ -721,11 +760,14 @@ class Snapshot:
         return self._triage
 
     def _where(self, frame: Frame) -> Tuple[int, int]:
-        """(thread index, Python frame index) of @frame, one of this snapshot's."""
+        """(thread index, Python frame index) of @frame, one of this snapshot's; for a Cython
+        frame (thread index, -1 - its native level), as the debugger commands number it."""
         for ti, th in enumerate(self.threads):
             n = 0
             for f in th.frames:
                 if f is frame:
+                    if f.kind == "cython" and isinstance(f.extra.get("debugger_level"), int):
+                        return ti, -1 - f.extra["debugger_level"]
                     if f.kind not in ("python", "error"):
                         raise ArgumentError("a %s frame has no Python locals or lines"
                                             % f.kind, 8)
@@ -734,12 +776,75 @@ class Snapshot:
                     n += 1
         raise ArgumentError("the frame is not one of this snapshot's", 8)
 
+    def _cython(self, ti: int, fi: int, what: int, first: int = 0, last: int = 0,
+                flags: int = 0) -> str:
+        """pyu_format_cython_frame on the Cython frame at native level -1 - @fi."""
+        return self._format(self._target._lib.lib.pyu_format_cython_frame, ti, -1 - fi, what,
+                            int(first), int(last), flags)
+
+    def _thread_index(self, thread: Union[int, Thread]) -> int:
+        if isinstance(thread, Thread):
+            for i, th in enumerate(self.threads):
+                if th is thread:
+                    return i
+            thread = thread.native_thread_id or thread.thread_id
+        if self._stacks is None:
+            raise ArgumentError("the snapshot's target is closed", 8)
+        i = self._target._lib.lib.pyu_stacks_find_thread(self._stacks, int(thread), int(thread))
+        if i < 0:
+            raise NotFoundError("no Python thread with id %d" % int(thread), 9)
+        return i
+
+    def thread(self, thread_id: int) -> Thread:
+        """The thread whose kernel thread id (or, failing that, threading.get_ident() /
+        pthread id) is @thread_id, as the CLI's ``--thread TID``. NotFoundError when none."""
+        return self.threads[self._thread_index(thread_id)]
+
+    @property
+    def default_thread(self) -> Optional[Thread]:
+        """The thread ``line``, ``list``, ``locals`` and ``print`` of the CLI show when no
+        ``--thread`` is given: a core's crashing thread (when it runs Python), else the thread
+        holding the GIL, else the first (None when there is no thread)."""
+        if not self.threads:
+            return None
+        if self._stacks is not None:
+            i = self._target._lib.lib.pyu_stacks_crash_thread(self._stacks)
+            if self._target._pid is None and 0 <= i < len(self.threads):
+                return self.threads[int(i)]
+        for th in self.threads:
+            if th.holds_gil:
+                return th
+        return self.threads[0]
+
+    def frame(self, number: int = 0, thread: Optional[Union[int, Thread]] = None) -> Frame:
+        """Python frame #@number (0 the innermost) of @thread (a Thread, or an id as
+        :meth:`thread` takes; None: :attr:`default_thread`), as the CLI's ``--frame N``
+        (``--thread TID``) select it. NotFoundError when there is no such frame."""
+        th = self.default_thread if thread is None else \
+            self.threads[self._thread_index(thread)]
+        frames = [f for f in (th.frames if th else ()) if f.kind in ("python", "error")]
+        if not 0 <= number < len(frames):
+            raise NotFoundError("no Python frame #%d in that thread (%d frames)"
+                                % (number, len(frames)), 9)
+        return frames[number]
+
     def locals(self, frame: Frame) -> List[Local]:
         """The locals of @frame in the code's own order (``py-locals``)."""
         lib = self._target._lib
         ti, fi = self._where(frame)
-        return [Local.from_json(v) for v in json.loads(self._format(
-            lib.lib.pyu_format_locals, ti, fi, _core.PYU_FMT_JSON))]
+        if fi < 0:
+            text = self._cython(ti, fi, _core.PYU_TASK_LOCALS, flags=_core.PYU_FMT_JSON)
+        else:
+            text = self._format(lib.lib.pyu_format_locals, ti, fi, _core.PYU_FMT_JSON)
+        return [Local.from_json(v) for v in json.loads(text)]
+
+    def locals_text(self, frame: Frame) -> str:
+        """``pyunwind locals`` (the text, one "name = repr" a line) of @frame."""
+        lib = self._target._lib
+        ti, fi = self._where(frame)
+        if fi < 0:
+            return self._cython(ti, fi, _core.PYU_TASK_LOCALS)
+        return self._format(lib.lib.pyu_format_locals, ti, fi, 0)
 
     def print(self, frame: Frame, path: str) -> Value:
         """``py-print``: @path ("name" or "name.attr...") looked up in @frame as Python would
@@ -747,6 +852,8 @@ class Snapshot:
         when a part is missing."""
         lib = self._target._lib
         ti, fi = self._where(frame)
+        if fi < 0:  # says where its C variables are, as an error
+            self._cython(ti, fi, _core.PYU_TASK_PRINT, flags=_core.PYU_FMT_JSON)
         d = json.loads(self._format(lib.lib.pyu_format_print, ti, fi, path.encode(),
                                     _core.PYU_FMT_JSON))
         return Value(d["found"], d["repr"], _address(d["address"]))
@@ -755,6 +862,8 @@ class Snapshot:
         """:meth:`print` as the CLI's ``print`` says it: the line "local 'name' = repr"."""
         lib = self._target._lib
         ti, fi = self._where(frame)
+        if fi < 0:
+            self._cython(ti, fi, _core.PYU_TASK_PRINT)
         return self._format(lib.lib.pyu_format_print, ti, fi, path.encode(), 0).rstrip("\n")
 
     def line_table(self, frame: Frame) -> LineTable:
@@ -762,6 +871,9 @@ class Snapshot:
         that could not be read."""
         lib = self._target._lib
         ti, fi = self._where(frame)
+        if fi < 0:
+            raise ArgumentError("a Cython frame has no bytecode line table (line_text() shows "
+                                "its .pyx line)", 8)
         return LineTable.from_json(json.loads(self._format(lib.lib.pyu_format_line, ti, fi,
                                                            _core.PYU_FMT_JSON)))
 
@@ -770,25 +882,64 @@ class Snapshot:
         table, as text."""
         lib = self._target._lib
         ti, fi = self._where(frame)
-        return self._format(lib.lib.pyu_format_line, ti, fi,
-                            _core.PYU_FMT_TABLE if table else 0)
+        flags = _core.PYU_FMT_SOURCE | (_core.PYU_FMT_TABLE if table else 0)
+        if fi < 0:
+            return self._cython(ti, fi, _core.PYU_TASK_LINE, flags=flags)
+        return self._format(lib.lib.pyu_format_line, ti, fi, flags)
 
     def source(self, frame: Frame, first: int = 0, last: int = 0) -> str:
         """``py-list``: lines @first..@last of @frame's file (0, 0: around its line)."""
         lib = self._target._lib
         ti, fi = self._where(frame)
+        if fi < 0:
+            return self._cython(ti, fi, _core.PYU_TASK_LIST, first, last)
         return self._format(lib.lib.pyu_format_list, ti, fi, int(first), int(last))
 
-    def tasks(self) -> "Tasks":
+    def tasks(self, thread: Optional[Union[int, Thread]] = None,
+              locals: bool = False) -> "Tasks":
         """Every asyncio task, its state, what it awaits and who awaits it, and its stack, as
-        ``pyunwind tasks --json`` has them. UnsupportedVersionError before 3.7."""
-        return Tasks.from_json(self.tasks_document())
+        ``pyunwind tasks --json`` has them (``thread``: only the tasks whose loop runs on that
+        thread, as ``--thread TID``; ``locals=True``: each frame's locals, as ``--locals``).
+        UnsupportedVersionError before 3.7."""
+        return Tasks.from_json(self.tasks_document(thread, locals))
 
-    def tasks_document(self) -> Dict[str, Any]:
-        """The document of ``pyunwind tasks --json``."""
+    def _tasks(self, thread: Optional[Union[int, Thread]], flags: int) -> str:
         lib = self._target._lib
-        return json.loads(self._format(lib.lib.pyu_format_tasks, 0,
-                                       _core.PYU_FMT_JSON | _core.PYU_FMT_ALL))
+        if thread is None:
+            return self._format(lib.lib.pyu_format_tasks, -1, flags | _core.PYU_FMT_ALL)
+        return self._format(lib.lib.pyu_format_tasks, self._thread_index(thread), flags)
+
+    def tasks_document(self, thread: Optional[Union[int, Thread]] = None,
+                       locals: bool = False) -> Dict[str, Any]:
+        """The document of ``pyunwind tasks --json`` (``--thread``, ``--locals``)."""
+        return _json(self._tasks(thread, _core.PYU_FMT_JSON |
+                                      (_core.PYU_FMT_LOCALS if locals else 0)))
+
+    def tasks_text(self, thread: Optional[Union[int, Thread]] = None, tree: bool = False,
+                   source: bool = True, locals: bool = False) -> str:
+        """What ``pyunwind tasks`` prints (``--thread``, ``--tree``, ``--no-source`` as
+        ``source=False``, ``--locals``)."""
+        return self._tasks(thread, (_core.PYU_FMT_TREE if tree else 0) |
+                           (_core.PYU_FMT_SOURCE if source else 0) |
+                           (_core.PYU_FMT_LOCALS if locals else 0))
+
+    def heap_text(self, top: int = 25, min_size: int = 0, biggest: int = 0,
+                  retained: bool = False) -> str:
+        """What ``pyunwind heap`` prints (``--top``, default 25 as there; ``--min-size``,
+        ``--biggest``, ``--retained``)."""
+        lib = self._target._lib
+        return self._format(lib.lib.pyu_format_heap,
+                            _core.PYU_FMT_RETAINED if retained else 0, int(top),
+                            _size(min_size), int(biggest))
+
+    def referrers_text(self, address: int) -> str:
+        """What ``pyunwind heap --referrers ADDR`` prints."""
+        return self._format(self._target._lib.lib.pyu_format_heap_referrers, int(address), 0)
+
+    def path_text(self, address: int, retained: bool = False) -> str:
+        """What ``pyunwind heap --path ADDR`` (``--retained``) prints."""
+        return self._format(self._target._lib.lib.pyu_format_heap_path, int(address),
+                            _core.PYU_FMT_RETAINED if retained else 0)
 
     def heap_document(self, top: int = 0, min_size: int = 0, biggest: int = 0,
                       retained: bool = False) -> Dict[str, Any]:
@@ -796,8 +947,8 @@ class Snapshot:
         ``--retained``; ``top=0``: every type)."""
         lib = self._target._lib
         flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
-        return json.loads(self._format(lib.lib.pyu_format_heap, flags, int(top), int(min_size),
-                                       int(biggest)))
+        return _json(self._format(lib.lib.pyu_format_heap, flags, int(top),
+                                       _size(min_size), int(biggest)))
 
     def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
              retained: bool = False) -> Heap:
@@ -857,26 +1008,41 @@ class Snapshot:
                 return t
         return None
 
-    def document(self) -> Dict[str, Any]:
-        """The JSON document of ``pyunwind bt --json`` (a fresh copy)."""
-        return json.loads(json.dumps(self._document_dict()))
+    def document(self, thread: Optional[Union[int, Thread]] = None,
+                 limit: Optional[int] = None) -> Dict[str, Any]:
+        """The JSON document of ``pyunwind bt --json`` (a fresh copy); with
+        collect(locals=True), native=True, limit=N, as ``bt --json --locals``, ``--native``
+        (``--native-all``), ``--limit N``. ``thread``: that thread alone, as ``--thread TID``;
+        ``limit`` other than collect()'s."""
+        if thread is None and (limit is None or limit == self._limit):
+            return _json(json.dumps(self._document_dict()))
+        index = -1 if thread is None else self._thread_index(thread)
+        return _json(self._format(
+            self._target._lib.lib.pyu_format_bt, max(index, 0),
+            _core.PYU_FMT_JSON | (_core.PYU_FMT_ALL if index < 0 else 0) | self._bt_flags,
+            self._limit if limit is None else int(limit)))
 
     def triage_document(self, path: Optional[str] = None) -> Dict[str, Any]:
         """The document of ``pyunwind triage --json`` for this snapshot."""
-        d = json.loads(json.dumps(self._triage_dict()))
+        d = _json(json.dumps(self._triage_dict()))
         d["path"] = path
         return d
 
-    def text(self, source: bool = True) -> str:
+    def text(self, source: bool = True, thread: Optional[Union[int, Thread]] = None,
+             limit: Optional[int] = None) -> str:
         """What ``pyunwind bt`` prints: every thread, traceback style; ``source=False`` is
-        ``--no-source``."""
-        source = bool(source)
-        if source not in self._texts:
+        ``--no-source``, ``thread`` ``--thread TID`` (that thread alone), ``limit``
+        ``--limit N`` (default: collect()'s). With collect(locals=True) or native=True, as
+        ``bt --locals`` and ``bt --native`` (``--native-all``) print it."""
+        index = -1 if thread is None else self._thread_index(thread)
+        key = (bool(source), index, self._limit if limit is None else int(limit))
+        if key not in self._texts:
             lib = self._target._lib
-            self._texts[source] = self._format(
-                lib.lib.pyu_format_bt, 0,
-                _core.PYU_FMT_ALL | (_core.PYU_FMT_SOURCE if source else 0), 0)
-        return self._texts[source]
+            self._texts[key] = self._format(
+                lib.lib.pyu_format_bt, max(index, 0),
+                (_core.PYU_FMT_ALL if index < 0 else 0) | self._bt_flags |
+                (_core.PYU_FMT_SOURCE if source else 0), key[2])
+        return self._texts[key]
 
 
 _open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
@@ -885,23 +1051,25 @@ _open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
 class Target:
     """An open process or core file. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, lib, handle, description: str):
+    def __init__(self, lib: Any, handle: Any, description: str, pid: Optional[int] = None):
         self._lib = lib
         self._handle = handle
         self.description = description
+        self._pid = pid        # a live process's; None for a core
+        self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
         _open_targets.add(self)
         self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
-        self._cache = None     # the native module's objects shared by this target's snapshots
-        self._python = None    # PythonInfo, given again while the library says the same
+        self._cache: Any = None  # the native module's objects shared by this target's snapshots
+        self._python: Optional[PythonInfo] = None  # given again while the library says the same
 
     def __enter__(self) -> "Target":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -920,18 +1088,78 @@ class Target:
             if handle:
                 self._lib.lib.pyu_target_destroy(handle)
 
-    def _need_open(self):
+    def _need_open(self) -> None:
         if not self._handle:
             raise ArgumentError("the target is closed", 8)
 
     def add_path_map(self, source: str, local: str) -> None:
-        """Files the target names ``source...`` are read from ``local...`` here."""
+        """Files the target names ``source...`` are read from ``local...`` here (the CLI's
+        ``--path-map FROM=TO``)."""
         self._need_open()
         _check(self._lib, self._lib.lib.pyu_target_add_path_map(
-            self._handle, source.encode(), local.encode()))
+            self._handle, os.fsencode(source), os.fsencode(local)))
 
-    def collect(self, locals: bool = False, native: bool = False, activity: bool = True,
-                limits: Optional[Mapping[str, int]] = None, details: bool = True) -> Snapshot:
+    def set_sysroot(self, directory: str) -> None:
+        """A file the target names /P is read from @directory/P here, a copy of the target
+        machine's root (the CLI's ``--sysroot DIR``); files are still checked by build ID."""
+        self._need_open()
+        _check(self._lib, self._lib.lib.pyu_target_set_sysroot(self._handle,
+                                                                 os.fsencode(directory)))
+
+    def add_search_path(self, directories: Union[str, Iterable[str]]) -> None:
+        """Also look for the target's files as DIR/NAME in these directories (a list, or one
+        string of them colon-separated, as the CLI's ``--search-path DIRS``)."""
+        self._need_open()
+        dirs = directories.split(":") if isinstance(directories, str) else directories
+        for d in dirs:
+            if d:
+                _check(self._lib, self._lib.lib.pyu_target_add_search_dir(self._handle,
+                                                                        os.fsencode(d)))
+
+    def set_cwd(self, directory: str) -> None:
+        """The target's working directory, for source files it names relative to it (the
+        CLI's ``--cwd DIR``; a live process has its own unless this is set)."""
+        self._need_open()
+        _check(self._lib, self._lib.lib.pyu_target_set_cwd(self._handle,
+                                                            os.fsencode(directory)))
+
+    def read_counts(self) -> Tuple[int, int]:
+        """(reads that reached the process or core file, reads the page cache answered) since
+        the target was opened: the counters of the CLI's ``--stats``."""
+        self._need_open()
+        return (self._lib.lib.pyu_target_backend_reads(self._handle),
+                self._lib.lib.pyu_target_cached_reads(self._handle))
+
+    @property
+    def held(self) -> int:
+        """How many threads of a live process :meth:`stopped` holds now (0 outside it, for a
+        core, or when a debugger already traces the process)."""
+        return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator["Target"]:
+        """Holds a live process still while the block runs, as the CLI does while it reads
+        one: every thread seized and interrupted with ptrace (no signal the program sees),
+        then let go, each given back any signal it had stopped for. Nothing for a core, or
+        for a process a debugger already traces. Threads that cannot be held (no ptrace
+        permission) are read as they run. Enter and leave it in one Python thread: that
+        thread is the process's tracer meanwhile. Blocks nest (the outermost holds)."""
+        self._need_open()
+        if self._pid is None or self._hold is not None:
+            yield self
+            return
+        h = ctypes.c_void_p()
+        _check(self._lib, self._lib.lib.pyu_process_hold(self._pid, ctypes.byref(h)))
+        self._hold = h
+        try:
+            yield self
+        finally:
+            self._hold = None
+            self._lib.lib.pyu_process_release(h)
+
+    def collect(self, locals: bool = False, native: Union[bool, str] = False,
+                activity: bool = True, limits: Optional[Mapping[str, int]] = None,
+                details: bool = True, stop: bool = False, limit: int = 0) -> Snapshot:
         """Reads every thread's Python stack. Raises NotPythonError, UnsupportedVersionError,
         ...; frames that cannot be read become error frames instead. ``activity``: read what
         each thread is doing (system call, state, signal, CPU time; two /proc files a thread
@@ -944,13 +1172,23 @@ class Target:
         the CLI's --max-* options). ``details=False``: skip each thread's name and the
         exception it handles (read from the threading module's objects and the thread
         states): ``name`` and ``exception`` are then None; a sampler that needs neither
-        saves a third of the time.
+        saves a third of the time. ``stop=True``: hold a live process still with ptrace while
+        it is read, as the CLI does unless ``--no-stop`` (see :meth:`stopped`; native=True on a
+        live process always does). ``limit``: at most that many frames per thread (the CLI's
+        ``--limit N``; the rest counted in ``Thread.frames_omitted``); 0 all.
 
         On a live process each call reads the process again (nothing read for an earlier
         snapshot is trusted): call it again for a new snapshot of the same open target.
         Frame (and Thread) objects equal in every field to one of the previous snapshot are
         that object again: a sampler's parked frames cost no new objects."""
         self._need_open()
+        if native not in (False, True, "native_all"):
+            raise ArgumentError("native is False, True or \"native_all\", not %r" % (native,), 8)
+        if int(limit) < 0:
+            raise ArgumentError("limit must be 0 or more", 8)
+        if (stop or native) and self._pid is not None and self._hold is None:
+            with self.stopped():
+                return self.collect(locals, native, activity, limits, details, False, limit)
         lib = self._lib
         stacks = ctypes.c_void_p()
         _check(lib, lib.lib.pyu_stacks_collect(self._handle, ctypes.byref(stacks)))
@@ -962,17 +1200,22 @@ class Target:
                 _check(lib, lib.lib.pyu_stacks_set_limit(stacks, _LIMITS[name], int(value)))
             if native:
                 _check(lib, lib.lib.pyu_stacks_unwind_native(stacks))
-            if locals or native:
-                flags = _core.PYU_FMT_JSON | _core.PYU_FMT_ALL
-                flags |= _core.PYU_FMT_LOCALS if locals else 0
-                flags |= (_core.PYU_FMT_NATIVE if native else 0) | \
-                    (_core.PYU_FMT_NATIVE_ALL if native == "native_all" else 0)
-                doc = json.loads(_string(lib, lib.lib.pyu_format_bt, stacks, 0, flags, 0))
+            bt_flags = (_core.PYU_FMT_LOCALS if locals else 0) | \
+                (_core.PYU_FMT_NATIVE if native else 0) | \
+                (_core.PYU_FMT_NATIVE_ALL if native == "native_all" else 0)
+            doc = None
+            if bt_flags:
+                flags = _core.PYU_FMT_JSON | _core.PYU_FMT_ALL | bt_flags
+                doc = json.loads(_string(lib, lib.lib.pyu_format_bt, stacks, 0, flags,
+                                         int(limit)))
                 threads = [Thread.from_json(t) for t in doc["threads"]]
                 threads = _quiet(threads, activity, details)
             else:
-                threads = self._threads(stacks, activity, details)
+                threads = _limited(self._threads(stacks, activity, details), int(limit))
             snap = Snapshot(self, stacks, threads)
+            snap._bt_flags, snap._limit = bt_flags, int(limit)
+            if doc is not None and activity and details:
+                snap._doc = doc  # what document() would format again
         except BaseException:
             lib.lib.pyu_stacks_destroy(stacks)
             raise
@@ -981,7 +1224,7 @@ class Target:
         self._snapshots.add(snap)
         return snap
 
-    def _threads(self, stacks, activity: bool, details: bool) -> List[Thread]:
+    def _threads(self, stacks: Any, activity: bool, details: bool) -> List[Thread]:
         native = _native_for(self._lib)
         if native is None:
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, 0,
@@ -989,6 +1232,7 @@ class Target:
             return _quiet([Thread.from_json(t) for t in doc["threads"]], activity, details)
         if self._cache is None:
             self._cache = native.Cache()
+        threads: List[Thread]
         threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity),
                                                  bool(details), self._cache)
         for i in with_exception:
@@ -1007,9 +1251,9 @@ class Target:
         """:meth:`Snapshot.line_table` in the newest snapshot of this target holding @frame."""
         return self._owner(frame).line_table(frame)
 
-    def tasks(self) -> "Tasks":
+    def tasks(self, thread: Optional[int] = None, locals: bool = False) -> "Tasks":
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
-        return self.collect(activity=False, details=False).tasks()
+        return self.collect(activity=False, details=False).tasks(thread, locals)
 
     def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
              retained: bool = False) -> Heap:
@@ -1032,7 +1276,7 @@ class Target:
                 return snap
         raise ArgumentError("the frame is not one of this target's snapshots", 8)
 
-    def _python_info(self, stacks) -> PythonInfo:
+    def _python_info(self, stacks: Any) -> PythonInfo:
         lib = self._lib.lib
         flags = lib.pyu_stacks_build_flags(stacks)
         info = (lib.pyu_stacks_version(stacks).decode(), lib.pyu_stacks_hexversion(stacks),
@@ -1044,6 +1288,32 @@ class Target:
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
+
+
+def _limited(threads: List[Thread], limit: int) -> List[Thread]:
+    """@threads with at most @limit frames each, the rest counted (as bt --limit)."""
+    if not limit:
+        return threads
+    return [dataclasses.replace(t, frames=t.frames[:limit],
+                                frames_omitted=t.frames_omitted + len(t.frames) - limit)
+            if len(t.frames) > limit else t for t in threads]
+
+
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(size: Union[int, str]) -> int:
+    """A byte count: an int, or a string of digits and K, M, G or T as the CLI takes it."""
+    if isinstance(size, int):
+        if size < 0:
+            raise ArgumentError("a size is 0 or more, not %d" % size, 8)
+        return size
+    text = str(size).strip().upper()
+    unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
+    digits = text[:len(text) - len(unit)]
+    if not digits.isdigit():
+        raise ArgumentError("a size is digits and K, M, G or T, not %r" % (size,), 8)
+    return int(digits) * _SIZE_UNITS[unit]
 
 
 def _quiet(threads: List[Thread], activity: bool, details: bool) -> List[Thread]:
@@ -1063,31 +1333,52 @@ def _apply_maps(target: Target, path_maps: PathMaps) -> None:
         target.add_path_map(source, local)
 
 
-def open_process(pid: int) -> Target:
-    """A live local process, read through /proc (needs ptrace permission). The process is
-    read as it runs: stop it (SIGSTOP, or a debugger) for a consistent picture."""
-    lib = _lib()
-    h = ctypes.c_void_p()
-    _check(lib, lib.lib.pyu_target_open_pid(int(pid), ctypes.byref(h)))
-    return Target(lib, h, "process %d" % int(pid))
-
-
-def open_core(path: str, executable: Optional[str] = None, path_maps: PathMaps = ()) -> Target:
-    """An ELF core file (gzip, zstd or xz compressed ones too). ``executable`` is the
-    interpreter's executable when the core's own notes do not lead to it; ``path_maps``
-    ({"/in/the/core": "/here"} or pairs) for a core from another machine or container."""
-    lib = _lib()
-    h = ctypes.c_void_p()
-    _check(lib, lib.lib.pyu_target_open_core(os.fsencode(path),
-                                             os.fsencode(executable) if executable else None,
-                                             ctypes.byref(h)))
-    t = Target(lib, h, "core %s" % path)
+def _set_up(t: Target, path_maps: PathMaps, sysroot: Optional[str],
+            search_path: Union[str, Iterable[str]], cwd: Optional[str]) -> Target:
     try:
         _apply_maps(t, path_maps)
+        if sysroot:
+            t.set_sysroot(sysroot)
+        if cwd:
+            t.set_cwd(cwd)
+        t.add_search_path(search_path)
     except BaseException:
         t.close()
         raise
     return t
+
+
+def open_process(pid: int, path_maps: PathMaps = (), sysroot: Optional[str] = None,
+                 search_path: Union[str, Iterable[str]] = (),
+                 cwd: Optional[str] = None) -> Target:
+    """A live local process, read through /proc (needs ptrace permission). The process is
+    read as it runs: hold it still with ``collect(stop=True)`` or :meth:`Target.stopped` (or
+    SIGSTOP, or a debugger) for a consistent picture. ``path_maps``, ``sysroot``,
+    ``search_path`` and ``cwd``: where its files are read here, as the CLI's
+    ``--path-map``, ``--sysroot``, ``--search-path`` and ``--cwd``. ReadError when there is
+    no such process or it may not be read."""
+    lib = _lib()
+    h = ctypes.c_void_p()
+    _check(lib, lib.lib.pyu_target_open_pid(int(pid), ctypes.byref(h)))
+    return _set_up(Target(lib, h, "process %d" % int(pid), int(pid)), path_maps, sysroot,
+                   search_path, cwd)
+
+
+def open_core(path: str, executable: Optional[str] = None, path_maps: PathMaps = (),
+              sysroot: Optional[str] = None, search_path: Union[str, Iterable[str]] = (),
+              cwd: Optional[str] = None, max_unpacked: Union[int, str] = 0) -> Target:
+    """An ELF core file (gzip, zstd or xz compressed ones too). ``executable`` is the
+    interpreter's executable when the core's own notes do not lead to it; ``path_maps``
+    ({"/in/the/core": "/here"} or pairs) for a core from another machine or container;
+    ``sysroot``, ``search_path``, ``cwd`` as the CLI's ``--sysroot``, ``--search-path``,
+    ``--cwd``; ``max_unpacked`` (bytes, or "16G") as ``--max-unpacked``: at most that much of
+    a compressed core is unpacked (0: $PYUNWIND_MAX_UNPACKED, else 16 GiB)."""
+    lib = _lib()
+    h = ctypes.c_void_p()
+    _check(lib, lib.lib.pyu_target_open_core_limited(
+        os.fsencode(path), os.fsencode(executable) if executable else None,
+        _size(max_unpacked), ctypes.byref(h)))
+    return _set_up(Target(lib, h, "core %s" % path), path_maps, sysroot, search_path, cwd)
 
 
 def triage(path: str, executable: Optional[str] = None,

@@ -67,7 +67,7 @@ class Library(object):
     _instance_lock = threading.Lock()
 
     @classmethod
-    def get(cls, adapter_dir):
+    def get(cls, adapter_dir):  # type: (str) -> Library
         # One instance per process, made under a lock: two threads loading it at once would
         # otherwise each get a CDLL of their own, one of them never declared further by the
         # callers that declare their own entry points on the first instance they meet.

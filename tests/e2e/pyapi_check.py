@@ -3,7 +3,10 @@
 # object {"live": bt document, "core": bt document, "triage": triage document,
 # "problems": [...]} for the test to compare with the targets' truth and the CLI.
 #
-#   python pyapi_check.py PID CORE NOT_PYTHON_CORE TEXT_FILE CLI
+#   python pyapi_check.py PID CORE NOT_PYTHON_CORE TEXT_FILE CLI GZIPPED_CORE
+#
+# CORE "-": the live process alone, read by the checkout's package (PYAPI_FROM=checkout) for an
+# interpreter that runs no pip (2.7 - 3.7, the unstable builds).
 #
 # Every capability of the CLI is also asked through the API and compared with what the CLI
 # (CLI, run here on the same stopped process and core) says: locals, value limits, print,
@@ -11,8 +14,10 @@
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pyunwind
 
@@ -39,6 +44,8 @@ def expect_error(fn, cls, code, what):
 
 pid, core, foreign, text = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 cli = sys.argv[5]
+gz_core = sys.argv[6]
+scratch = tempfile.mkdtemp(prefix="pyapi-check-")
 
 
 def run_cli(*args, json_out=False):
@@ -47,6 +54,183 @@ def run_cli(*args, json_out=False):
     if p.returncode != 0:
         return None, p.stderr.decode("utf-8", "replace")
     return (json.loads(out) if json_out else out), None
+
+
+def steady(doc):
+    """@doc without what a live process changes between two reads of one stop: the CPU time
+    (holding a thread with ptrace wakes it for a moment)."""
+    doc = json.loads(json.dumps(doc))
+    for th in doc.get("threads", []):
+        th.pop("cpu_seconds", None)
+    return doc
+
+
+def same_doc(mine, where, args, what, live=False):
+    """The API's document @mine against the CLI's `bt --json ARGS WHERE`."""
+    want, err = run_cli("bt", "--json", *(list(args) + [where]), json_out=True)
+    if live and want is not None:
+        mine, want = steady(mine), steady(want)
+    check(want is not None and mine == want, "%s: %s differs from bt --json %s: %s" % (
+        where, what, " ".join(map(str, args)), err or
+        [k for k in want if mine.get(k) != want[k]] + [
+            (i, [k for k in a if a.get(k) != b.get(k)])
+            for i, (a, b) in enumerate(zip(mine.get("threads", []), want.get("threads", [])))
+            if a != b][:3]))
+    return want
+
+
+def same_exception(fn, cli_args, cls, what, same_message=True):
+    """@fn raises @cls where the CLI on @cli_args fails, the CLI's message ending in the API's
+    (@same_message)."""
+    try:
+        fn()
+    except pyunwind.Error as e:
+        _, err = run_cli(*cli_args)
+        check(type(e) is cls and e.code == cls.code and err is not None and e.message and
+              (not same_message or err.strip().endswith(e.message.strip())),
+              "%s: raised %r, not %s; the CLI said %r" % (what, e, cls.__name__, err))
+        return
+    problems.append("%s: no error (the CLI: %r)" % (what, run_cli(*cli_args)[1]))
+
+
+def cli_options_live(target, pid):
+    """The CLI's options on a live process (stopped by the test with SIGSTOP; both hold it
+    with ptrace as well), through their API equivalents."""
+    snap = target.collect(stop=True)
+    same_doc(snap.document(), pid, [], "collect(stop=True)", live=True)
+    # Native frames of a live process: held with ptrace by the API as by the CLI.
+    merged = target.collect(native=True)
+    check(target.held == 0, "the process is still held after collect(native=True)")
+    want = same_doc(merged.document(), pid, ["--native"], "collect(native=True)", live=True)
+    check(any(f.kind == "native" for th in merged.threads for f in th.frames) and
+          any(f.kind == "python" for th in merged.threads for f in th.frames),
+          "%s: collect(native=True) merged no native and Python frames: %r"
+          % (pid, [[f.kind for f in th.frames][:8] for th in merged.threads]))
+    if want is not None:
+        check([[dataclasses.astuple(f) for f in th.frames] for th in merged.threads] ==
+              [[dataclasses.astuple(pyunwind.Frame.from_json(f)) for f in th["frames"]]
+               for th in want["threads"]] and
+              [th.merge_error for th in merged.threads] ==
+              [th.get("merge_error") for th in want["threads"]],
+              "%s: typed native frames differ from bt --native's" % pid)
+    with target.stopped():
+        check(target.held > 0, "stopped() held no thread of %s" % pid)
+        limited = target.collect(limit=2)
+        same_doc(limited.document(), pid, ["--limit", 2], "collect(limit=2)", live=True)
+        full = target.collect()
+        check([(len(t.frames), t.frames_omitted) for t in limited.threads] ==
+              [(min(2, len(t.frames)), max(0, len(t.frames) - 2)) for t in full.threads] and
+              [t.frames[:2] for t in full.threads] == [t.frames for t in limited.threads],
+              "%s: collect(limit=2) frames %r" % (pid, [(len(t.frames), t.frames_omitted)
+                                                       for t in limited.threads]))
+        counts = target.read_counts()
+        check(counts[0] > 0 and counts[1] >= 0, "read_counts() %r" % (counts,))
+
+
+def cli_options_core(core):
+    """The CLI's options on a core, through their API equivalents."""
+    with pyunwind.open_core(core) as t:
+        # bt --native-all, --thread, --limit, --no-source, the default thread and --frame N.
+        snap = t.collect(native="native_all")
+        same_doc(snap.document(), core, ["--native-all"], "collect(native='native_all')")
+        plain = t.collect(details=False)
+        text, err = run_cli("bt", "--no-source", core)
+        check(plain.text(source=False) == text, "%s: text(source=False) differs from bt "
+              "--no-source: %r" % (core, err or plain.text(source=False)[:300]))
+        for th in plain.threads[:3]:
+            tid = th.native_thread_id
+            check(plain.thread(tid) is th, "thread(%s) is not that thread" % tid)
+            same_doc(plain.document(thread=tid), core, ["--thread", tid],
+                     "document(thread=%s)" % tid)
+            text, err = run_cli("bt", "--thread", tid, "--limit", 1, core)
+            check(plain.text(thread=tid, limit=1) == text,
+                  "%s: text(thread=%s, limit=1) differs from bt --thread --limit 1: %r"
+                  % (core, tid, err or plain.text(thread=tid, limit=1)[:300]))
+            for number in (0, 1):
+                try:
+                    frame = plain.frame(number, thread=tid)
+                except pyunwind.NotFoundError:
+                    continue
+                line, err = run_cli("line", "--thread", tid, "--frame", number, core)
+                check(plain.line_text(frame, table=False) == line,
+                      "%s: line_text(frame(%d, thread=%s)) differs from line --frame: %r"
+                      % (core, number, tid, err))
+        expect_error(lambda: plain.thread(1), pyunwind.NotFoundError, 9, "thread(1)")
+        line, err = run_cli("line", core)
+        check(plain.default_thread is not None and
+              plain.line_text(plain.frame(), table=False) == line,
+              "%s: the default frame's line differs from `line`'s: %r" % (core, err))
+        text, err = run_cli("locals", core)
+        check(plain.locals_text(plain.frame()) == text, "%s: locals_text() differs from "
+              "`locals`: %r" % (core, err))
+        text, err = run_cli("heap", "--top", 5, "--biggest", 2, core)
+        check(plain.heap_text(top=5, biggest=2) == text, "%s: heap_text() differs from "
+              "`heap`: %r" % (core, err))
+        try:
+            tasks_text = plain.tasks_text(tree=True, source=False)
+        except pyunwind.UnsupportedVersionError:
+            tasks_text = None
+        text, err = run_cli("tasks", "--tree", "--no-source", core)
+        check(tasks_text == text, "%s: tasks_text(tree=True) differs from tasks --tree: %r"
+              % (core, err))
+        if tasks_text is not None:
+            tid = plain.default_thread.native_thread_id
+            doc, err = run_cli("tasks", "--json", "--locals", "--thread", tid, core,
+                               json_out=True)
+            check(plain.tasks_document(thread=tid, locals=True) == doc,
+                  "%s: tasks_document(thread, locals=True) differs: %s" % (core, err))
+    # Where files are read: --path-map, --sysroot, --search-path, --cwd. The innermost
+    # Python frame's file, copied with a mark on each line under a mapped directory and under
+    # a sysroot: the listing must come from the copy, as the CLI's.
+    with pyunwind.open_core(core) as t:
+        frame = t.collect().frame()
+    src = frame.file
+    check(os.path.isabs(src) and os.path.exists(src), "no source file %r" % src)
+    if os.path.isabs(src) and os.path.exists(src):
+        with open(src, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        mapped = os.path.join(scratch, "mapped")
+        sysroot = os.path.join(scratch, "sysroot")
+        for root, mark, name in ((mapped, "# via path map", os.path.basename(src)),
+                                 (sysroot, "# via sysroot", src.lstrip("/"))):
+            path = os.path.join(root, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(l + "  " + mark + "\n" for l in lines))
+        for kwargs, args, mark in (
+                ({"path_maps": {os.path.dirname(src): mapped}},
+                 ["--path-map", "%s=%s" % (os.path.dirname(src), mapped)], "# via path map"),
+                ({"sysroot": sysroot}, ["--sysroot", sysroot], "# via sysroot"),
+                ({"search_path": [scratch, mapped], "cwd": scratch},
+                 ["--search-path", scratch + ":" + mapped, "--cwd", scratch], None)):
+            with pyunwind.open_core(core, **kwargs) as t:
+                snap = t.collect()
+                f = snap.frame()
+                listing, err = run_cli("list", *(args + [core]))
+                mine = snap.source(f)
+                check(mine == listing and (mark is None or mark in mine),
+                      "%s: source() with %s: %r, the CLI %r" % (core, kwargs, mine[:300],
+                                                               listing or err))
+                same_doc(snap.document(), core, args, "open_core(%s)" % sorted(kwargs))
+                text, err = run_cli("bt", *(args + [core]))
+                check(snap.text() == text or (mark is not None and mark not in snap.text()),
+                      "%s: text() with %s differs from bt's" % (core, kwargs))
+    # A memory-only core: none of the files the core names (a path map of / to an empty
+    # directory), as the CLI reads it.
+    empty = os.path.join(scratch, "empty")
+    os.makedirs(empty, exist_ok=True)
+    with pyunwind.open_core(core, path_maps={"/": empty}) as t:
+        doc = same_doc(t.collect().document(), core, ["--path-map", "/=" + empty],
+                       "open_core(path_maps={'/': EMPTY})")
+        check(doc is not None and any("memory alone" in n for n in doc.get("notes", [])),
+              "%s: memory-only read has no note saying so: %r" % (core, doc and doc["notes"]))
+    # A compressed core, and --max-unpacked.
+    with pyunwind.open_core(gz_core, max_unpacked="1G") as t:
+        same_doc(t.collect().document(), gz_core, ["--max-unpacked", "1G"],
+                 "open_core(gzipped, max_unpacked='1G')")
+    same_exception(lambda: pyunwind.open_core(gz_core, max_unpacked=4096),
+                   ["bt", "--max-unpacked", "4096", gz_core], pyunwind.FormatError,
+                   "open_core(gzipped, max_unpacked=4096)")
 
 
 def same_as_cli(target, where, limits):
@@ -124,10 +308,11 @@ def same_as_cli(target, where, limits):
           "%s: typed tasks differ from the CLI's: %r" % (where, typed))
 
 here = os.path.dirname(os.path.abspath(pyunwind.__file__))
-check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-      "pyunwind imported from the checkout, not the install: %s" % here)
-check(pyunwind.library_path().startswith(here), "library %s not the installed one"
-      % pyunwind.library_path())
+if os.environ.get("PYAPI_FROM") != "checkout":
+    check(not here.startswith(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+          "pyunwind imported from the checkout, not the install: %s" % here)
+    check(pyunwind.library_path().startswith(here), "library %s not the installed one"
+          % pyunwind.library_path())
 
 def plain(snap):
     """Every field of every thread and frame, those left out of == too."""
@@ -153,6 +338,7 @@ def both_ways(target):
 with pyunwind.open_process(pid) as t:
     live = both_ways(t)
     same_as_cli(t, pid, {"chars": 12, "items": 3})
+    cli_options_live(t, pid)
 check(live.crash is None, "a live process has no crash: %r" % (live.crash,))
 check(all(isinstance(th, pyunwind.Thread) for th in live), "threads are Thread objects")
 check(all(isinstance(f, pyunwind.Frame) for th in live.threads for f in th),
@@ -168,6 +354,11 @@ for th, dt in zip(live.threads, live.document()["threads"]):
               "Frame and its JSON agree: %r / %r" % (f, df))
 check("Thread " in live.text() and "File " in live.text(source=False),
       "text() is the bt text")
+
+if core == "-":
+    shutil.rmtree(scratch, ignore_errors=True)
+    json.dump({"live": live.document(), "problems": problems}, sys.stdout)
+    sys.exit(0)
 
 with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
     snap = both_ways(t)
@@ -212,6 +403,7 @@ with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
         check(pdoc is not None and path == pyunwind.HeapPath.from_json(pdoc) and
               path.expr == pdoc["expr"] and path.path[-1].address == addr,
               "core: path to %#x differs from the CLI's (%s)" % (addr, err))
+cli_options_core(core)
 tri = pyunwind.triage(core)
 check(snap.crash is not None and snap.crash.signal == 11 and snap.crash.signal_name == "SIGSEGV"
       and snap.crash.fault_address == 0, "crash: %r" % (snap.crash,))
@@ -225,9 +417,47 @@ expect_error(lambda: pyunwind.open_core("/nonexistent/core"), pyunwind.ReadError
 expect_error(lambda: pyunwind.open_core(text), pyunwind.FormatError, 4, "text file")
 expect_error(lambda: pyunwind.open_core(foreign).collect(), pyunwind.NotPythonError, 5,
              "not Python")
+# Each way the CLI fails, as the documented exception.
+same_exception(lambda: pyunwind.open_process(2 ** 22 + 12345), ["bt", 2 ** 22 + 12345],
+               pyunwind.ReadError, "no such process", same_message=False)
+truncated = os.path.join(scratch, "truncated.core")
+with open(core, "rb") as f, open(truncated, "wb") as out:
+    out.write(f.read(1000))
+same_exception(lambda: pyunwind.open_core(truncated), ["bt", truncated], pyunwind.FormatError,
+               "a core cut after 1000 bytes")
+same_exception(lambda: pyunwind.open_core(foreign).collect(), ["bt", foreign],
+               pyunwind.NotPythonError, "a core of a program that is not Python")
+same_exception(lambda: pyunwind.open_core(text), ["bt", text], pyunwind.FormatError,
+               "a text file")
+if os.geteuid() == 0:
+    # Permission: a child that gave up root, reading the root-owned process and core.
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+        got = []
+        for what in (lambda: pyunwind.open_process(pid).collect(),
+                     lambda: pyunwind.open_core(core).collect()):
+            try:
+                what()
+                got.append(None)
+            except pyunwind.Error as e:
+                got.append([type(e).__name__, e.code, e.message])
+        os.write(w, json.dumps(got).encode())
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        got = json.loads(f.read() or "null")
+    os.waitpid(child, 0)
+    check(got is not None and [g and g[:2] for g in got] == [["ReadError", 2]] * 2,
+          "without permission: %r, not ReadError for the process and the core" % (got,))
 bad = pyunwind.triage(text)
 check(bad["ok"] is False and bad["error"]["code"] == 4 and bad["path"] == text,
       "triage of a text file: %r" % bad)
 
+shutil.rmtree(scratch, ignore_errors=True)
 json.dump({"live": live.document(), "core": snap.document(), "triage": tri,
            "problems": problems}, sys.stdout)

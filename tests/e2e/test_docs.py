@@ -299,6 +299,62 @@ def case_versions_table():
                                "table and put its output in place of the table:\n" + out.stdout)
 
 
+def api_table():
+    """doc/python-api.md's table "The CLI in the API": [(CLI words, API code spans)]."""
+    text = read("doc/python-api.md")
+    at = text.find("## The CLI in the API")
+    rows = []
+    for line in text[at:].splitlines()[1:] if at >= 0 else ():
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 2 or set(cells[0]) <= set("-"):
+            continue
+        cli = re.findall(r"`([^`]+)`", cells[0])
+        if cli:  # not the header
+            rows.append((cli, re.findall(r"`([^`]+)`", cells[1])))
+    return rows
+
+
+def case_python_api():
+    """Every CLI command and option has its row in doc/python-api.md's table, and every API
+    name the table gives exists in the package, with the keywords it shows."""
+    import inspect
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import pyunwind
+    rows = api_table()
+    problems = [] if rows else ["doc/python-api.md has no table under '## The CLI in the API'"]
+    documented = set(w for cli, _ in rows for w in cli)
+    for word, origin in sorted(list(CLI_OPTIONS.items()) + list(CLI_COMMANDS.items())):
+        if word not in documented:
+            problems.append("%s (%s) has no row in doc/python-api.md's table 'The CLI in the "
+                            "API'" % (word, origin))
+    checked = 0
+    for cli, spans in rows:
+        if not spans:
+            problems.append("row %s gives no API name" % cli)
+        for span in spans:
+            m = re.match(r"^(\w+)\.(\w+)(?:\((.*)\))?$", span)
+            if not m:
+                continue  # prose ("the typed objects")
+            owner = pyunwind if m.group(1) == "pyunwind" else getattr(pyunwind, m.group(1), None)
+            fn = getattr(owner, m.group(2), None) if owner is not None else None
+            if fn is None:
+                problems.append("row %s: %s does not exist in the package" % (cli, span))
+                continue
+            checked += 1
+            if m.group(3) is None or isinstance(fn, property):
+                continue
+            params = inspect.signature(fn).parameters
+            for kw in re.findall(r"(\w+)=", m.group(3)):
+                if kw not in params:
+                    problems.append("row %s: %s has no keyword %s (it takes %s)"
+                                    % (cli, span, kw, ", ".join(params)))
+    if checked < 30:
+        problems.append("only %d API names found in the table: its shape changed?" % checked)
+    assert not problems, "\n".join(problems)
+
+
 def main():
     cases = [("docs: the versions table is the matrix's", case_versions_table),
              ("docs: the parsers' commands and options are found", case_parsers_found),
@@ -307,7 +363,8 @@ def main():
              ("docs: man page and doc/commands.md, gdb and lldb", case_reference_debuggers),
              ("docs: gdb help", case_gdb_help),
              ("docs: lldb help", case_lldb_help),
-             ("docs: debian/control and the gdbinit.d file", case_package_texts)]
+             ("docs: debian/control and the gdbinit.d file", case_package_texts),
+             ("docs: doc/python-api.md, the CLI in the API", case_python_api)]
     return run_cases(cases, prefix="test-docs")
 
 

@@ -11,8 +11,10 @@
 # snapshot must equal a fresh handle's of the same stop.
 #
 #   tests/e2e/test_pyapi.py [-j N] [FILTER...]     (make test-pyapi)
+import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
 from harness import stopped  # noqa: E402
 from e2e.test_triage import foreign_core, WORK as TRIAGE_WORK  # noqa: E402
-from e2e.test_cython import include_dirs  # noqa: E402
+from e2e.test_cython import include_dirs, modules_for, target_env, path_map  # noqa: E402
+from e2e.test_cython import check_doc as check_cython_doc  # noqa: E402
+from e2e.test_native import cli_json as cli_native_json  # noqa: E402
 
 CLI = os.path.join(REPO, "build", "pyunwind")
 CHECK = os.path.join(REPO, "tests", "e2e", "pyapi_check.py")
@@ -70,6 +74,9 @@ def setup(pys):
         f.write("not a core\n")
     rc, out, err = run([CLI, "triage", "--json", core])
     SHARED["cli_triage"] = json.loads(out)
+    SHARED["gz"] = core + ".gz"
+    with open(core, "rb") as f, gzip.open(SHARED["gz"], "wb", compresslevel=1) as out:
+        shutil.copyfileobj(f, out)
 
 
 def case(py, from_source):
@@ -93,7 +100,8 @@ def case(py, from_source):
         with Target(py, "scenario") as t:
             with t.stopped():
                 rc, out, err = run([py.path, CHECK, str(t.pid), SHARED["core"],
-                                    SHARED["foreign"], SHARED["text"], CLI], env=env, cwd=WORK)
+                                    SHARED["foreign"], SHARED["text"], CLI, SHARED["gz"]],
+                                   env=env, cwd=WORK)
             assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
             got = json.loads(out)
             problems = list(got["problems"])
@@ -105,6 +113,24 @@ def case(py, from_source):
             diff = [k for k in set(want) | set(got["triage"])
                     if want.get(k) != got["triage"].get(k)]
             problems.append("triage document differs from the CLI's in %s" % sorted(diff))
+        assert not problems, "\n".join(problems[:15])
+    return go
+
+
+def old_case(py):
+    """An interpreter that runs no pip (2.7 - 3.7, the unstable builds): its live process read
+    by the checkout's package (this host's Python), every check of pyapi_check.py's live
+    part."""
+    def go():
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"), PYAPI_FROM="checkout")
+        with Target(py, "scenario") as t:
+            with t.stopped():
+                rc, out, err = run([sys.executable, CHECK, str(t.pid), "-", "-", "-", CLI, "-"],
+                                   env=env, cwd=WORK)
+            assert rc == 0, "pyapi_check: status %d\n%s" % (rc, err[-3000:])
+            got = json.loads(out)
+            problems = list(got["problems"])
+            problems += ["live: " + p for p in compare(t.truth, got["live"], fields=FIELDS)]
         assert not problems, "\n".join(problems[:15])
     return go
 
@@ -226,6 +252,71 @@ def line_table_case(py):
     return go
 
 
+def steady(doc):
+    """@doc without the CPU times (holding a thread with ptrace wakes it for a moment)."""
+    doc = json.loads(json.dumps(doc))
+    for th in doc.get("threads", []):
+        th.pop("cpu_seconds", None)
+    return doc
+
+
+def cython_case(py):
+    """Cython functions as frames through the API: collect(native=True) of a live process
+    (the API holds it with ptrace, as the CLI does) with the moved module's sources path-mapped,
+    against the target's truth as test-cython checks the CLI, and against `pyunwind bt --native
+    --json` of the same stop; a Cython frame's .pyx line and listing through the API."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        moddir = modules_for(py)
+        maps = {os.path.join(moddir, "mv"): os.path.join(moddir, "mv-moved")}
+        problems = []
+        with Target(py, "cython_calls", env=target_env(moddir)) as t:
+            with t.stopped():
+                with pyunwind.open_process(t.pid, path_maps=maps) as target:
+                    snap = target.collect(native=True)
+                    doc = snap.document()
+                    cython = [(th, f) for th in snap.threads for f in th.frames
+                              if f.kind == "cython"]
+                    for th, f in cython:
+                        if not f.line:
+                            continue
+                        line = snap.line_text(f, table=False)
+                        if os.path.basename(f.file) not in line or \
+                                ("line %d" % f.line) not in line:
+                            problems.append("line_text() of Cython frame %s (%s:%s): %r"
+                                            % (f.qualname, f.file, f.line, line[:300]))
+                        listing = snap.source(f)
+                        if not any(re.match(r"\s*>\s*%d\s" % f.line, l)
+                                   for l in listing.splitlines()):
+                            problems.append("source() of Cython frame %s marks no line %d: %r"
+                                            % (f.qualname, f.line, listing[:300]))
+                want = cli_native_json(*path_map(moddir) + [t.pid])
+            check_cython_doc(moddir, t.truth, doc, "api live", mapped=True)
+        if not any(f.file and f.file.endswith(".pyx") and f.line for _, f in cython):
+            problems.append("no Cython frame with a .pyx line among %d" % len(cython))
+        if steady(doc) != steady(want):
+            problems.append("collect(native=True).document() differs from bt --native --json "
+                            "in %s" % [k for k in want if doc.get(k) != want[k]])
+        typed = [[(f.kind, f.function, f.qualname, f.file, f.line) for f in th.frames]
+                 for th in snap.threads]
+        if typed != [[(f["kind"], f.get("function"), f.get("qualname"), f.get("file"),
+                       f.get("line")) for f in th["frames"]] for th in want["threads"]]:
+            problems.append("typed frames differ from bt --native --json's")
+        assert not problems, "\n".join(problems[:10])
+    return go
+
+
+def mypy_case():
+    """The package's typed API passes mypy --strict (Debian's python3-mypy, from make deps);
+    the adapters' shared binding it imports is checked where the package calls it."""
+    rc, out, err = run(["/usr/bin/python3", "-m", "mypy", "--strict", "--follow-imports=silent",
+                        "--no-incremental", os.path.join(REPO, "python", "pyunwind",
+                                                        "__init__.py")], timeout=600)
+    assert rc == 0, "mypy --strict python/pyunwind: status %d\n%s%s" % (rc, out[-3000:],
+                                                                         err[-2000:])
+
+
 def doc_examples():
     """The examples of doc/python-api.md as the page has them: {name: source}."""
     with open(os.path.join(REPO, "doc", "python-api.md"), encoding="utf-8") as f:
@@ -329,6 +420,10 @@ def main():
     pys = [py for py in selected() if runs_pip(py)]
     cases = [("pyapi repeat %s" % py.label, repeat_case(py)) for py in selected()]
     cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
+    cases += [("pyapi cython %s" % py.label, cython_case(py)) for py in selected()]
+    cases.append(("pyapi mypy --strict", mypy_case))
+    cases += [("pyapi %s (the checkout's package from this host's Python)" % py.label,
+               old_case(py)) for py in selected() if py not in pys]
     if pys:
         try:
             setup(pys)

@@ -147,7 +147,7 @@ START_TEST(test_bt_text_source_and_carets)
 		thread(0x7f0c1a2b3740, 4242, 1, "MainThread", frames, 6)};
 	struct pyu_stacks s = snapshot("3.12.1", 0x030c01f0, codes, 2, threads, 1);
 	char *out = bt(&s, 0, PYU_FMT_SOURCE, 0);
-	expect_str(out, subst("Thread 0x7f0c1a2b3740 (tid 4242) \"MainThread\", holds the GIL:\n"
+	expect_str(out, subst("Thread 0x7f0c1a2b3740 (tid 4242), holds the GIL:\n"
 				    "#0  File \"@\", line 5, in C.f\n"
 				    "        return foo(a,\n"
 				    "               ^^^^^^\n"
@@ -165,11 +165,17 @@ START_TEST(test_bt_text_source_and_carets)
 				    path));
 	free(out);
 	out = bt(&s, 0, 0, 2);
-	expect_str(out, subst("Thread 0x7f0c1a2b3740 (tid 4242) \"MainThread\", holds the GIL:\n"
+	expect_str(out, subst("Thread 0x7f0c1a2b3740 (tid 4242), holds the GIL:\n"
 				    "#0  File \"@\", line 5, in C.f\n"
 				    "#1  File \"@\", line 5, in C.f\n"
 				    "(4 more frames not shown: limit 2)\n",
 				    path));
+	free(out);
+	// The thread's name with --locals alone (names are read on first use; plain text must
+	// not depend on what was formatted before it).
+	out = bt(&s, 0, PYU_FMT_LOCALS, 1);
+	ck_assert_msg(!strncmp(out, "Thread 0x7f0c1a2b3740 (tid 4242) \"MainThread\", holds the "
+			       "GIL:\n", 62), "no name with --locals:\n%s", out);
 	free(out);
 	remove_file(path);
 }
@@ -345,7 +351,7 @@ START_TEST(test_all_threads_errors_and_escaping)
 	char *out = bt(&s, 0, PYU_FMT_ALL | PYU_FMT_SOURCE, 0);
 	expect_str(out, "Python 3.14.10 (debug build), 3 threads\n"
 			      "\n"
-			      "Thread 0x7f544a44c001 (tid 11) \"Main\"Thread\", holds the GIL:\n"
+			      "Thread 0x7f544a44c001 (tid 11), holds the GIL:\n"
 			      "#0  File \"/tmp/a\tb\xEF\xBF\xBD.py\", line 4, in Q.we\"ird\n"
 			      "#1  <error: frame at 0x7f00dead0000: frame not in the core>\n"
 			      "\n"
