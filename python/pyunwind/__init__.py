@@ -1283,8 +1283,8 @@ class Target:
                 bool(flags & 1), bool(flags & 2))
         p = self._python  # the same object again while the interpreter is the same
         if p is None or (p.version, p.hexversion, p.debug_build, p.free_threaded) != info:
-            self._python = PythonInfo(*info)
-        return self._python
+            p = self._python = PythonInfo(*info)
+        return p
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
