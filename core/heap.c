@@ -695,9 +695,9 @@ static void follow_deque(struct census *c, uint64_t obj, const uint8_t *buf)
 	uint64_t index = pyu_get_u64(buf, d->leftindex + c->z.shift);
 	uint64_t left = pyu_get_u64(buf, len_off), n = 0;
 	(void)obj;
-	if (index >= d->blocklen || left > ITEMS_MAX)
+	uint64_t data[64];  // a block's items: blocklen is at most this (checked below)
+	if (index >= d->blocklen || left > ITEMS_MAX || d->blocklen > sizeof data / sizeof data[0])
 		return;
-	uint64_t data[64];
 	for (uint64_t blocks = 0; left && block && blocks <= ITEMS_MAX / d->blocklen + 1 &&
 	     !c->oom; blocks++) {
 		uint64_t take = d->blocklen - index < left ? d->blocklen - index : left;
