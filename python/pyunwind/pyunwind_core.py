@@ -2,6 +2,11 @@
 # adapters share: argument parsing, the per-stop snapshot cache and the selected Python frame.
 # Nothing here decodes target memory; that is the C core's job. The adapters supply a
 # "view" of their debugger (which target, which thread is selected, how to read memory).
+#
+# It runs inside debuggers' own Pythons and is not typed: the package's typed API is
+# pyunwind/__init__.py, so a user's `mypy --strict` (which checks every module of an
+# imported package found on MYPYPATH) is not told about this file's insides.
+# mypy: ignore-errors
 import ctypes
 import os
 import threading

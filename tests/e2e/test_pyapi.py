@@ -315,6 +315,53 @@ def mypy_case():
                                                         "__init__.py")], timeout=600)
     assert rc == 0, "mypy --strict python/pyunwind: status %d\n%s%s" % (rc, out[-3000:],
                                                                          err[-2000:])
+    # A user's script, checked as a user checks it: `mypy --strict script.py` with the package
+    # on MYPYPATH, every module of the package followed (its binding module too).
+    script = os.path.join(WORK, "typed_user.py")
+    with open(script, "w") as f:
+        f.write(TYPED_USER)
+    rc, out, err = run(["/usr/bin/python3", "-m", "mypy", "--strict", "--no-incremental",
+                        script], timeout=600,
+                       env=dict(os.environ, MYPYPATH=os.path.join(REPO, "python")))
+    assert rc == 0, "mypy --strict of a script using the API: status %d\n%s%s" % (
+        rc, out[-3000:], err[-2000:])
+
+
+TYPED_USER = """
+from typing import Dict, List, Optional, Tuple
+
+import pyunwind
+
+
+def look(pid: int, core: str) -> List[Tuple[str, int]]:
+    out: List[Tuple[str, int]] = []
+    with pyunwind.open_process(pid, path_maps={"/a": "/b"}) as target:
+        snap: pyunwind.Snapshot = target.collect(locals=True, limits={"depth": 2}, limit=5)
+        for thread in snap:
+            name: Optional[str] = thread.name
+            for frame in thread:
+                if frame.kind == "python" and frame.line is not None:
+                    out.append((frame.name or "?", frame.line))
+                    for local in frame.locals or ():
+                        shown: Optional[str] = local.repr
+                    value: pyunwind.Value = target.print(frame, "self")
+                    table: pyunwind.LineTable = frame.line_table()
+                    where: Optional[pyunwind.LineRange] = table.at(frame.instruction_offset or 0)
+        tasks: pyunwind.Tasks = target.tasks()
+        heap: pyunwind.Heap = target.heap(top=3)
+        doc: Dict[str, object] = snap.document()
+        counts: Tuple[int, int] = target.read_counts()
+        with target.stopped() as held:
+            n: int = held.held
+    try:
+        pyunwind.open_core(core, max_unpacked="1G").collect(native="native_all")
+    except pyunwind.ArgumentError as e:
+        code: int = e.code
+    except pyunwind.Error as e:
+        message: str = e.message
+    triaged: Dict[str, object] = pyunwind.triage(core)
+    return out
+"""
 
 
 def doc_examples():
