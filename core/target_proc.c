@@ -437,6 +437,33 @@ static struct pyu_error *probe_access(struct pyu_target *t, int pid)
 	return NULL;
 }
 
+// A process that maps no memory at all: a zombie (it has exited and its parent has not
+// waited for it yet, as a script's child that just ended) or a kernel thread. Said so,
+// instead of the search for an interpreter failing in no memory. NULL when it is neither.
+static struct pyu_error *no_memory_error(int pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? pyu_error_create(PYU_ERR_IO, "no such process: %d", pid)
+				       : NULL;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	// "PID (COMM) STATE ...": COMM may hold anything, ')' included: the last one ends it.
+	const char *end = strrchr(buf, ')');
+	if (!end || end[1] != ' ' || !end[2])
+		return NULL;
+	if (end[2] == 'Z' || end[2] == 'X')
+		return pyu_error_create(PYU_ERR_IO, "process %d has exited (a zombie: its parent "
+					"has not waited for it yet), or its main thread has", pid);
+	return pyu_error_create(PYU_ERR_NOT_PYTHON, "process %d maps no memory of its own "
+				"(a kernel thread)", pid);
+}
+
 PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret)
 {
 	if (!ret || pid <= 0)
@@ -466,6 +493,8 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->refresh = proc_refresh;
 	t->reread_maps = proc_reread_maps;
 	err = read_maps(t, pid); // ENOENT: "no such process"
+	if (!err && t->mapping_count == 0)
+		err = no_memory_error(pid);
 	if (!err)
 		err = probe_access(t, pid);
 	if (err) {
