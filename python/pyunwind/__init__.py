@@ -24,6 +24,7 @@ import ctypes
 import importlib.machinery
 import importlib.util
 import json
+import operator
 import os
 import sysconfig
 import threading
@@ -37,7 +38,7 @@ from ._binding import core as _core
 __all__ = [
     "Error", "NoMemoryError", "ReadError", "FaultError", "FormatError", "NotPythonError",
     "UnsupportedVersionError", "CorruptError", "ArgumentError", "NotFoundError",
-    "PythonInfo", "Local", "Frame", "Thread", "Crash", "Signature", "Snapshot", "Target",
+    "PythonInfo", "Local", "Frame", "Thread", "ThreadException", "TracebackEntry", "Crash", "Signature", "Snapshot", "Target",
     "LineRange", "LineTable", "Value", "Awaiting", "Task", "Tasks", "Heap", "HeapType",
     "HeapObject", "HeapError", "Referrer", "Referrers", "HeapStep", "HeapPath",
     "open_process", "open_core", "triage", "library_path", "native_module", "abi_version",
@@ -98,7 +99,10 @@ class CorruptError(Error):
     code, name = 7, "corrupt"
 
 
-class ArgumentError(Error):
+class ArgumentError(Error, TypeError, ValueError):
+    """An argument the library cannot take: of the wrong type, out of range, a frame or
+    thread of another snapshot, a target already closed. Also a TypeError and a ValueError,
+    as Python's own functions raise for such arguments."""
     code, name = 8, "argument"
 
 
@@ -277,8 +281,9 @@ class PythonInfo:
 
 @dataclass(frozen=True)
 class Local:
-    """A local variable of a frame, as ``py-locals --json`` gives it: ``kind`` is "local",
-    "cell" or "free" (a closure's), ``type`` the type's name, ``repr`` bounded as the
+    """A local variable of a frame, as ``py-locals --json`` gives it: ``kind`` is "argument",
+    "local", "cell", "free" (a closure's) or "dict" (a name of the namespace dict a module's or
+    class body's frame runs in), ``type`` the type's name, ``repr`` bounded as the
     snapshot's limits say, ``address`` the object's (None when unbound)."""
     name: str
     kind: str
@@ -363,6 +368,61 @@ class Frame:
 
 
 @dataclass(frozen=True)
+class TracebackEntry:
+    """One entry of an exception's traceback, outermost first as Python prints them: where
+    the exception passed (``line_from`` says how the line was found: "bytecode", ...), and
+    ``cython`` True for a Cython function's entry."""
+    file: Optional[str]
+    line: Optional[int]
+    function: Optional[str]
+    end_line: Optional[int] = None
+    column: Optional[int] = None
+    end_column: Optional[int] = None
+    line_from: Optional[str] = None
+    cython: bool = False
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "TracebackEntry":
+        return cls(d.get("file"), d.get("line"), d.get("function"), d.get("end_line"),
+                   d.get("column"), d.get("end_column"), d.get("line_from"),
+                   bool(d.get("cython")))
+
+
+@dataclass(frozen=True)
+class ThreadException:
+    """The exception a thread handles (what ``sys.exc_info()`` gives in it): its ``type``'s
+    name, ``repr``, ``address``, ``message`` (``str()`` of it, when readable; else
+    ``message_error`` says why), its ``traceback`` (``TracebackEntry``, outermost first;
+    ``traceback_error`` when it could not be read to its end). ``exc["type"]`` and
+    ``exc.get("type")`` give the JSON document's values too."""
+    type: Optional[str]
+    repr: Optional[str]
+    address: Optional[int]
+    message: Optional[str] = None
+    message_error: Optional[str] = None
+    traceback: Tuple[TracebackEntry, ...] = ()
+    traceback_error: Optional[str] = None
+    json: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ThreadException":
+        return cls(d.get("type"), d.get("repr"), _address(d.get("address")), d.get("message"),
+                   d.get("message_error"),
+                   tuple(TracebackEntry.from_json(e) for e in d.get("traceback") or ()),
+                   d.get("traceback_error"), d)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.json[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.json.get(key, default)
+
+
+def _exception(d: Optional[Dict[str, Any]]) -> Optional[ThreadException]:
+    return None if d is None else ThreadException.from_json(d)
+
+
+@dataclass(frozen=True)
 class Thread:
     """One Python thread: ``thread_id`` is threading.get_ident(), ``native_thread_id`` the
     kernel tid (None when unknown), ``holds_gil`` True/False/None (unknown); frames innermost
@@ -375,8 +435,8 @@ class Thread:
     tstate_address: int
     frames: Tuple[Frame, ...]
     frames_omitted: int = 0
-    #: The exception sys.exc_info() gives in the thread ({"type", "repr", "address"}) or None.
-    exception: Optional[Dict[str, Any]] = field(default=None, compare=False)
+    #: The exception sys.exc_info() gives in the thread (a ThreadException), or None.
+    exception: Optional[ThreadException] = field(default=None, compare=False)
     #: What the thread is doing: the system call it is in ("futex"; None when none or not
     #: known), that in plain words ("waiting on a lock", "running"; None when not known), the
     #: fatal signal it received ("SIGSEGV", a core's crashing thread) and the fault address,
@@ -402,7 +462,7 @@ class Thread:
         return cls(d["thread_id"], d.get("native_thread_id"), d.get("holds_gil"), d.get("name"),
                    d.get("interpreter_id"), _address_of(d["tstate_address"]),
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
-                   d.get("frames_omitted", 0), d.get("exception"), d.get("syscall"),
+                   d.get("frames_omitted", 0), _exception(d.get("exception")), d.get("syscall"),
                    d.get("state"), d.get("signal"),
                    _address(fault) if fault is not None else None, d.get("cpu_seconds"),
                    d.get("restarted"), d.get("merge_error"),
@@ -712,12 +772,18 @@ class Snapshot:
         # them), so its finalizer cannot release them a second time.
         self._stacks = stacks
 
+    def __repr__(self) -> str:
+        return "<pyunwind.Snapshot #%d of %s: Python %s, %d thread%s>" % (
+            self._serial, self._target.description, self.python.version, len(self.threads),
+            "" if len(self.threads) == 1 else "s")
+
     # -- the library's snapshot, kept until the documents are had -------------------------
 
     def _format(self, fn: Any, *args: Any) -> str:
-        if self._stacks is None:
-            raise ArgumentError("the snapshot's target is closed", 8)
-        return _string(self._target._lib, fn, self._stacks, *args)
+        with self._target._lock:  # the library's objects of one target: one call at a time
+            if self._stacks is None:
+                raise ArgumentError("the snapshot's target is closed", 8)
+            return _string(self._target._lib, fn, self._stacks, *args)
 
     def _materialize(self) -> None:
         """Formats whatever was not yet, then lets the library's snapshot go (the target is
@@ -732,16 +798,40 @@ class Snapshot:
         finally:
             self._release()
 
-    def _release(self) -> None:
-        # Taken before the call: the library runs without the GIL, and another thread (a
-        # collector's __del__, the target closing) may release this snapshot meanwhile.
-        stacks, self._stacks = self._stacks, None
-        if stacks is not None:
-            self._target._lib.lib.pyu_stacks_destroy(stacks)
+    def _release(self, wait: bool = True) -> None:
+        # Under the target's lock: the library runs without the GIL, and another thread may
+        # be collecting from the target or formatting this snapshot meanwhile. A finalizer
+        # (@wait False) that would have to wait for the lock - another thread uses the target,
+        # and waiting might deadlock with it - leaves the release to the target's next call.
+        target = self._target
+        if not target._lock.acquire(blocking=wait):
+            stacks, self._stacks = self._stacks, None
+            if stacks is not None:
+                target._orphans.append(stacks)
+            return
+        try:
+            stacks, self._stacks = self._stacks, None
+            if stacks is not None:
+                target._lib.lib.pyu_stacks_destroy(stacks)
+        finally:
+            target._lock.release()
 
     def __del__(self) -> None:
         try:
-            self._release()
+            target = self._target
+            if self._stacks is not None and self._serial == target._taken and \
+                    target._handle:
+                # The newest snapshot of an open target is kept (without its target, which
+                # would make a cycle) for target.print(frame, ...) and frame.line_table() of
+                # a frame the script kept without it; the one kept before goes.
+                state = dict(self.__dict__)
+                del state["_target"]
+                self._stacks = None
+                old, target._kept = target._kept, state
+                if old is not None and old["_stacks"] is not None:
+                    target._orphans.append(old["_stacks"])
+                return
+            self._release(wait=False)
         except Exception:
             pass
 
@@ -780,7 +870,8 @@ class Snapshot:
                 flags: int = 0) -> str:
         """pyu_format_cython_frame on the Cython frame at native level -1 - @fi."""
         return self._format(self._target._lib.lib.pyu_format_cython_frame, ti, -1 - fi, what,
-                            int(first), int(last), flags)
+                            _integer(first, "first", 0, _U32), _integer(last, "last", 0, _U32),
+                            flags)
 
     def _thread_index(self, thread: Union[int, Thread]) -> int:
         if isinstance(thread, Thread):
@@ -788,11 +879,13 @@ class Snapshot:
                 if th is thread:
                     return i
             thread = thread.native_thread_id or thread.thread_id
-        if self._stacks is None:
-            raise ArgumentError("the snapshot's target is closed", 8)
-        i = self._target._lib.lib.pyu_stacks_find_thread(self._stacks, int(thread), int(thread))
+        tid = _integer(thread, "a thread id")
+        with self._target._lock:
+            if self._stacks is None:
+                raise ArgumentError("the snapshot's target is closed", 8)
+            i = self._target._lib.lib.pyu_stacks_find_thread(self._stacks, tid, tid)
         if i < 0:
-            raise NotFoundError("no Python thread with id %d" % int(thread), 9)
+            raise NotFoundError("no Python thread with id %d" % tid, 9)
         return i
 
     def thread(self, thread_id: int) -> Thread:
@@ -807,10 +900,11 @@ class Snapshot:
         holding the GIL, else the first (None when there is no thread)."""
         if not self.threads:
             return None
-        if self._stacks is not None:
-            i = self._target._lib.lib.pyu_stacks_crash_thread(self._stacks)
-            if self._target._pid is None and 0 <= i < len(self.threads):
-                return self.threads[int(i)]
+        with self._target._lock:
+            i = -1 if self._stacks is None else \
+                self._target._lib.lib.pyu_stacks_crash_thread(self._stacks)
+        if self._target._pid is None and 0 <= i < len(self.threads):
+            return self.threads[int(i)]
         for th in self.threads:
             if th.holds_gil:
                 return th
@@ -823,6 +917,7 @@ class Snapshot:
         th = self.default_thread if thread is None else \
             self.threads[self._thread_index(thread)]
         frames = [f for f in (th.frames if th else ()) if f.kind in ("python", "error")]
+        number = _integer(number, "a frame number", -(1 << 63))
         if not 0 <= number < len(frames):
             raise NotFoundError("no Python frame #%d in that thread (%d frames)"
                                 % (number, len(frames)), 9)
@@ -854,7 +949,7 @@ class Snapshot:
         ti, fi = self._where(frame)
         if fi < 0:  # says where its C variables are, as an error
             self._cython(ti, fi, _core.PYU_TASK_PRINT, flags=_core.PYU_FMT_JSON)
-        d = json.loads(self._format(lib.lib.pyu_format_print, ti, fi, path.encode(),
+        d = json.loads(self._format(lib.lib.pyu_format_print, ti, fi, _print_path(path),
                                     _core.PYU_FMT_JSON))
         return Value(d["found"], d["repr"], _address(d["address"]))
 
@@ -864,7 +959,7 @@ class Snapshot:
         ti, fi = self._where(frame)
         if fi < 0:
             self._cython(ti, fi, _core.PYU_TASK_PRINT)
-        return self._format(lib.lib.pyu_format_print, ti, fi, path.encode(), 0).rstrip("\n")
+        return self._format(lib.lib.pyu_format_print, ti, fi, _print_path(path), 0).rstrip("\n")
 
     def line_table(self, frame: Frame) -> LineTable:
         """The whole decoded line table of @frame's code object. NotFoundError for a frame
@@ -893,7 +988,8 @@ class Snapshot:
         ti, fi = self._where(frame)
         if fi < 0:
             return self._cython(ti, fi, _core.PYU_TASK_LIST, first, last)
-        return self._format(lib.lib.pyu_format_list, ti, fi, int(first), int(last))
+        return self._format(lib.lib.pyu_format_list, ti, fi, _integer(first, "first", 0, _U32),
+                            _integer(last, "last", 0, _U32))
 
     def tasks(self, thread: Optional[Union[int, Thread]] = None,
               locals: bool = False) -> "Tasks":
@@ -929,16 +1025,17 @@ class Snapshot:
         ``--biggest``, ``--retained``)."""
         lib = self._target._lib
         return self._format(lib.lib.pyu_format_heap,
-                            _core.PYU_FMT_RETAINED if retained else 0, int(top),
-                            _size(min_size), int(biggest))
+                            _core.PYU_FMT_RETAINED if retained else 0,
+                            _integer(top, "top", 0, _U32), _size(min_size),
+                            _integer(biggest, "biggest", 0, _BIGGEST))
 
     def referrers_text(self, address: int) -> str:
         """What ``pyunwind heap --referrers ADDR`` prints."""
-        return self._format(self._target._lib.lib.pyu_format_heap_referrers, int(address), 0)
+        return self._format(self._target._lib.lib.pyu_format_heap_referrers, _object_address(address), 0)
 
     def path_text(self, address: int, retained: bool = False) -> str:
         """What ``pyunwind heap --path ADDR`` (``--retained``) prints."""
-        return self._format(self._target._lib.lib.pyu_format_heap_path, int(address),
+        return self._format(self._target._lib.lib.pyu_format_heap_path, _object_address(address),
                             _core.PYU_FMT_RETAINED if retained else 0)
 
     def heap_document(self, top: int = 0, min_size: int = 0, biggest: int = 0,
@@ -947,8 +1044,8 @@ class Snapshot:
         ``--retained``; ``top=0``: every type)."""
         lib = self._target._lib
         flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
-        return _json(self._format(lib.lib.pyu_format_heap, flags, int(top),
-                                       _size(min_size), int(biggest)))
+        return _json(self._format(lib.lib.pyu_format_heap, flags, _integer(top, "top", 0, _U32),
+                                  _size(min_size), _integer(biggest, "biggest", 0, _BIGGEST)))
 
     def heap(self, top: int = 0, min_size: int = 0, biggest: int = 0,
              retained: bool = False) -> Heap:
@@ -962,7 +1059,7 @@ class Snapshot:
         (``heap --referrers``). NotFoundError when the census does not meet that object."""
         lib = self._target._lib
         return Referrers.from_json(json.loads(self._format(
-            lib.lib.pyu_format_heap_referrers, int(address), _core.PYU_FMT_JSON)))
+            lib.lib.pyu_format_heap_referrers, _object_address(address), _core.PYU_FMT_JSON)))
 
     def path_to(self, address: int, retained: bool = False) -> HeapPath:
         """One shortest chain of references from a root to the object at @address
@@ -970,7 +1067,7 @@ class Snapshot:
         lib = self._target._lib
         flags = _core.PYU_FMT_JSON | (_core.PYU_FMT_RETAINED if retained else 0)
         return HeapPath.from_json(json.loads(self._format(
-            lib.lib.pyu_format_heap_path, int(address), flags)))
+            lib.lib.pyu_format_heap_path, _object_address(address), flags)))
 
     # -- what a snapshot says ----------------------------------------------------------------
 
@@ -1020,7 +1117,7 @@ class Snapshot:
         return _json(self._format(
             self._target._lib.lib.pyu_format_bt, max(index, 0),
             _core.PYU_FMT_JSON | (_core.PYU_FMT_ALL if index < 0 else 0) | self._bt_flags,
-            self._limit if limit is None else int(limit)))
+            self._limit if limit is None else _integer(limit, "limit", 0, _U32)))
 
     def triage_document(self, path: Optional[str] = None) -> Dict[str, Any]:
         """The document of ``pyunwind triage --json`` for this snapshot."""
@@ -1035,7 +1132,8 @@ class Snapshot:
         ``--limit N`` (default: collect()'s). With collect(locals=True) or native=True, as
         ``bt --locals`` and ``bt --native`` (``--native-all``) print it."""
         index = -1 if thread is None else self._thread_index(thread)
-        key = (bool(source), index, self._limit if limit is None else int(limit))
+        key = (bool(source), index,
+               self._limit if limit is None else _integer(limit, "limit", 0, _U32))
         if key not in self._texts:
             lib = self._target._lib
             self._texts[key] = self._format(
@@ -1062,8 +1160,17 @@ class Target:
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache: Any = None  # the native module's objects shared by this target's snapshots
         self._python: Optional[PythonInfo] = None  # given again while the library says the same
+        # The library's target and its snapshots are used by one call at a time: Python
+        # threads sharing a target take turns (calls on other targets run in parallel).
+        self._lock = threading.RLock()
+        self._orphans: List[Any] = []  # snapshots' stacks their finalizers could not release
+        self._kept: Optional[Dict[str, Any]] = None  # the newest snapshot, dropped by the script
+
+    def __repr__(self) -> str:
+        return "<pyunwind.Target %s%s>" % (self.description, "" if self._handle else ", closed")
 
     def __enter__(self) -> "Target":
+        self._need_open()
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -1076,17 +1183,33 @@ class Target:
             pass
 
     def close(self) -> None:
-        if self._handle:
-            # Snapshots still held keep what they say: formatted now, before the target goes.
-            for snap in list(self._snapshots):
-                try:
-                    snap._materialize()
-                except Error:
-                    snap._release()
-            handle, self._handle = self._handle, None  # as Snapshot._release
-            _open_targets.discard(self)
-            if handle:
-                self._lib.lib.pyu_target_destroy(handle)
+        """Lets the process or core go. Snapshots taken keep their threads, documents and
+        texts; what needs the target (print, locals, heap, ...) raises ArgumentError after.
+        Closing again does nothing."""
+        with self._lock:
+            if self._handle:
+                # Snapshots still held keep what they say: formatted now, before the target
+                # goes.
+                for snap in list(self._snapshots):
+                    try:
+                        snap._materialize()
+                    except Error:
+                        snap._release()
+                self._drop_kept()
+                self._free_orphans()
+                handle, self._handle = self._handle, None
+                _open_targets.discard(self)
+                if handle:
+                    self._lib.lib.pyu_target_destroy(handle)
+
+    def _free_orphans(self) -> None:
+        while self._orphans:
+            self._lib.lib.pyu_stacks_destroy(self._orphans.pop())
+
+    def _drop_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None and kept["_stacks"] is not None:
+            self._lib.lib.pyu_stacks_destroy(kept["_stacks"])
 
     def _need_open(self) -> None:
         if not self._handle:
@@ -1095,40 +1218,46 @@ class Target:
     def add_path_map(self, source: str, local: str) -> None:
         """Files the target names ``source...`` are read from ``local...`` here (the CLI's
         ``--path-map FROM=TO``)."""
-        self._need_open()
-        _check(self._lib, self._lib.lib.pyu_target_add_path_map(
-            self._handle, os.fsencode(source), os.fsencode(local)))
+        frm, to = _path(source, "a path map's source"), _path(local, "a path map's target")
+        with self._lock:
+            self._need_open()
+            _check(self._lib, self._lib.lib.pyu_target_add_path_map(self._handle, frm, to))
 
     def set_sysroot(self, directory: str) -> None:
         """A file the target names /P is read from @directory/P here, a copy of the target
         machine's root (the CLI's ``--sysroot DIR``); files are still checked by build ID."""
-        self._need_open()
-        _check(self._lib, self._lib.lib.pyu_target_set_sysroot(self._handle,
-                                                                 os.fsencode(directory)))
+        directory_b = _path(directory, "sysroot")
+        with self._lock:
+            self._need_open()
+            _check(self._lib, self._lib.lib.pyu_target_set_sysroot(self._handle, directory_b))
 
     def add_search_path(self, directories: Union[str, Iterable[str]]) -> None:
         """Also look for the target's files as DIR/NAME in these directories (a list, or one
         string of them colon-separated, as the CLI's ``--search-path DIRS``)."""
-        self._need_open()
-        dirs = directories.split(":") if isinstance(directories, str) else directories
-        for d in dirs:
-            if d:
-                _check(self._lib, self._lib.lib.pyu_target_add_search_dir(self._handle,
-                                                                        os.fsencode(d)))
+        items: Iterable[Any] = directories
+        if isinstance(directories, (str, bytes)) or not isinstance(directories, Iterable):
+            items = [directories]
+        dirs = [x for d in items for x in _path(d, "a search path directory").split(b":") if x]
+        with self._lock:
+            self._need_open()
+            for d in dirs:
+                _check(self._lib, self._lib.lib.pyu_target_add_search_dir(self._handle, d))
 
     def set_cwd(self, directory: str) -> None:
         """The target's working directory, for source files it names relative to it (the
         CLI's ``--cwd DIR``; a live process has its own unless this is set)."""
-        self._need_open()
-        _check(self._lib, self._lib.lib.pyu_target_set_cwd(self._handle,
-                                                            os.fsencode(directory)))
+        directory_b = _path(directory, "cwd")
+        with self._lock:
+            self._need_open()
+            _check(self._lib, self._lib.lib.pyu_target_set_cwd(self._handle, directory_b))
 
     def read_counts(self) -> Tuple[int, int]:
         """(reads that reached the process or core file, reads the page cache answered) since
         the target was opened: the counters of the CLI's ``--stats``."""
-        self._need_open()
-        return (self._lib.lib.pyu_target_backend_reads(self._handle),
-                self._lib.lib.pyu_target_cached_reads(self._handle))
+        with self._lock:
+            self._need_open()
+            return (self._lib.lib.pyu_target_backend_reads(self._handle),
+                    self._lib.lib.pyu_target_cached_reads(self._handle))
 
     @property
     def held(self) -> int:
@@ -1144,18 +1273,23 @@ class Target:
         for a process a debugger already traces. Threads that cannot be held (no ptrace
         permission) are read as they run. Enter and leave it in one Python thread: that
         thread is the process's tracer meanwhile. Blocks nest (the outermost holds)."""
-        self._need_open()
-        if self._pid is None or self._hold is not None:
+        with self._lock:
+            self._need_open()
+            if self._pid is None or self._hold is not None:
+                h = None
+            else:
+                h = ctypes.c_void_p()
+                _check(self._lib, self._lib.lib.pyu_process_hold(self._pid, ctypes.byref(h)))
+                self._hold = h
+        if h is None:
             yield self
             return
-        h = ctypes.c_void_p()
-        _check(self._lib, self._lib.lib.pyu_process_hold(self._pid, ctypes.byref(h)))
-        self._hold = h
         try:
             yield self
         finally:
-            self._hold = None
-            self._lib.lib.pyu_process_release(h)
+            with self._lock:
+                self._hold = None
+                self._lib.lib.pyu_process_release(h)
 
     def collect(self, locals: bool = False, native: Union[bool, str] = False,
                 activity: bool = True, limits: Optional[Mapping[str, int]] = None,
@@ -1181,23 +1315,28 @@ class Target:
         snapshot is trusted): call it again for a new snapshot of the same open target.
         Frame (and Thread) objects equal in every field to one of the previous snapshot are
         that object again: a sampler's parked frames cost no new objects."""
-        self._need_open()
         if native not in (False, True, "native_all"):
             raise ArgumentError("native is False, True or \"native_all\", not %r" % (native,), 8)
-        if int(limit) < 0:
-            raise ArgumentError("limit must be 0 or more", 8)
+        limit = _integer(limit, "limit", 0, _U32)
+        bounds = _bounds(limits)
         if (stop or native) and self._pid is not None and self._hold is None:
             with self.stopped():
                 return self.collect(locals, native, activity, limits, details, False, limit)
+        with self._lock:
+            self._need_open()
+            self._drop_kept()  # a new snapshot is the newest
+            self._free_orphans()
+            return self._collect(bool(locals), native, bool(activity), bounds, bool(details),
+                                 limit)
+
+    def _collect(self, locals: bool, native: Union[bool, str], activity: bool,
+                 bounds: List[Tuple[int, int]], details: bool, limit: int) -> Snapshot:
         lib = self._lib
         stacks = ctypes.c_void_p()
         _check(lib, lib.lib.pyu_stacks_collect(self._handle, ctypes.byref(stacks)))
         try:
-            for name, value in (limits or {}).items():
-                if name not in _LIMITS:
-                    raise ArgumentError("unknown limit %r (one of %s)"
-                                        % (name, ", ".join(sorted(_LIMITS))), 8)
-                _check(lib, lib.lib.pyu_stacks_set_limit(stacks, _LIMITS[name], int(value)))
+            for which, value in bounds:
+                _check(lib, lib.lib.pyu_stacks_set_limit(stacks, which, value))
             if native:
                 _check(lib, lib.lib.pyu_stacks_unwind_native(stacks))
             bt_flags = (_core.PYU_FMT_LOCALS if locals else 0) | \
@@ -1240,7 +1379,7 @@ class Target:
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, i,
                                      _core.PYU_FMT_JSON, 0))
             exc = doc["threads"][0].get("exception") if doc["threads"] else None
-            threads[i] = dataclasses.replace(threads[i], exception=exc)
+            threads[i] = dataclasses.replace(threads[i], exception=_exception(exc))
         return threads
 
     def print(self, frame: Frame, path: str) -> Value:
@@ -1271,10 +1410,18 @@ class Target:
 
     def _owner(self, frame: Frame) -> Snapshot:
         # A frame unchanged between snapshots is one object in each: the newest answers.
+        with self._lock:
+            kept, self._kept = self._kept, None
+            if kept is not None:  # the newest snapshot, no longer held by the script
+                snap = Snapshot.__new__(Snapshot)
+                snap.__dict__.update(kept)
+                snap._target = self
+                self._snapshots.add(snap)
         for snap in sorted(self._snapshots, key=lambda s: -s._serial):
             if any(f is frame for th in snap.threads for f in th.frames):
                 return snap
-        raise ArgumentError("the frame is not one of this target's snapshots", 8)
+        raise ArgumentError("the frame is in no snapshot of this target still held: keep the "
+                            "Snapshot that holds it (the newest is kept for you)", 8)
 
     def _python_info(self, stacks: Any) -> PythonInfo:
         lib = self._lib.lib
@@ -1288,6 +1435,65 @@ class Target:
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
+_U32 = (1 << 32) - 1
+_U64 = (1 << 64) - 1
+
+
+def _integer(value: Any, what: str, low: int = 0, high: int = _U64) -> int:
+    """@value as an int in [@low, @high], else ArgumentError (as the CLI refuses such an
+    option's value)."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise ArgumentError("%s must be an int, not %s" % (what, type(value).__name__), 8)
+    if not low <= v <= high:
+        raise ArgumentError("%s must be %d to %d, not %d" % (what, low, high, v), 8)
+    return v
+
+
+def _path(value: Any, what: str) -> bytes:
+    """A file name (str, bytes or os.PathLike) as the library takes it, else ArgumentError."""
+    try:
+        b = os.fsencode(value)
+    except TypeError:
+        raise ArgumentError("%s must be a path (str, bytes or os.PathLike), not %s"
+                            % (what, type(value).__name__), 8)
+    if not b or b"\0" in b:
+        raise ArgumentError("%s must be a non-empty path without NUL, not %r" % (what, value),
+                            8)
+    return b
+
+
+_BIGGEST = 100000  # the CLI's bound of --biggest
+
+
+def _object_address(address: Any) -> int:
+    """An object's address (an int, as HeapObject.address; 0 is none)."""
+    return _integer(address, "an object's address", 1)
+
+
+def _print_path(path: Any) -> bytes:
+    if not isinstance(path, str):
+        raise ArgumentError("a print path is a str such as \"name.attr\", not %s"
+                            % type(path).__name__, 8)
+    return path.encode()
+
+
+def _bounds(limits: Optional[Mapping[str, int]]) -> List[Tuple[int, int]]:
+    """collect()'s @limits as (the library's limit, value) pairs, checked as the CLI checks
+    its --max-* options (a number of at least 1)."""
+    if limits is None:
+        return []
+    if not isinstance(limits, Mapping):
+        raise ArgumentError("limits must be a mapping such as {\"depth\": 3}, not %s"
+                            % type(limits).__name__, 8)
+    out = []
+    for name, value in limits.items():
+        if name not in _LIMITS:
+            raise ArgumentError("unknown limit %r (one of %s)"
+                                % (name, ", ".join(sorted(_LIMITS))), 8)
+        out.append((_LIMITS[name], _integer(value, "limit %r" % name, 1, _U32)))
+    return out
 
 
 def _limited(threads: List[Thread], limit: int) -> List[Thread]:
@@ -1304,11 +1510,9 @@ _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def _size(size: Union[int, str]) -> int:
     """A byte count: an int, or a string of digits and K, M, G or T as the CLI takes it."""
-    if isinstance(size, int):
-        if size < 0:
-            raise ArgumentError("a size is 0 or more, not %d" % size, 8)
-        return size
-    text = str(size).strip().upper()
+    if not isinstance(size, str):
+        return _integer(size, "a size")
+    text = size.strip().upper()
     unit = text[-1:] if text[-1:] in _SIZE_UNITS else ""
     digits = text[:len(text) - len(unit)]
     if not digits.isdigit():
@@ -1328,8 +1532,15 @@ def _quiet(threads: List[Thread], activity: bool, details: bool) -> List[Thread]
 
 
 def _apply_maps(target: Target, path_maps: PathMaps) -> None:
+    if isinstance(path_maps, (str, bytes)) or not isinstance(path_maps, Iterable):
+        raise ArgumentError("path_maps must be a mapping {source: local} or (source, local) "
+                            "pairs, not %s" % type(path_maps).__name__, 8)
     items = path_maps.items() if isinstance(path_maps, Mapping) else path_maps
-    for source, local in items:
+    for pair in items:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable) or \
+                len(tuple(pair)) != 2:
+            raise ArgumentError("a path map is a (source, local) pair, not %r" % (pair,), 8)
+        source, local = tuple(pair)
         target.add_path_map(source, local)
 
 
@@ -1359,8 +1570,9 @@ def open_process(pid: int, path_maps: PathMaps = (), sysroot: Optional[str] = No
     no such process or it may not be read."""
     lib = _lib()
     h = ctypes.c_void_p()
-    _check(lib, lib.lib.pyu_target_open_pid(int(pid), ctypes.byref(h)))
-    return _set_up(Target(lib, h, "process %d" % int(pid), int(pid)), path_maps, sysroot,
+    pid = _integer(pid, "a process id", 1, (1 << 31) - 1)
+    _check(lib, lib.lib.pyu_target_open_pid(pid, ctypes.byref(h)))
+    return _set_up(Target(lib, h, "process %d" % pid, pid), path_maps, sysroot,
                    search_path, cwd)
 
 
@@ -1376,7 +1588,7 @@ def open_core(path: str, executable: Optional[str] = None, path_maps: PathMaps =
     lib = _lib()
     h = ctypes.c_void_p()
     _check(lib, lib.lib.pyu_target_open_core_limited(
-        os.fsencode(path), os.fsencode(executable) if executable else None,
+        _path(path, "a core"), _path(executable, "executable") if executable else None,
         _size(max_unpacked), ctypes.byref(h)))
     return _set_up(Target(lib, h, "core %s" % path), path_maps, sysroot, search_path, cwd)
 
@@ -1386,6 +1598,7 @@ def triage(path: str, executable: Optional[str] = None,
     """The document ``pyunwind triage --json`` prints for core ``path``: on success the crash,
     signature and crashing thread's frames; when the core cannot be read, ``ok`` is False and
     ``error`` says why (code, name, message) - this never raises for the core's problems."""
+    _path(path, "a core")  # a bad argument is the caller's problem, not the core's: raised
     try:
         with open_core(path, executable, path_maps) as t:
             return t.collect().triage_document(path)

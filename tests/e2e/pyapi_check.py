@@ -335,8 +335,188 @@ def both_ways(target):
     return native
 
 
+def bad_arguments(target, snap):
+    """Arguments of the wrong type or out of range, as a script's bugs pass them: each an
+    ArgumentError (also a TypeError and a ValueError, as Python's own functions raise), never
+    another exception from inside the package, nor a silent default."""
+    frame = snap.frame()
+    calls = [
+        ("open_process('1')", lambda: pyunwind.open_process("1")),
+        ("open_process(None)", lambda: pyunwind.open_process(None)),
+        ("open_process(2.0)", lambda: pyunwind.open_process(2.0)),
+        ("open_process(2 ** 40)", lambda: pyunwind.open_process(2 ** 40)),
+        ("open_process(0)", lambda: pyunwind.open_process(0)),
+        ("open_core(None)", lambda: pyunwind.open_core(None)),
+        ("open_core(7)", lambda: pyunwind.open_core(7)),
+        ("open_core('')", lambda: pyunwind.open_core("")),
+        ("open_core(max_unpacked=-1)", lambda: pyunwind.open_core(text, max_unpacked=-1)),
+        ("open_process(path_maps=['ab'])", lambda: pyunwind.open_process(pid, path_maps=["ab"])),
+        ("open_process(path_maps=5)", lambda: pyunwind.open_process(pid, path_maps=5)),
+        ("open_process(sysroot=5)", lambda: pyunwind.open_process(pid, sysroot=5)),
+        ("open_process(search_path=5)", lambda: pyunwind.open_process(pid, search_path=5)),
+        ("triage(None)", lambda: pyunwind.triage(None)),
+        ("collect(limit='2')", lambda: target.collect(limit="2")),
+        ("collect(limit=-1)", lambda: target.collect(limit=-1)),
+        ("collect(limits={'depth': -1})", lambda: target.collect(limits={"depth": -1})),
+        ("collect(limits={'depth': 0})", lambda: target.collect(limits={"depth": 0})),
+        ("collect(limits={'items': 'x'})", lambda: target.collect(limits={"items": "x"})),
+        ("collect(limits=[('depth', 1)])", lambda: target.collect(limits=[("depth", 1)])),
+        ("collect(native='yes')", lambda: target.collect(native="yes")),
+        ("print(frame, 5)", lambda: snap.print(frame, 5)),
+        ("print_text(frame, None)", lambda: snap.print_text(frame, None)),
+        ("thread('x')", lambda: snap.thread("x")),
+        ("frame('0')", lambda: snap.frame("0")),
+        ("document(limit=-1)", lambda: snap.document(limit=-1)),
+        ("text(limit=-1)", lambda: snap.text(limit=-1)),
+        ("source(frame, -5, -1)", lambda: snap.source(frame, -5, -1)),
+        ("heap(top=-1)", lambda: snap.heap(top=-1)),
+        ("heap(biggest=-1)", lambda: snap.heap(biggest=-1)),
+        ("heap(biggest=100001)", lambda: snap.heap(biggest=100001)),
+        ("referrers('0x10')", lambda: snap.referrers("0x10")),
+        ("path_to(0)", lambda: snap.path_to(0)),
+        ("print(a frame of no snapshot)", lambda: snap.print(pyunwind.Frame("python"), "x")),
+    ]
+    for what, fn in calls:
+        try:
+            got = fn()
+        except pyunwind.ArgumentError as e:
+            check(isinstance(e, TypeError) and isinstance(e, ValueError) and e.code == 8 and
+                  e.message, "%s: %r is not also a TypeError and a ValueError" % (what, e))
+            continue
+        except Exception as e:
+            problems.append("%s: raised %s: %s, not ArgumentError" % (what, type(e).__name__, e))
+            continue
+        problems.append("%s: no error (%r)" % (what, got))
+        if isinstance(got, pyunwind.Target):
+            got.close()
+
+
+def shared_by_threads(target, where):
+    """One open target used from four Python threads at once (the library runs without the
+    GIL): every snapshot as one thread alone takes it (the process is stopped by the test),
+    no crash; and closed by one thread while another collects, that one gets ArgumentError."""
+    import threading
+    want = steady(target.collect(locals=True).document())
+    failures = []
+
+    def use():
+        try:
+            for i in range(4):
+                s = target.collect(locals=(i % 2 == 0), details=True)
+                f = s.frame()
+                s.line_text(f)
+                if f.locals:
+                    s.print(f, f.locals[0].name)
+                if i % 2 == 0:
+                    check(steady(s.document()) == want, "%s: a snapshot taken while other "
+                          "threads used the target differs from one taken alone" % where)
+        except Exception as e:
+            failures.append("%s: %s" % (type(e).__name__, e))
+    workers = [threading.Thread(target=use) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    check(not failures, "%s: the target used from 4 threads: %s" % (where, failures[:2]))
+    # Closed while another thread collects: that thread's next call is ArgumentError.
+    other = pyunwind.open_process(pid) if isinstance(where, int) else pyunwind.open_core(where)
+    seen = []
+    started = threading.Event()
+
+    def collector():
+        try:
+            while True:
+                other.collect(activity=False, details=False)
+                started.set()
+        except pyunwind.ArgumentError as e:
+            seen.append(e)
+        except Exception as e:
+            seen.append(e)
+        started.set()
+    c = threading.Thread(target=collector)
+    c.start()
+    started.wait(60)
+    other.close()
+    c.join(60)
+    check(len(seen) == 1 and isinstance(seen[0], pyunwind.ArgumentError),
+          "%s: a target closed while another thread collects: %r" % (where, seen))
+    check("closed" in repr(other) and repr(other).startswith("<pyunwind.Target "),
+          "%s: repr of a closed target: %r" % (where, other))
+    try:
+        with other:
+            problems.append("%s: `with` entered a closed target" % where)
+    except pyunwind.ArgumentError:
+        pass
+
+
+def reprs_and_kinds(target, snap, where):
+    """What a user sees printing the objects, and the documented values of Local.kind."""
+    r = repr(snap)
+    check(r.startswith("<pyunwind.Snapshot ") and target.description in r and
+          snap.python.version in r and ("%d thread" % len(snap.threads)) in r,
+          "%s: repr(snapshot) %r" % (where, r))
+    check(repr(target) == "<pyunwind.Target %s>" % target.description,
+          "%s: repr(target) %r" % (where, target))
+    kinds = set(v.kind for th in snap.threads for f in th.frames for v in (f.locals or ()))
+    check(kinds and kinds <= {"argument", "local", "cell", "free", "dict"},
+          "%s: Local.kind values %s, not the documented ones" % (where, sorted(kinds)))
+
+
+def dropped_snapshot(target, where):
+    """A frame kept without its snapshot (`frame = target.collect().frame()`): target.print()
+    and frame.line_table() still answer from the newest snapshot, as its own snapshot would."""
+    snap = target.collect(locals=True)
+    f = snap.frame()
+    want_table = snap.line_table(f)
+    name = f.locals[0].name if f.locals else "__name__"
+    want_value = snap.print(f, name)
+    del snap, f
+    frame = target.collect(locals=True).frame()
+    try:
+        check(frame.line_table() == want_table and target.line_table(frame) == want_table and
+              target.print(frame, name) == want_value,
+              "%s: a frame whose snapshot was dropped: %r / %r" % (where, frame.line_table(),
+                                                                  want_table))
+    except pyunwind.Error as e:
+        problems.append("%s: a frame whose snapshot was dropped: %r" % (where, e))
+
+
+def typed_exception(snap, where):
+    """The scenario's thread in `except KeyError:` - its exception typed as the doc says
+    (attributes, a traceback of TracebackEntry), equal to the document's."""
+    doc = snap.document()
+    found = 0
+    for th, dt in zip(snap.threads, doc["threads"]):
+        want = dt.get("exception")
+        exc = th.exception
+        if want is None:
+            check(exc is None, "%s: thread %s: exception %r, the document none" % (where, th.name,
+                                                                                   exc))
+            continue
+        check(isinstance(exc, pyunwind.ThreadException) and
+              exc == pyunwind.ThreadException.from_json(want) and exc["type"] == want["type"] and
+              exc.address == int(want["address"], 16) and
+              [(e.function, e.line) for e in exc.traceback] ==
+              [(e.get("function"), e.get("line")) for e in want.get("traceback") or ()] and
+              all(isinstance(e, pyunwind.TracebackEntry) for e in exc.traceback),
+              "%s: thread %s: exception %r, the document's %r" % (where, th.name, exc, want))
+        if th.name == "scenario-except":
+            found += 1
+            check(exc is not None and exc.type == "KeyError" and "scenario" in (exc.repr or "")
+                  and exc.traceback and exc.traceback[-1].function == "run_except",
+                  "%s: the thread in `except KeyError` has exception %r" % (where, exc))
+    check(found == 1, "%s: no thread scenario-except with an exception: %r"
+          % (where, [(th.name, th.exception) for th in snap.threads]))
+
+
 with pyunwind.open_process(pid) as t:
     live = both_ways(t)
+    typed_exception(live, pid)
+    dropped_snapshot(t, pid)
+    held_snap = t.collect(locals=True)
+    bad_arguments(t, held_snap)
+    reprs_and_kinds(t, held_snap, pid)
+    shared_by_threads(t, pid)
     same_as_cli(t, pid, {"chars": 12, "items": 3})
     cli_options_live(t, pid)
 check(live.crash is None, "a live process has no crash: %r" % (live.crash,))
@@ -362,6 +542,9 @@ if core == "-":
 
 with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
     snap = both_ways(t)
+    typed_exception(snap, core)
+    dropped_snapshot(t, core)
+    shared_by_threads(t, core)
     same_as_cli(t, core, {})
     merged = t.collect(native=True)
     doc, err = run_cli("bt", "--json", "--native", core, json_out=True)
@@ -420,6 +603,37 @@ expect_error(lambda: pyunwind.open_core(foreign).collect(), pyunwind.NotPythonEr
 # Each way the CLI fails, as the documented exception.
 same_exception(lambda: pyunwind.open_process(2 ** 22 + 12345), ["bt", 2 ** 22 + 12345],
                pyunwind.ReadError, "no such process", same_message=False)
+# A child that has exited and is not yet waited for (a zombie: no memory left to read), and a
+# kernel thread: said so, as the CLI says it.
+zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+while True:
+    with open("/proc/%d/stat" % zombie.pid) as f:
+        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+same_exception(lambda: pyunwind.open_process(zombie.pid), ["bt", zombie.pid], pyunwind.ReadError,
+               "a process that has exited, not yet waited for")
+zombie.wait()
+
+
+def kernel_thread():
+    """A kernel thread's pid (PF_KTHREAD in /proc/PID/stat's flags), None where none is seen
+    (a PID namespace of its own)."""
+    for name in sorted(os.listdir("/proc"), key=lambda n: (len(n), n)):
+        if name.isdigit():
+            try:
+                with open("/proc/%s/stat" % name) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[6]) & 0x00200000:
+                return int(name)
+    return None
+
+
+kthread = kernel_thread()
+if kthread is not None:
+    same_exception(lambda: pyunwind.open_process(kthread), ["bt", kthread],
+                   pyunwind.NotPythonError, "a kernel thread (%d)" % kthread)
 truncated = os.path.join(scratch, "truncated.core")
 with open(core, "rb") as f, open(truncated, "wb") as out:
     out.write(f.read(1000))
