@@ -46,6 +46,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 PathMaps = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
+FilePath = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]  # a file name
 
 
 # ---- errors -------------------------------------------------------------------------------------
@@ -359,7 +360,9 @@ class Frame:
     def line_table(self) -> "LineTable":
         """The decoded line table of this frame's code object, from the newest snapshot that
         holds this frame of a target still open (ArgumentError when there is none)."""
-        for target in list(_open_targets):
+        with _open_targets_lock:
+            targets = list(_open_targets)
+        for target in targets:
             try:
                 return target.line_table(self)
             except ArgumentError:
@@ -1119,10 +1122,10 @@ class Snapshot:
             _core.PYU_FMT_JSON | (_core.PYU_FMT_ALL if index < 0 else 0) | self._bt_flags,
             self._limit if limit is None else _integer(limit, "limit", 0, _U32)))
 
-    def triage_document(self, path: Optional[str] = None) -> Dict[str, Any]:
+    def triage_document(self, path: Optional[FilePath] = None) -> Dict[str, Any]:
         """The document of ``pyunwind triage --json`` for this snapshot."""
         d = _json(json.dumps(self._triage_dict()))
-        d["path"] = path
+        d["path"] = None if path is None else os.fsdecode(path)  # a str, as the CLI's
         return d
 
     def text(self, source: bool = True, thread: Optional[Union[int, Thread]] = None,
@@ -1144,6 +1147,7 @@ class Snapshot:
 
 
 _open_targets: "weakref.WeakSet[Target]" = weakref.WeakSet()
+_open_targets_lock = threading.Lock()  # threads open and close targets while one looks
 
 
 class Target:
@@ -1155,7 +1159,8 @@ class Target:
         self.description = description
         self._pid = pid        # a live process's; None for a core
         self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
-        _open_targets.add(self)
+        with _open_targets_lock:
+            _open_targets.add(self)
         self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache: Any = None  # the native module's objects shared by this target's snapshots
@@ -1198,7 +1203,8 @@ class Target:
                 self._drop_kept()
                 self._free_orphans()
                 handle, self._handle = self._handle, None
-                _open_targets.discard(self)
+                with _open_targets_lock:
+                    _open_targets.discard(self)
                 if handle:
                     self._lib.lib.pyu_target_destroy(handle)
 
@@ -1390,7 +1396,8 @@ class Target:
         """:meth:`Snapshot.line_table` in the newest snapshot of this target holding @frame."""
         return self._owner(frame).line_table(frame)
 
-    def tasks(self, thread: Optional[int] = None, locals: bool = False) -> "Tasks":
+    def tasks(self, thread: Optional[Union[int, Thread]] = None,
+              locals: bool = False) -> "Tasks":
         """The asyncio tasks of a new snapshot (:meth:`Snapshot.tasks`)."""
         return self.collect(activity=False, details=False).tasks(thread, locals)
 
@@ -1417,7 +1424,8 @@ class Target:
                 snap.__dict__.update(kept)
                 snap._target = self
                 self._snapshots.add(snap)
-        for snap in sorted(self._snapshots, key=lambda s: -s._serial):
+            snaps = sorted(self._snapshots, key=lambda s: -s._serial)
+        for snap in snaps:
             if any(f is frame for th in snap.threads for f in th.frames):
                 return snap
         raise ArgumentError("the frame is in no snapshot of this target still held: keep the "
@@ -1576,7 +1584,7 @@ def open_process(pid: int, path_maps: PathMaps = (), sysroot: Optional[str] = No
                    search_path, cwd)
 
 
-def open_core(path: str, executable: Optional[str] = None, path_maps: PathMaps = (),
+def open_core(path: "FilePath", executable: Optional["FilePath"] = None, path_maps: PathMaps = (),
               sysroot: Optional[str] = None, search_path: Union[str, Iterable[str]] = (),
               cwd: Optional[str] = None, max_unpacked: Union[int, str] = 0) -> Target:
     """An ELF core file (gzip, zstd or xz compressed ones too). ``executable`` is the
@@ -1590,10 +1598,10 @@ def open_core(path: str, executable: Optional[str] = None, path_maps: PathMaps =
     _check(lib, lib.lib.pyu_target_open_core_limited(
         _path(path, "a core"), _path(executable, "executable") if executable else None,
         _size(max_unpacked), ctypes.byref(h)))
-    return _set_up(Target(lib, h, "core %s" % path), path_maps, sysroot, search_path, cwd)
+    return _set_up(Target(lib, h, "core %s" % os.fsdecode(path)), path_maps, sysroot, search_path, cwd)
 
 
-def triage(path: str, executable: Optional[str] = None,
+def triage(path: "FilePath", executable: Optional["FilePath"] = None,
            path_maps: PathMaps = ()) -> Dict[str, Any]:
     """The document ``pyunwind triage --json`` prints for core ``path``: on success the crash,
     signature and crashing thread's frames; when the core cannot be read, ``ok`` is False and
@@ -1602,6 +1610,8 @@ def triage(path: str, executable: Optional[str] = None,
     try:
         with open_core(path, executable, path_maps) as t:
             return t.collect().triage_document(path)
+    except ArgumentError:
+        raise
     except Error as e:
-        return {"pyunwind": 1, "path": path, "ok": False,
+        return {"pyunwind": 1, "path": os.fsdecode(path), "ok": False,
                 "error": {"code": e.code, "name": e.name, "message": e.message}}

@@ -588,6 +588,9 @@ with pyunwind.open_core(core, path_maps={"/nonexistent-prefix": "/tmp"}) as t:
               "core: path to %#x differs from the CLI's (%s)" % (addr, err))
 cli_options_core(core)
 tri = pyunwind.triage(core)
+import pathlib  # noqa: E402
+check(pyunwind.triage(pathlib.Path(core)) == tri, "triage(pathlib.Path(core)) differs from "
+      "triage(core): %r" % pyunwind.triage(pathlib.Path(core)).get("path"))
 check(snap.crash is not None and snap.crash.signal == 11 and snap.crash.signal_name == "SIGSEGV"
       and snap.crash.fault_address == 0, "crash: %r" % (snap.crash,))
 check(snap.signature.hash == tri["signature"] and list(snap.signature.frames) ==
