@@ -481,6 +481,37 @@ def dropped_snapshot(target, where):
         problems.append("%s: a frame whose snapshot was dropped: %r" % (where, e))
 
 
+def after_close(where):
+    """What a snapshot answers once its target is closed (the doc's list), the same as before;
+    what needs the target, ArgumentError."""
+    t = pyunwind.open_process(where) if isinstance(where, int) else pyunwind.open_core(where)
+    with t:
+        snap = t.collect()
+        frame = snap.frame()
+        ref = pyunwind.open_process(where) if isinstance(where, int) else \
+            pyunwind.open_core(where)
+        with ref:
+            other = ref.collect()
+            want = (steady(other.document()), other.text(source=False), other.crash,
+                    other.signature, other.errors, other.notes)
+    got = (steady(snap.document()), snap.text(source=False), snap.crash, snap.signature,
+           snap.errors, snap.notes)
+    check(got == want and snap.text() and snap.triage_document()["ok"],
+          "%s: after close() the snapshot's document/text/crash/signature differ" % where)
+    for what, fn in (("print", lambda: snap.print(frame, "x")),
+                     ("locals", lambda: snap.locals(frame)),
+                     ("text(limit=1)", lambda: snap.text(limit=1)),
+                     ("heap", lambda: snap.heap(top=1)),
+                     ("collect", lambda: t.collect())):
+        try:
+            fn()
+            problems.append("%s: %s after close(): no error" % (where, what))
+        except pyunwind.ArgumentError:
+            pass
+        except Exception as e:
+            problems.append("%s: %s after close(): %r" % (where, what, e))
+
+
 def typed_exception(snap, where):
     """The scenario's thread in `except KeyError:` - its exception typed as the doc says
     (attributes, a traceback of TracebackEntry), equal to the document's."""
@@ -513,6 +544,7 @@ with pyunwind.open_process(pid) as t:
     live = both_ways(t)
     typed_exception(live, pid)
     dropped_snapshot(t, pid)
+    after_close(pid)
     held_snap = t.collect(locals=True)
     bad_arguments(t, held_snap)
     reprs_and_kinds(t, held_snap, pid)
