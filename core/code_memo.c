@@ -18,7 +18,9 @@
 
 #include "bytes.h"
 
-#define MEMO_SLOTS 8192u            // power of two
+#define MEMO_SLOTS 8192u            // at most; a power of two
+#define MEMO_SLOTS_FIRST 64u        // at first: the table doubles as it fills (a fresh handle's
+				    // whole table, zeroed, cost more than its snapshot)
 #define MEMO_ENTRIES 4096u          // then the memo starts again, empty
 #define MEMO_BYTES (64u << 20)      // of names and tables held; then it starts again, empty
 #define MEMO_RECENT 256u            // code objects of a snapshot whose headers are read first
@@ -42,6 +44,7 @@ struct memo_entry {
 
 struct pyu_code_memo {
 	struct memo_entry *slots;
+	size_t capacity;               // slots, a power of two <= MEMO_SLOTS
 	size_t used;
 	uint64_t bytes;
 	struct {
@@ -73,7 +76,8 @@ struct pyu_code_memo *pyu_code_memo_create(const struct pyu_layout *l)
 	struct pyu_code_memo *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->slots = calloc(MEMO_SLOTS, sizeof(*m->slots));
+	m->capacity = MEMO_SLOTS_FIRST;
+	m->slots = calloc(m->capacity, sizeof(*m->slots));
 	if (!m->slots) {
 		free(m);
 		return NULL;
@@ -105,7 +109,7 @@ static void clear_entry(struct memo_entry *e)
 
 static void clear_all(struct pyu_code_memo *m)
 {
-	for (size_t i = 0; i < MEMO_SLOTS; i++)
+	for (size_t i = 0; i < m->capacity; i++)
 		if (m->slots[i].addr)
 			clear_entry(&m->slots[i]);
 	m->used = 0;
@@ -154,15 +158,43 @@ static void make_key(const struct pyu_code_memo *m, const uint8_t *hdr, uint8_t 
 	}
 }
 
-// The slot of @addr, or the empty one where it would go. The table is never full (at most
-// MEMO_ENTRIES of MEMO_SLOTS used): the probe ends.
+// The slot of @addr in @slots of @capacity, or the empty one where it would go. The table is
+// never full (at most half of it used): the probe ends.
+static struct memo_entry *probe(struct memo_entry *slots, size_t capacity, uint64_t addr)
+{
+	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (capacity - 1);
+	for (size_t n = 0; n < capacity; n++, i = (i + 1) & (capacity - 1))
+		if (slots[i].addr == addr || slots[i].addr == 0)
+			return &slots[i];
+	return NULL;
+}
+
 static struct memo_entry *slot_of(const struct pyu_code_memo *m, uint64_t addr)
 {
-	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (MEMO_SLOTS - 1);
-	for (size_t n = 0; n < MEMO_SLOTS; n++, i = (i + 1) & (MEMO_SLOTS - 1))
-		if (m->slots[i].addr == addr || m->slots[i].addr == 0)
-			return &m->slots[i];
-	return NULL;
+	return probe(m->slots, m->capacity, addr);
+}
+
+// Doubles the table when one more entry would fill more than half of it (up to MEMO_SLOTS,
+// which MEMO_ENTRIES fill half of). False when out of memory (the table as it was).
+static bool make_room(struct pyu_code_memo *m)
+{
+	if ((m->used + 1) * 2 <= m->capacity || m->capacity >= MEMO_SLOTS)
+		return true;
+	size_t capacity = m->capacity * 2;
+	struct memo_entry *slots = calloc(capacity, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < m->capacity; i++) {
+		if (!m->slots[i].addr)
+			continue;
+		struct memo_entry *e = probe(slots, capacity, m->slots[i].addr);
+		if (e) // always: the new table has more room than the old had entries
+			*e = m->slots[i];
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->capacity = capacity;
+	return true;
 }
 
 static char *dup_or_null(const char *s)
@@ -267,10 +299,11 @@ void pyu_code_memo_put(struct pyu_code_memo *m, uint64_t addr, const uint8_t *hd
 		clear_entry(e);
 		m->used--;
 	}
-	if (m->used >= MEMO_ENTRIES || m->bytes + size > MEMO_BYTES) {
+	if (m->used >= MEMO_ENTRIES || m->bytes + size > MEMO_BYTES)
 		clear_all(m); // bounded: start again
-		e = slot_of(m, addr);
-	}
+	if (!make_room(m))
+		return;
+	e = slot_of(m, addr);
 	if (!e)
 		return;
 	struct pyu_code_info copy;

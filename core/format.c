@@ -460,8 +460,11 @@ static void text_exception(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 // ---- frames repeat ----------------------------------------------------------------------
 // What a Python frame prints, but for its number (text) or its frame address and locals
 // (JSON), depends only on its code object and location: a deep recursion prints the same text a
-// thousand times, and making it (source lines, carets, escaping) is most of formatting. One memo
-// per code object holds the text made for the last location asked.
+// thousand times, and making it (source lines, carets, escaping) is most of formatting. Each
+// code object has MEMO_WAYS memos, for the last locations asked: a recursion's frames are at
+// two (the call that recursed, and the one that went on), one after the other in every thread.
+
+#define MEMO_WAYS 2
 
 struct frame_memo {
 	bool valid;
@@ -472,24 +475,33 @@ struct frame_memo {
 };
 
 struct frame_memos {
-	struct frame_memo *m; // one per code object of the snapshot; NULL: no memo (no memory)
+	struct frame_memo *m; // MEMO_WAYS per code object of the snapshot; NULL: no memo (no memory)
+	uint8_t *next;        // per code object: which of its memos to replace next
 	uint32_t count;
 };
 
 static void memos_init(struct frame_memos *fm, const struct pyu_stacks *s)
 {
 	fm->count = s->code_count;
-	fm->m = fm->count ? calloc(fm->count, sizeof(*fm->m)) : NULL;
-	if (!fm->m)
+	fm->m = fm->count ? calloc(fm->count, MEMO_WAYS * sizeof(*fm->m)) : NULL;
+	fm->next = fm->m ? calloc(fm->count, sizeof(*fm->next)) : NULL;
+	if (!fm->m || !fm->next) {
+		free(fm->m);
+		free(fm->next);
+		fm->m = NULL;
+		fm->next = NULL;
 		fm->count = 0;
+	}
 }
 
 static void memos_release(struct frame_memos *fm)
 {
-	for (uint32_t i = 0; i < fm->count; i++)
+	for (size_t i = 0; i < (size_t)fm->count * MEMO_WAYS; i++)
 		free(fm->m[i].text);
 	free(fm->m);
+	free(fm->next);
 	fm->m = NULL;
+	fm->next = NULL;
 	fm->count = 0;
 }
 
@@ -499,21 +511,27 @@ static bool same_location(const struct pyu_location *a, const struct pyu_locatio
 	       a->end_column == b->end_column;
 }
 
-// The memo of frame @f's code object when it holds the text for @f's location: appended to
-// @sb, true. Otherwise false, and *@slot is where to keep the text about to be made (NULL
-// when there is no memo for it).
+// A memo of frame @f's code object that holds the text for @f's location: appended to @sb,
+// true. Otherwise false, and *@slot is where to keep the text about to be made (NULL when
+// there is no memo for it).
 static bool memo_put(struct pyu_strbuf *sb, struct frame_memos *fm, const struct pyu_frame_info *f,
 		     struct frame_memo **slot)
 {
 	*slot = NULL;
 	if (!fm || f->code < 0 || (uint32_t)f->code >= fm->count)
 		return false;
-	struct frame_memo *m = &fm->m[f->code];
-	if (m->valid && m->offset == f->instruction_offset && same_location(&m->loc, &f->loc)) {
-		pyu_strbuf_append(sb, m->text, m->len);
-		return true;
+	struct frame_memo *ways = &fm->m[(size_t)f->code * MEMO_WAYS];
+	for (unsigned w = 0; w < MEMO_WAYS; w++) {
+		struct frame_memo *m = &ways[w];
+		if (m->valid && m->offset == f->instruction_offset &&
+		    same_location(&m->loc, &f->loc)) {
+			pyu_strbuf_append(sb, m->text, m->len);
+			return true;
+		}
 	}
-	*slot = m;
+	uint8_t *next = &fm->next[f->code];
+	*slot = &ways[*next];
+	*next = (uint8_t)((*next + 1) % MEMO_WAYS);
 	return false;
 }
 

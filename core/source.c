@@ -116,30 +116,41 @@ static size_t next_line_end(const struct source_file *f, size_t i, bool has_cr)
 	return i;
 }
 
-// Splits f->data into lines at \n, \r\n and \r. Returns false when out of memory.
+// Splits f->data into lines at \n, \r\n and \r, in one pass over it (the line starts in an
+// array grown as they are found; counting them first was a second pass over a 60 KB file).
+// Returns false when out of memory.
 static bool index_lines(struct source_file *f)
 {
 	bool has_cr = f->size && memchr(f->data, '\r', f->size) != NULL;
-	size_t count = 0;
-	for (size_t i = next_line_end(f, 0, has_cr); i < f->size;
-	     i = next_line_end(f, i + 1, has_cr))
-		count++;
-	if (f->size && f->data[f->size - 1] != '\n' && f->data[f->size - 1] != '\r')
-		count++; // a last line without an ending
-	f->starts = malloc((count + 1) * sizeof(*f->starts));
-	if (!f->starts)
+	size_t cap = f->size / 32 + 16, n = 0, start = 0;
+	uint32_t *starts = malloc(cap * sizeof(*starts));
+	if (!starts)
 		return false;
-	size_t n = 0, start = 0;
 	if (f->size >= 3 && !memcmp(f->data, "\xEF\xBB\xBF", 3))
 		start = 3;
-	for (size_t i = next_line_end(f, start, has_cr); i < f->size && n < count;
-	     i = next_line_end(f, i + 1, has_cr)) {
-		f->starts[n++] = (uint32_t)start;
+	for (size_t i = next_line_end(f, start, has_cr);; i = next_line_end(f, i + 1, has_cr)) {
+		// a line ended at i; or none did, and the file's last byte ends no line (a last line
+		// without an ending: as linecache, BOM alone too), else the lines are all found
+		bool last = i >= f->size;
+		if (last && (f->size == 0 || f->data[f->size - 1] == '\n' ||
+			     f->data[f->size - 1] == '\r'))
+			break;
+		if (n + 2 > cap) { // room for this start and the sentinel
+			uint32_t *more = realloc(starts, 2 * cap * sizeof(*starts));
+			if (!more) {
+				free(starts);
+				return false;
+			}
+			starts = more;
+			cap *= 2;
+		}
+		starts[n++] = (uint32_t)start;
+		if (last)
+			break;
 		start = i + 1;
 	}
-	if (n < count)
-		f->starts[n++] = (uint32_t)start;
-	f->starts[n] = (uint32_t)f->size; // sentinel
+	starts[n] = (uint32_t)f->size; // sentinel
+	f->starts = starts;
 	f->line_count = n;
 	return true;
 }

@@ -1115,6 +1115,14 @@ struct find_str {
 	bool hit;
 };
 
+static bool is_ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return false;
+	return true;
+}
+
 // Whether the str object @key reads as @name: remembered per key and name (an unreadable key
 // is no match, and is not remembered).
 static bool key_is(struct pyu_values *v, uint64_t key, const char *name)
@@ -1124,6 +1132,18 @@ static bool key_is(struct pyu_values *v, uint64_t key, const char *name)
 		if (m->key == key && key && strcmp(m->name, name) == 0)
 			return m->equal;
 	}
+	// An ASCII @name of n characters equals only a str of n code points: a key of another
+	// length is told by its length field alone (a module dict is searched key by key, and
+	// reading each key whole was most of what finding thread names cost).
+	size_t n = strlen(name);
+	if (!v->vl.py2 && v->l->str != PYU_STR_PY2 && is_ascii(name, n)) {
+		uint64_t len;
+		struct pyu_error *e = field_u64(v, key, v->l->unicode.length, &len);
+		bool other = e || len != n;
+		pyu_error_destroy(e);
+		if (other)
+			return false;
+	}
 	char *s = NULL;
 	struct pyu_error *err = read_name_obj(v, key, &s);
 	if (err) {
@@ -1132,7 +1152,6 @@ static bool key_is(struct pyu_values *v, uint64_t key, const char *name)
 	}
 	bool equal = strcmp(s, name) == 0;
 	free(s);
-	size_t n = strlen(name);
 	if (n < KEY_MEMO_NAME) {
 		struct key_memo *m = &v->keys_seen[v->keys_next];
 		v->keys_next = (v->keys_next + 1) % KEY_MEMO;
