@@ -237,8 +237,10 @@ class LldbView(core.DebuggerView):
             for j in range(m.GetNumSections()):
                 s = m.GetSectionAtIndex(j)
                 load = s.GetLoadAddress(t)
+                if load == lldb.LLDB_INVALID_ADDRESS:  # most: debug info, symbol tables
+                    continue
                 size = s.GetByteSize()
-                if load == lldb.LLDB_INVALID_ADDRESS or size == 0:
+                if size == 0:
                     continue
                 writable = bool(s.GetPermissions() & lldb.ePermissionsWritable)
                 maps.append((load, load + size, s.GetFileOffset(), writable, path))
