@@ -21,8 +21,10 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 # What one of lldb's memory reads of a live process costs through lldb-server (lldb 16, a local
-# process, measured with SBProcess.ReadMemory): about 70 us a read and 20 us a KiB. Bytes are
-# dear: the core reads only the sectors (2 KiB) a miss needs. A core file's bytes are not.
+# process, measured with SBProcess.ReadMemory): about 70 us a read and 20 us a KiB (35 us on an
+# idle machine, 80-130 loaded; 24 us a KiB, two thirds of it lldb-server escaping the reply a
+# byte at a time: bench/profile.md). Bytes are dear: the core reads only the sectors (2 KiB) a
+# miss needs; 512 and 1,024 were measured too and were no faster. A core file's bytes are not.
 _LLDB_LIVE_READ_COST = (70, 20)
 
 _ET_CORE = 4
@@ -179,15 +181,17 @@ class LldbView(core.DebuggerView):
 
     def _reader(self):
         """The read function a debugger-read target calls for each backend read: one SBError
-        for all of them (SBProcess.ReadMemory clears it on success and sets it on failure),
-        the method looked up once, the bytes SWIG made handed on as they are. What a read
-        costs is lldb's packet (doc/performance.md), but this was half of the 4 us a read that
-        lldb's own memory cache answers."""
+        for all of them, cleared before each read (a live process's ReadMemory clears it, a
+        core's does not: one unreadable address would fail every read after it), the methods
+        looked up once, the bytes SWIG made handed on as they are. What a read costs is lldb's
+        packet (doc/performance.md), but this was half of the 4 us a read that lldb's own
+        memory cache answers."""
         read_memory = self.process.ReadMemory
         err = lldb.SBError()
-        succeeded = err.Success
+        clear, succeeded = err.Clear, err.Success
 
         def read(addr, size):
+            clear()
             data = read_memory(addr, size, err)
             return data if data and succeeded() else b""
         return read
