@@ -184,7 +184,7 @@ class LldbView(core.DebuggerView):
         for all of them, cleared before each read (a live process's ReadMemory clears it, a
         core's does not: one unreadable address would fail every read after it), the methods
         looked up once, the bytes SWIG made handed on as they are. What a read costs is lldb's
-        packet (doc/performance.md), but this was half of the 4 us a read that lldb's own
+        packet (doc/performance.md), but this was 2 of the 4.6 us a read that lldb's own
         memory cache answers."""
         read_memory = self.process.ReadMemory
         err = lldb.SBError()
