@@ -21,8 +21,10 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 # What one of lldb's memory reads of a live process costs through lldb-server (lldb 16, a local
-# process, measured with SBProcess.ReadMemory): about 70 us a read and 20 us a KiB. Bytes are
-# dear: the core reads only the sectors (2 KiB) a miss needs. A core file's bytes are not.
+# process, measured with SBProcess.ReadMemory): about 70 us a read and 20 us a KiB (35 us on an
+# idle machine, 80-130 loaded; 24 us a KiB, two thirds of it lldb-server escaping the reply a
+# byte at a time: bench/profile.md). Bytes are dear: the core reads only the sectors (2 KiB) a
+# miss needs; 512 and 1,024 were measured too and were no faster. A core file's bytes are not.
 _LLDB_LIVE_READ_COST = (70, 20)
 
 _ET_CORE = 4
@@ -131,10 +133,10 @@ class LldbView(core.DebuggerView):
         # regions costs a round trip to lldb-server per region (most of the time of a whole
         # py-bt), so they are asked for only when the sections were not enough.
         yield "through lldb's memory reads", \
-            lambda: core.Target.open_reader(lib, self._read, self._mappings(False),
+            lambda: core.Target.open_reader(lib, self._reader(), self._mappings(False),
                                             self._threads(), self._registers, cost)
         yield "through lldb's memory reads and regions", \
-            lambda: core.Target.open_reader(lib, self._read, self._mappings(True),
+            lambda: core.Target.open_reader(lib, self._reader(), self._mappings(True),
                                             self._threads(), self._registers, cost)
 
     def _sysroot(self):
@@ -177,12 +179,22 @@ class LldbView(core.DebuggerView):
         return exe_path is None or os.path.realpath(exe_path) == local or \
             os.path.basename(local).startswith("ld-linux")
 
-    def _read(self, addr, size):
+    def _reader(self):
+        """The read function a debugger-read target calls for each backend read: one SBError
+        for all of them, cleared before each read (a live process's ReadMemory clears it, a
+        core's does not: one unreadable address would fail every read after it), the methods
+        looked up once, the bytes SWIG made handed on as they are. What a read costs is lldb's
+        packet (doc/performance.md), but this was 2 of the 4.6 us a read that lldb's own
+        memory cache answers."""
+        read_memory = self.process.ReadMemory
         err = lldb.SBError()
-        data = self.process.ReadMemory(addr, size, err)
-        if not err.Success() or data is None:
-            return b""
-        return bytes(data)
+        clear, succeeded = err.Clear, err.Success
+
+        def read(addr, size):
+            clear()
+            data = read_memory(addr, size, err)
+            return data if data and succeeded() else b""
+        return read
 
     def _threads(self):
         p = self.process
@@ -192,7 +204,10 @@ class LldbView(core.DebuggerView):
         """(tid, [value of each register named, up to the first lldb does not have]) per
         thread, from each thread's innermost frame. The core uses the values up to the first
         unknown one, so the rest are not asked for: lldb 16 has no orig_rax, and each argument
-        register asked for anyway was a round trip to lldb-server (50 ms for 100 threads)."""
+        register asked for anyway was a round trip to lldb-server (50 ms for 100 threads).
+        Every thread of a process has the same registers: when the first thread has not the
+        first one named, none has, and the other threads are not asked (lldb 16, whose frame
+        and register lookups cost 2 ms for 100 threads for nothing)."""
         p = self.process
         out = []
         for i in range(p.GetNumThreads()):
@@ -204,6 +219,8 @@ class LldbView(core.DebuggerView):
             for name in names:
                 reg = frame.FindRegister(name)
                 if reg is None or not reg.IsValid():
+                    if not out and not values:
+                        return out
                     break
                 err = lldb.SBError()
                 v = reg.GetValueAsUnsigned(err, 0)
@@ -224,8 +241,10 @@ class LldbView(core.DebuggerView):
             for j in range(m.GetNumSections()):
                 s = m.GetSectionAtIndex(j)
                 load = s.GetLoadAddress(t)
+                if load == lldb.LLDB_INVALID_ADDRESS:  # most: debug info, symbol tables
+                    continue
                 size = s.GetByteSize()
-                if load == lldb.LLDB_INVALID_ADDRESS or size == 0:
+                if size == 0:
                     continue
                 writable = bool(s.GetPermissions() & lldb.ePermissionsWritable)
                 maps.append((load, load + size, s.GetFileOffset(), writable, path))

@@ -701,6 +701,14 @@ def check_lldb_debugger_reads(py):
         check_stacks("lldb", "live", t, env={"PYUNWIND_READS": "debugger"})
 
 
+def check_lldb_core_debugger_reads(py):
+    # A core's reads through lldb: some addresses fail (memory the core lacks) and the reads
+    # after them must not.
+    key, make = target_of(py, "scenario")
+    with shared(key, make) as t:
+        check_stacks("lldb", "gcore", t, t.gcore_once(), env={"PYUNWIND_READS": "debugger"})
+
+
 def check_gdb_core_debugger_reads(py):
     key, make = target_of(py, "scenario")
     with shared(key, make) as t:
@@ -755,6 +763,8 @@ def cases():
                     (lambda p: lambda: check_lldb_debugger_reads(p))(py), park))
         out.append(("gdb core-debugger-reads %s" % py.label,
                     (lambda p: lambda: check_gdb_core_debugger_reads(p))(py), park))
+        out.append(("lldb core-debugger-reads %s" % py.label,
+                    (lambda p: lambda: check_lldb_core_debugger_reads(p))(py), park))
     return out
 
 
