@@ -1,6 +1,6 @@
 # gdb_measure.py - runs inside gdb (`gdb -x bench/gdb_measure.py`): loads one tool, times one
 # command with time.perf_counter() and the CPU time of the debugger (and its child processes)
-# around gdb.execute(), and writes what it saw for bench/run.
+# around gdb.execute() (bench/debugger_cpu.py), and writes what it saw for bench/run.
 # Parameters come from the environment, set by bench/run:
 #   BENCH_SOURCE   script to `source` first (pyunwind's adapter or CPython's pythonX.Y-gdb.py),
 #                  or empty for none (gdb's own backtrace)
@@ -10,33 +10,14 @@
 #   BENCH_RESULT   where to write the result document (JSON)
 import json
 import os
+import sys
 import time
 
 import gdb
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from debugger_cpu import cpu_ns  # noqa: E402
 
-def _cpu_ns():
-    """CPU time (ns) of this debugger process and its child processes (lldb-server of a live
-    target: its work on each memory read is part of a command's cost): the kernel's process
-    CPU clocks, which any process may read, so time spent waiting for a CPU on a loaded machine
-    is left out."""
-    total = time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return total
-    for tid in tasks:
-        try:
-            with open("/proc/self/task/%s/children" % tid) as f:
-                kids = f.read().split()
-        except OSError:
-            continue
-        for pid in kids:
-            try:  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), as clock_getcpuclockid makes it
-                total += time.clock_gettime_ns((~int(pid) << 3) | 2)
-            except OSError:  # it ended
-                pass
-    return total
 
 result = {"ok": False}
 try:
@@ -46,10 +27,10 @@ try:
     result["load_ms"] = (time.perf_counter() - t0) * 1000.0
     command = os.environ["BENCH_COMMAND"]
     t0 = time.perf_counter()
-    c0 = _cpu_ns()
+    c0 = cpu_ns()
     output = gdb.execute(command, to_string=True)
     result["ms"] = (time.perf_counter() - t0) * 1000.0
-    result["cpu_ms"] = (_cpu_ns() - c0) / 1e6
+    result["cpu_ms"] = (cpu_ns() - c0) / 1e6
     result["output"] = output
     main = __import__("__main__")
     state = getattr(main, "_state", None)  # pyunwind's gdb adapter keeps its session here

@@ -1,7 +1,7 @@
-# lldb_measure.py - runs inside lldb (`script exec(open(PATH).read())`): loads one tool, times one
-# command with time.perf_counter() and the CPU time of lldb and its child processes (lldb-server)
-# around SBCommandInterpreter.HandleCommand(), and writes what it saw for bench/run. Parameters
-# come from the environment, set by bench/run:
+# lldb_measure.py - runs inside lldb (`script exec(...)` of this file, given its __file__): loads
+# one tool, times one command with time.perf_counter() and the CPU time of lldb and its child
+# processes (lldb-server, bench/debugger_cpu.py) around SBCommandInterpreter.HandleCommand(), and
+# writes what it saw for bench/run. Parameters come from the environment, set by bench/run:
 #   BENCH_IMPORT   module to `command script import` first (pyunwind's lldb adapter), or empty
 #                  for none (lldb's own backtrace)
 #   BENCH_COMMAND  the command to time, e.g. "py-bt --all"
@@ -14,29 +14,8 @@ import time
 
 import lldb
 
-
-def _cpu_ns():
-    """CPU time (ns) of this debugger process and its child processes (lldb-server of a live
-    target: its work on each memory read is part of a command's cost): the kernel's process
-    CPU clocks, which any process may read, so time spent waiting for a CPU on a loaded machine
-    is left out."""
-    total = time.clock_gettime_ns(time.CLOCK_PROCESS_CPUTIME_ID)
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return total
-    for tid in tasks:
-        try:
-            with open("/proc/self/task/%s/children" % tid) as f:
-                kids = f.read().split()
-        except OSError:
-            continue
-        for pid in kids:
-            try:  # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), as clock_getcpuclockid makes it
-                total += time.clock_gettime_ns((~int(pid) << 3) | 2)
-            except OSError:  # it ended
-                pass
-    return total
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from debugger_cpu import cpu_ns  # noqa: E402
 
 
 def _bench_measure(debugger):
@@ -57,10 +36,10 @@ def _bench_measure(debugger):
         result["load_ms"] = (time.perf_counter() - t0) * 1000.0
         command = os.environ["BENCH_COMMAND"]
         t0 = time.perf_counter()
-        c0 = _cpu_ns()
+        c0 = cpu_ns()
         output = run(command)
         result["ms"] = (time.perf_counter() - t0) * 1000.0
-        result["cpu_ms"] = (_cpu_ns() - c0) / 1e6
+        result["cpu_ms"] = (cpu_ns() - c0) / 1e6
         result["output"] = output
         module = sys.modules.get(os.path.splitext(os.path.basename(os.environ["BENCH_IMPORT"]))[0]) \
             if os.environ["BENCH_IMPORT"] else None

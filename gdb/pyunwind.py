@@ -189,13 +189,14 @@ class GdbView(core.DebuggerView):
     def native_threads(self):
         """(tid, pthread id, frames callback) per thread. The callbacks switch threads; the
         selected thread and frame are restored once, when the iteration ends (or is closed),
-        not after every thread: restoring means unwinding the selected thread again."""
-        libraries = _Libraries(self._mappings())
+        not after every thread: restoring means unwinding the selected thread again. So is
+        `backtrace past-main`: each change of a setting costs gdb 50 us, twice a thread."""
         saved = gdb.selected_thread()
         try:
             saved_frame = gdb.selected_frame()
         except gdb.error:
             saved_frame = None
+        walk = _NativeWalk(self)
         try:
             for th in self.inferior.threads():
                 pthread_id = 0
@@ -203,9 +204,9 @@ class GdbView(core.DebuggerView):
                     pthread_id = int.from_bytes(bytes(th.handle()), "little")
                 except Exception:
                     pass
-                yield th.ptid[1] or th.ptid[0], pthread_id, \
-                    (lambda th=th: _native_frames(th, libraries, self.past_main))
+                yield th.ptid[1] or th.ptid[0], pthread_id, (lambda th=th: walk.frames(th))
         finally:
+            walk.close()
             if saved is not None and saved.is_valid():
                 if gdb.selected_thread() is None or gdb.selected_thread().ptid != saved.ptid:
                     saved.switch()
@@ -237,23 +238,66 @@ class _Libraries(object):
         return gdb.solib_name(pc)
 
 
-def _native_frames(thread, libraries, past_main=False):
+class _NativeWalk(object):
+    """What gdb's unwinding of every thread of one command shares, set up at its first thread:
+    the libraries, the stack pointer's register and `backtrace past-main` (unwinding past main,
+    as lldb and the CLI do, so that all three list the same frames; restored by close())."""
+
+    def __init__(self, view):
+        self.view = view
+        self.libraries = None
+        self.sp = None
+        self.restore = None
+
+    def frames(self, thread):
+        if self.libraries is None:
+            self.libraries = _Libraries(self.view._mappings())
+            if self.view.past_main and not gdb.parameter("backtrace past-main"):
+                gdb.execute("set backtrace past-main on", to_string=True)
+                self.restore = "set backtrace past-main off"
+        return _native_frames(thread, self)
+
+    def sp_register(self, frame):
+        """The architecture's own stack pointer: gdb's "sp" is an alias it looks up among
+        every register name at each read (12 us a frame, against 4 for "rsp")."""
+        if self.sp is None:
+            self.sp = "sp"
+            try:
+                names = set(r.name for r in frame.architecture().registers())
+            except (AttributeError, gdb.error):  # a gdb without register descriptors
+                names = ()
+            for name in _SP_REGISTERS:
+                if name in names:
+                    self.sp = name
+                    break
+        return self.sp
+
+    def close(self):
+        if self.restore:
+            gdb.execute(self.restore, to_string=True)
+            self.restore = None
+
+
+# The stack pointer of the architectures that name it other than "sp" (amd64, i386); gdb's
+# 16-bit pseudo-registers of both leave "sp" unnamed, so "sp" is the alias or the register.
+_SP_REGISTERS = ("rsp", "esp")
+
+
+def _native_frames(thread, walk):
     """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind) per
     frame, innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
-    restore = None
+    libraries = walk.libraries
     try:
-        if past_main and not gdb.parameter("backtrace past-main"):
-            gdb.execute("set backtrace past-main on", to_string=True)
-            restore = "set backtrace past-main off"
         current = gdb.selected_thread()
         if current is None or current.ptid != thread.ptid:
             thread.switch()
         f = gdb.newest_frame()
+        sp_name = walk.sp_register(f)
         while f is not None and len(frames) < _MAX_NATIVE_FRAMES:
             pc = f.pc()
             try:
-                sp = int(f.read_register("sp")) & 0xFFFFFFFFFFFFFFFF
+                sp = int(f.read_register(sp_name)) & 0xFFFFFFFFFFFFFFFF
             except (gdb.error, ValueError):
                 sp = 0
             name = f.name()
@@ -270,9 +314,6 @@ def _native_frames(thread, libraries, past_main=False):
                 break
     except gdb.error as e:
         raise core.PyunwindError("gdb could not unwind thread %s: %s" % (thread.num, e))
-    finally:
-        if restore:
-            gdb.execute(restore, to_string=True)
     return frames
 
 
