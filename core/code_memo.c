@@ -18,8 +18,9 @@
 
 #include "bytes.h"
 
-#define MEMO_SLOTS 8192u            // power of two
-#define MEMO_ENTRIES 4096u          // then the memo starts again, empty
+#define MEMO_SLOTS_FIRST 64u        // power of two; a fresh handle's few code objects fit
+#define MEMO_SLOTS 8192u            // power of two: the table grows to at most this
+#define MEMO_ENTRIES 4096u          // then the memo starts again, empty (half of MEMO_SLOTS)
 #define MEMO_BYTES (64u << 20)      // of names and tables held; then it starts again, empty
 #define MEMO_RECENT 256u            // code objects of a snapshot whose headers are read first
 #define MEMO_FIELDS 12
@@ -41,7 +42,11 @@ struct memo_entry {
 };
 
 struct pyu_code_memo {
+	// Open addressing, at most half full: it starts small and doubles, since a fresh handle
+	// (open, one snapshot, drop) keeps a few dozen code objects, and clearing the largest
+	// table (2.3 MB) was a quarter of such a handle's time.
 	struct memo_entry *slots;
+	size_t slot_count;
 	size_t used;
 	uint64_t bytes;
 	struct {
@@ -73,11 +78,12 @@ struct pyu_code_memo *pyu_code_memo_create(const struct pyu_layout *l)
 	struct pyu_code_memo *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->slots = calloc(MEMO_SLOTS, sizeof(*m->slots));
+	m->slots = calloc(MEMO_SLOTS_FIRST, sizeof(*m->slots));
 	if (!m->slots) {
 		free(m);
 		return NULL;
 	}
+	m->slot_count = MEMO_SLOTS_FIRST;
 	m->version = l->code.version;
 	add_field(m, l->code.version, 4, size);
 	add_field(m, l->ob_type, 8, size);
@@ -105,7 +111,7 @@ static void clear_entry(struct memo_entry *e)
 
 static void clear_all(struct pyu_code_memo *m)
 {
-	for (size_t i = 0; i < MEMO_SLOTS; i++)
+	for (size_t i = 0; i < m->slot_count; i++)
 		if (m->slots[i].addr)
 			clear_entry(&m->slots[i]);
 	m->used = 0;
@@ -154,15 +160,44 @@ static void make_key(const struct pyu_code_memo *m, const uint8_t *hdr, uint8_t 
 	}
 }
 
+static struct memo_entry *probe(struct memo_entry *slots, size_t count, uint64_t addr)
+{
+	size_t mask = count - 1;
+	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & mask;
+	for (size_t n = 0; n < count; n++, i = (i + 1) & mask)
+		if (slots[i].addr == addr || slots[i].addr == 0)
+			return &slots[i];
+	return NULL;
+}
+
 // The slot of @addr, or the empty one where it would go. The table is never full (at most
-// MEMO_ENTRIES of MEMO_SLOTS used): the probe ends.
+// half its slots used): the probe ends.
 static struct memo_entry *slot_of(const struct pyu_code_memo *m, uint64_t addr)
 {
-	size_t i = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (MEMO_SLOTS - 1);
-	for (size_t n = 0; n < MEMO_SLOTS; n++, i = (i + 1) & (MEMO_SLOTS - 1))
-		if (m->slots[i].addr == addr || m->slots[i].addr == 0)
-			return &m->slots[i];
-	return NULL;
+	return probe(m->slots, m->slot_count, addr);
+}
+
+// Doubles the table (the entries move, their strings and tables with them). False when out
+// of memory or at MEMO_SLOTS already; the table is then as it was.
+static bool grow(struct pyu_code_memo *m)
+{
+	size_t count = m->slot_count * 2;
+	if (count > MEMO_SLOTS)
+		return false;
+	struct memo_entry *slots = calloc(count, sizeof(*slots));
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < m->slot_count; i++) {
+		if (!m->slots[i].addr)
+			continue;
+		struct memo_entry *e = probe(slots, count, m->slots[i].addr);
+		if (e) // always: the new table is at most a quarter full
+			*e = m->slots[i];
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->slot_count = count;
+	return true;
 }
 
 static char *dup_or_null(const char *s)
@@ -267,10 +302,10 @@ void pyu_code_memo_put(struct pyu_code_memo *m, uint64_t addr, const uint8_t *hd
 		clear_entry(e);
 		m->used--;
 	}
-	if (m->used >= MEMO_ENTRIES || m->bytes + size > MEMO_BYTES) {
+	if (m->used >= MEMO_ENTRIES || m->bytes + size > MEMO_BYTES ||
+	    ((m->used + 1) * 2 > m->slot_count && !grow(m)))
 		clear_all(m); // bounded: start again
-		e = slot_of(m, addr);
-	}
+	e = slot_of(m, addr);
 	if (!e)
 		return;
 	struct pyu_code_info copy;
