@@ -66,6 +66,7 @@ struct pyu_elf {
 	char *path;
 	int fd;
 	uint64_t file_size;
+	struct pyu_file_id id; // of the file opened (fstat)
 	uint16_t type;
 	uint64_t entry;
 	struct elf_phdr *phdrs;
@@ -221,6 +222,7 @@ struct pyu_error *pyu_elf_open(const char *path, struct pyu_elf **ret)
 		err = pyu_error_create(PYU_ERR_IO, "%s is not a regular file", path);
 	if (!err) {
 		elf->file_size = (uint64_t)st.st_size;
+		pyu_file_id_of(&st, &elf->id);
 		err = parse_headers(elf);
 	}
 	if (err) {
@@ -567,10 +569,50 @@ struct pyu_error *pyu_elf_read(struct pyu_elf *elf, uint64_t vaddr, void *buf, s
 	return NULL;
 }
 
-struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu_elf *elf,
-				    const char *path, uint64_t *ret)
+void pyu_file_id_of(const struct stat *st, struct pyu_file_id *ret)
 {
-	if (elf->type == PYU_ELF_ET_EXEC) {
+	ret->dev = (uint64_t)st->st_dev;
+	ret->ino = (uint64_t)st->st_ino;
+	ret->size = (uint64_t)st->st_size;
+	ret->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	ret->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+bool pyu_file_id(const char *path, struct pyu_file_id *ret)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	pyu_file_id_of(&st, ret);
+	return true;
+}
+
+bool pyu_file_id_equal(const struct pyu_file_id *a, const struct pyu_file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns;
+}
+
+void pyu_elf_file_id(const struct pyu_elf *elf, struct pyu_file_id *ret)
+{
+	*ret = elf->id;
+}
+
+void pyu_elf_load_info(const struct pyu_elf *elf, struct pyu_elf_load *ret)
+{
+	const struct elf_phdr *p = first_load(elf);
+	ret->exec = elf->type == PYU_ELF_ET_EXEC;
+	// File offset 0 is mapped at a mapping's start; the first segment puts file offset
+	// p_offset at p_vaddr (and p_vaddr - p_offset is page aligned), so file offset 0 has
+	// that vaddr.
+	ret->base = p ? p->vaddr - p->offset : 0;
+}
+
+struct pyu_error *pyu_elf_load_bias_of(const struct pyu_target *t,
+				       const struct pyu_elf_load *load, const char *path,
+				       uint64_t *ret)
+{
+	if (load->exec) {
 		*ret = 0;
 		return NULL;
 	}
@@ -578,12 +620,16 @@ struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu
 	if (!m)
 		return pyu_error_create(PYU_ERR_NOT_FOUND, "%s is not mapped at file offset 0 "
 					"in the target", path);
-	const struct elf_phdr *p = first_load(elf);
-	// File offset 0 is mapped at m->start; the first segment puts file offset p_offset at
-	// p_vaddr (and p_vaddr - p_offset is page aligned), so file offset 0 has that vaddr.
-	uint64_t base = p ? p->vaddr - p->offset : 0;
-	*ret = m->start - base;
+	*ret = m->start - load->base;
 	return NULL;
+}
+
+struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu_elf *elf,
+				    const char *path, uint64_t *ret)
+{
+	struct pyu_elf_load load;
+	pyu_elf_load_info(elf, &load);
+	return pyu_elf_load_bias_of(t, &load, path, ret);
 }
 
 // Looks for NT_GNU_BUILD_ID in a buffer of notes. Every length is checked against @len.

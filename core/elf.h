@@ -127,4 +127,31 @@ struct pyu_error *pyu_elf_open_debug(struct pyu_elf *elf, const char *root,
 struct pyu_error *pyu_elf_load_bias(const struct pyu_target *t, const struct pyu_elf *elf,
 				    const char *path, uint64_t *ret);
 
+// What pyu_elf_load_bias needs of the file, for a caller that keeps it instead of opening
+// the file again. Cannot fail.
+struct pyu_elf_load {
+	bool exec;     // ET_EXEC: loaded where its addresses say
+	uint64_t base; // the virtual address of file offset 0
+};
+void pyu_elf_load_info(const struct pyu_elf *elf, struct pyu_elf_load *ret);
+// pyu_elf_load_bias from kept @load. On error (PYU_ERR_NOT_FOUND), *ret is unchanged.
+struct pyu_error *pyu_elf_load_bias_of(const struct pyu_target *t,
+				       const struct pyu_elf_load *load, const char *path,
+				       uint64_t *ret);
+
+// A file's identity as far as a cache of what it holds can tell: the same device, inode, size,
+// modification and status-change times (a file copied over another in place keeps the inode
+// but not the times, and the status-change time cannot be set back).
+struct pyu_file_id {
+	uint64_t dev, ino, size;
+	int64_t mtime_ns, ctime_ns;
+};
+struct stat;
+void pyu_file_id_of(const struct stat *st, struct pyu_file_id *ret);
+// stat() of @path; false when it cannot be or is not a regular file (*ret then unspecified).
+bool pyu_file_id(const char *path, struct pyu_file_id *ret);
+bool pyu_file_id_equal(const struct pyu_file_id *a, const struct pyu_file_id *b);
+// Of the file @elf opened (its descriptor's fstat at pyu_elf_open). Cannot fail.
+void pyu_elf_file_id(const struct pyu_elf *elf, struct pyu_file_id *ret);
+
 #endif

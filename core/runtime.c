@@ -6,6 +6,7 @@
 // disk through their local path, so the same code serves live processes and core files.
 #include <ctype.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ struct pyu_error *pyu_runtime_init_layout(struct pyu_runtime *rt, uint32_t versi
 	return NULL;
 }
 
-// What one ELF file told us.
+// What one ELF file told us, at the target's addresses.
 struct found {
 	uint64_t runtime;        // _PyRuntime
 	uint64_t interp_head;    // &interp_head (2.7/3.6)
@@ -84,11 +85,32 @@ struct found {
 	uint64_t code_type;
 	uint64_t version_text[5]; // places that may hold the "X.Y.Z" text (see find_version_text)
 	size_t version_texts;
-	uint32_t py_version;     // Py_Version
+	// Py_Version, read only when asked for (py_version_of): 3.13+ take the version from
+	// their debug offsets, and the read was a system call of every fresh handle.
+	uint64_t py_version_at;  // its address, 0 without the symbol
+	uint32_t py_version_file; // its value in the file (0: unread)
+	bool py_version_read;
+	uint32_t py_version;
 	uint32_t name_version;   // from the file name
 	uint32_t presence_version; // from which API symbols exist
 	bool debug, ft;
 	char how[512];
+};
+
+// What an ELF file says about an interpreter in it, at the file's own virtual addresses (0:
+// absent) and nothing of any target: what examine() needs of the file, kept (kept_facts)
+// between handles of the library so that the next handle on the same file reads none of it.
+enum runtime_how { HOW_NONE, HOW_RUNTIME_SYMBOL, HOW_RUNTIME_SECTION, HOW_HEAD_SYMBOL,
+		   HOW_HEAD_DECODED };
+struct file_facts {
+	enum runtime_how how;
+	uint64_t runtime, interp_head, tstate_current, gc_generation0, code_type, py_version;
+	uint32_t py_version_file;
+	uint64_t version_text[5];
+	size_t version_texts;
+	bool debug_symbol;
+	uint32_t presence_version;
+	struct pyu_elf_load load;
 };
 
 static bool has_symbol(const struct pyu_symsrc *src, const char *name,
@@ -123,119 +145,210 @@ static uint64_t decode_interp_head(const struct pyu_symsrc *src)
 	return sym.value + at + 7 + (uint64_t)(int64_t)disp;
 }
 
-// Reads a u32-sized version constant at @addr: the target first, the source as a fallback.
-static uint32_t read_version_const(struct pyu_target *t, const struct pyu_symsrc *src,
-				   uint64_t addr)
+// A plausible PY_VERSION_HEX: 3.x with a release level of a, b, c or f; else 0.
+static uint32_t plausible_version(uint32_t v)
 {
+	return (v >> 24) != 3 || ((v >> 4) & 0xf) < 0xa ? 0 : v;
+}
+
+// The u32 Py_Version of @f: the target's first, the file's as a fallback; 0 when there is
+// none or it is implausible. Read once.
+static uint32_t py_version_of(struct pyu_target *t, struct found *f)
+{
+	if (f->py_version_read || !f->py_version_at)
+		return f->py_version;
+	f->py_version_read = true;
 	uint32_t v = 0;
-	struct pyu_error *err = pyu_target_read_u32(t, addr, &v);
+	struct pyu_error *err = pyu_target_read_u32(t, f->py_version_at, &v);
 	if (err) {
 		pyu_error_destroy(err);
-		if (!src_read(src, addr - src->bias, &v, 4))
-			return 0;
+		v = f->py_version_file;
 	}
-	// A plausible PY_VERSION_HEX: 3.x with a release level of a, b, c or f.
-	if ((v >> 24) != 3 || ((v >> 4) & 0xf) < 0xa)
-		return 0;
-	return v;
+	f->py_version = plausible_version(v);
+	return f->py_version;
 }
 
 // Where the full version text may be read: Py_GetVersion()'s static buffer (a LOCAL symbol,
 // in .symtab only) and, for stripped builds, every RIP-relative `lea` in the first bytes of the
 // exported Py_GetVersion(): it loads the address of that buffer and of the PY_VERSION literal
 // it formats ("2.7.18"). Each candidate is read and parsed later; wrong ones fail to parse.
-static void find_version_text(const struct pyu_symsrc *src, struct found *f)
+static void find_version_text(const struct pyu_symsrc *src, struct file_facts *ff)
 {
 	struct pyu_elf_symbol sym;
 	if ((has_symbol(src, "version.0", &sym) || has_symbol(src, "version", &sym)) &&
 	    sym.type == 1 && sym.size >= 16)
-		f->version_text[f->version_texts++] = src->bias + sym.value;
+		ff->version_text[ff->version_texts++] = sym.value;
 	uint8_t code[128];
 	if (!has_symbol(src, "Py_GetVersion", &sym) || !src_read(src, sym.value, code, sizeof(code)))
 		return;
-	for (size_t i = 0; i + 7 <= sizeof(code) && f->version_texts < 5; i++) {
+	for (size_t i = 0; i + 7 <= sizeof(code) && ff->version_texts < 5; i++) {
 		// REX.W (+R) 8D /r with mod 00, rm 101: lea reg, [rip + disp32]
 		if ((code[i] != 0x48 && code[i] != 0x4c) || code[i + 1] != 0x8d ||
 		    (code[i + 2] & 0xc7) != 0x05)
 			continue;
 		int32_t disp;
 		memcpy(&disp, code + i + 3, 4);
-		f->version_text[f->version_texts++] = src->bias + sym.value + i + 7 +
-						      (uint64_t)(int64_t)disp;
+		ff->version_text[ff->version_texts++] = sym.value + i + 7 + (uint64_t)(int64_t)disp;
 		i += 6;
 	}
 }
 
-// Everything one ELF image (@name, loaded with @src->bias) says about an interpreter in it.
-static void examine(struct pyu_target *t, const struct pyu_symsrc *src, const char *name,
-		    struct found *f, char *errs, size_t errs_len)
+// Everything one ELF image says about an interpreter in it, from its symbols and bytes alone.
+static void file_facts(const struct pyu_symsrc *src, struct file_facts *ff)
 {
-	uint64_t bias = src->bias;
 	struct pyu_elf_symbol sym;
 	struct pyu_elf_section sec;
-	f->name_version = pyu_version_from_name(name, &f->debug, &f->ft);
+	memset(ff, 0, sizeof(*ff));
 	if (has_symbol(src, "_PyRuntime", &sym)) {
-		f->runtime = bias + sym.value;
-		snprintf(f->how, sizeof(f->how), "symbol _PyRuntime in %s", name);
+		ff->runtime = sym.value;
+		ff->how = HOW_RUNTIME_SYMBOL;
 	} else if (src->elf) {
 		struct pyu_error *err = pyu_elf_find_section(src->elf, ".PyRuntime", &sec);
 		if (!err) {
-			f->runtime = bias + sec.addr;
-			snprintf(f->how, sizeof(f->how), "section .PyRuntime of %s", name);
+			ff->runtime = sec.addr;
+			ff->how = HOW_RUNTIME_SECTION;
 		} else {
 			pyu_error_destroy(err);
 		}
 	}
-	if (!f->runtime) {
+	if (!ff->how) {
 		if (has_symbol(src, "interp_head", &sym)) {
-			f->interp_head = bias + sym.value;
-			snprintf(f->how, sizeof(f->how), "symbol interp_head in %s", name);
+			ff->interp_head = sym.value;
+			ff->how = HOW_HEAD_SYMBOL;
 		} else {
-			uint64_t ih = decode_interp_head(src);
-			if (ih) {
-				f->interp_head = bias + ih;
-				snprintf(f->how, sizeof(f->how),
-					 "interp_head decoded from PyInterpreterState_Head() in %s",
-					 name);
-			}
+			ff->interp_head = decode_interp_head(src);
+			if (ff->interp_head)
+				ff->how = HOW_HEAD_DECODED;
 		}
 	}
 	if (has_symbol(src, "_PyThreadState_Current", &sym))
-		f->tstate_current = bias + sym.value;
+		ff->tstate_current = sym.value;
 	if (has_symbol(src, "_PyGC_generation0", &sym))
-		f->gc_generation0 = bias + sym.value;
+		ff->gc_generation0 = sym.value;
 	if (has_symbol(src, "PyCode_Type", &sym))
-		f->code_type = bias + sym.value;
-	if (has_symbol(src, "Py_Version", &sym))
-		f->py_version = read_version_const(t, src, bias + sym.value);
-	find_version_text(src, f);
-	if (has_symbol(src, "_Py_NegativeRefcount", NULL))
-		f->debug = true;
+		ff->code_type = sym.value;
+	if (has_symbol(src, "Py_Version", &sym)) {
+		ff->py_version = sym.value;
+		if (!src_read(src, sym.value, &ff->py_version_file, 4))
+			ff->py_version_file = 0;
+	}
+	find_version_text(src, ff);
+	ff->debug_symbol = has_symbol(src, "_Py_NegativeRefcount", NULL);
 	// API symbols that appeared in a given release tell 3.7 - 3.10 apart when neither
 	// Py_Version nor the file name says which one this is.
-	if (has_symbol(src, "Py_Version", NULL))
-		f->presence_version = 0x030b0000;
+	if (ff->py_version)
+		ff->presence_version = 0x030b0000;
 	else if (has_symbol(src, "Py_NewRef", NULL))
-		f->presence_version = 0x030a0000;
+		ff->presence_version = 0x030a0000;
 	else if (has_symbol(src, "PyFrame_GetCode", NULL))
-		f->presence_version = 0x03090000;
+		ff->presence_version = 0x03090000;
 	else if (has_symbol(src, "PyVectorcall_Call", NULL))
-		f->presence_version = 0x03080000;
+		ff->presence_version = 0x03080000;
 	else if (has_symbol(src, "PyContext_New", NULL))
-		f->presence_version = 0x03070000;
+		ff->presence_version = 0x03070000;
 	else if (has_symbol(src, "PyString_FromString", NULL))
-		f->presence_version = 0x02070000;
+		ff->presence_version = 0x02070000;
 	else if (has_symbol(src, "PyBytes_FromString", NULL))
-		f->presence_version = 0x03060000; // or older 3.x, which we do not support
-	if (!f->runtime && !f->interp_head)
+		ff->presence_version = 0x03060000; // or older 3.x, which we do not support
+}
+
+static uint64_t at(uint64_t bias, uint64_t vaddr)
+{
+	return vaddr ? bias + vaddr : 0;
+}
+
+// What @ff, of the image @name loaded with @bias, says about the target's interpreter.
+static void examine(const struct file_facts *ff, uint64_t bias, const char *name,
+		    struct found *f, char *errs, size_t errs_len)
+{
+	f->name_version = pyu_version_from_name(name, &f->debug, &f->ft);
+	switch (ff->how) {
+	case HOW_RUNTIME_SYMBOL:
+		snprintf(f->how, sizeof(f->how), "symbol _PyRuntime in %s", name);
+		break;
+	case HOW_RUNTIME_SECTION:
+		snprintf(f->how, sizeof(f->how), "section .PyRuntime of %s", name);
+		break;
+	case HOW_HEAD_SYMBOL:
+		snprintf(f->how, sizeof(f->how), "symbol interp_head in %s", name);
+		break;
+	case HOW_HEAD_DECODED:
+		snprintf(f->how, sizeof(f->how),
+			 "interp_head decoded from PyInterpreterState_Head() in %s", name);
+		break;
+	case HOW_NONE:
 		pyu_appendf(errs, errs_len,
 			"%s: no _PyRuntime/interp_head symbol, no .PyRuntime section; ", name);
+		break;
+	}
+	f->runtime = ff->how == HOW_RUNTIME_SYMBOL || ff->how == HOW_RUNTIME_SECTION
+		? bias + ff->runtime : 0;
+	f->interp_head = ff->how == HOW_HEAD_SYMBOL || ff->how == HOW_HEAD_DECODED
+		? bias + ff->interp_head : 0;
+	f->tstate_current = at(bias, ff->tstate_current);
+	f->gc_generation0 = at(bias, ff->gc_generation0);
+	f->code_type = at(bias, ff->code_type);
+	f->py_version_at = at(bias, ff->py_version);
+	f->py_version_file = ff->py_version_file;
+	for (size_t i = 0; i < ff->version_texts; i++)
+		f->version_text[i] = bias + ff->version_text[i];
+	f->version_texts = ff->version_texts;
+	if (ff->debug_symbol)
+		f->debug = true;
+	f->presence_version = ff->presence_version;
+}
+
+// The facts of interpreter files examined before, by the files' identity, for the life of the
+// library: a sampler opens a fresh handle per snapshot, and opening the interpreter's ELF file
+// (headers, dynamic symbols: 115 KB for Debian's python3.15) was a fifth of such a handle's
+// time. An entry serves only a file of the same device, inode, size and times (stat() of the
+// path at each use), so a file replaced or rewritten in place is examined again.
+#define FACTS_KEPT 8
+static struct kept_facts {
+	bool used;
+	uint64_t last; // kept_clock when last used: the least recent is replaced
+	struct pyu_file_id id;
+	struct file_facts facts;
+} kept_facts[FACTS_KEPT];
+static uint64_t kept_clock;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool facts_kept(const struct pyu_file_id *id, struct file_facts *ret)
+{
+	bool hit = false;
+	pthread_mutex_lock(&kept_lock);
+	for (size_t i = 0; i < FACTS_KEPT && !hit; i++) {
+		struct kept_facts *k = &kept_facts[i];
+		if (k->used && pyu_file_id_equal(&k->id, id)) {
+			*ret = k->facts;
+			k->last = ++kept_clock;
+			hit = true;
+		}
+	}
+	pthread_mutex_unlock(&kept_lock);
+	return hit;
+}
+
+static void keep_facts(const struct pyu_file_id *id, const struct file_facts *ff)
+{
+	pthread_mutex_lock(&kept_lock);
+	struct kept_facts *victim = &kept_facts[0];
+	for (size_t i = 0; i < FACTS_KEPT; i++) {
+		struct kept_facts *k = &kept_facts[i];
+		if (k->used && pyu_file_id_equal(&k->id, id)) {
+			victim = k;
+			break;
+		}
+		if (!k->used || (victim->used && k->last < victim->last))
+			victim = k;
+	}
+	*victim = (struct kept_facts){true, ++kept_clock, *id, *ff};
+	pthread_mutex_unlock(&kept_lock);
 }
 
 static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, struct found *f,
 			 char *errs, size_t errs_len)
 {
-	struct pyu_symsrc src = {0};
 	// A local file of another build (a core from another machine, a library updated since)
 	// would give wrong addresses: leave it to the in-memory route.
 	if (!pyu_target_file_matches(t, m)) {
@@ -243,19 +356,31 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 			"(build IDs differ); ", m->path);
 		return;
 	}
-	struct pyu_error *err = pyu_elf_open(m->local_path, &src.elf);
+	struct file_facts ff;
+	struct pyu_file_id id;
+	struct pyu_error *err = NULL;
+	if (!pyu_file_id(m->local_path, &id) || !facts_kept(&id, &ff)) {
+		struct pyu_symsrc src = {0};
+		err = pyu_elf_open(m->local_path, &src.elf);
+		if (!err) {
+			file_facts(&src, &ff);
+			pyu_elf_load_info(src.elf, &ff.load);
+			pyu_elf_file_id(src.elf, &id); // what was read, whatever the path is now
+			keep_facts(&id, &ff);
+			pyu_elf_close(src.elf);
+		}
+	}
+	uint64_t bias = 0;
 	if (!err)
-		err = pyu_elf_load_bias(t, src.elf, m->path, &src.bias);
+		err = pyu_elf_load_bias_of(t, &ff.load, m->path, &bias);
 	if (err) {
 		pyu_appendf(errs, errs_len, "%s: %s; ", m->path, pyu_error_message(err));
 		pyu_error_destroy(err);
-		pyu_elf_close(src.elf);
 		return;
 	}
-	examine(t, &src, m->path, f, errs, errs_len);
+	examine(&ff, bias, m->path, f, errs, errs_len);
 	if (f->how[0] && strcmp(m->path, m->local_path) != 0)
 		pyu_appendf(f->how, sizeof(f->how), " (the file here: %s)", m->local_path);
-	pyu_elf_close(src.elf);
 }
 
 // The ELF images in target memory that hold an interpreter: for targets that name no files.
@@ -279,8 +404,10 @@ static bool examine_images(struct pyu_target *t, struct found *best, char *errs,
 		if (ok && (has_symbol(&img.src, "_PyRuntime", NULL) ||
 			   has_symbol(&img.src, "PyInterpreterState_Head", NULL))) {
 			struct found f = {0};
+			struct file_facts ff;
 			char dummy[8] = "";
-			examine(t, &img.src, img.name, &f, dummy, sizeof(dummy));
+			file_facts(&img.src, &ff);
+			examine(&ff, img.src.bias, img.name, &f, dummy, sizeof(dummy));
 			if (f.runtime || f.interp_head) {
 				*best = f;
 				any = true;
@@ -466,14 +593,44 @@ uint32_t pyu_version_from_text(struct pyu_target *t, uint64_t addr, uint32_t min
 	return (v >> 16) == (minor_hex >> 16) ? v : 0;
 }
 
+// The lowest-mapped file of the start of a live process's map (its open read no more), when
+// its first line maps the file's start: the executable.
+static const struct pyu_mapping *known_executable(const struct pyu_target *t)
+{
+	size_t count = pyu_target_known_mapping_count(t);
+	for (size_t i = 0; i < count; i++) {
+		const struct pyu_mapping *m = pyu_target_mapping(t, i);
+		if (m->path && m->local_path && m->path[0] != '[')
+			return m->offset == 0 ? m : NULL;
+	}
+	return NULL;
+}
+
 struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret)
 {
 	char errs[1024] = "";
 	const struct pyu_mapping *cands[MAX_CANDIDATES];
-	size_t n = candidates(t, cands);
 	struct found best = {0};
 	const struct pyu_mapping *best_m = NULL;
-	for (size_t i = 0; i < n; i++) {
+	size_t n = 0;
+	// A live process whose open read the start of its map alone: a statically linked
+	// interpreter (Debian's, the python.org builds) has its runtime in the executable, and
+	// the rest of the map (most of opening a small process) is read only when it has none
+	// (libpython, an embedding program).
+	const struct pyu_mapping *exe_m = pyu_target_mappings_partial(t) ? known_executable(t)
+								  : NULL;
+	if (exe_m) {
+		struct found f = {0};
+		char ignored[8] = "";
+		examine_file(t, exe_m, &f, ignored, sizeof(ignored));
+		if (f.runtime || f.interp_head) {
+			best = f;
+			best_m = exe_m;
+		}
+	}
+	if (!best_m)
+		n = candidates(t, cands);
+	for (size_t i = 0; i < n && !best_m; i++) {
 		struct found f = {0};
 		examine_file(t, cands[i], &f, errs, sizeof(errs));
 		if (f.runtime || f.interp_head) {
@@ -482,7 +639,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			break;
 		}
 	}
-	if (n == 0)
+	if (n == 0 && !best_m)
 		pyu_appendf(errs, sizeof(errs), "the target has no mapped files to examine; ");
 	bool in_memory = !best_m && examine_images(t, &best, errs, sizeof(errs));
 
@@ -521,7 +678,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	// PyInterpreterState_Head() reads _PyRuntime.interpreters.head from 3.7 on: with the
 	// version known, the decoded address gives _PyRuntime itself.
 	if (!best.runtime && best.interp_head) {
-		uint32_t v = best.py_version ? best.py_version
+		uint32_t v = py_version_of(t, &best) ? best.py_version
 			   : best.name_version ? best.name_version : best.presence_version;
 		const struct pyu_layout *l = pyu_layout_for_version(v);
 		if (l && l->runtime.interpreters_head != PYU_NO_FIELD) {
@@ -545,8 +702,9 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	if (best.runtime) {
 		char cookie[8];
 		struct pyu_error *rerr = pyu_target_read(t, best.runtime, cookie, 8);
-		uint32_t claimed = best.py_version ? best.py_version : best.name_version;
 		bool has_cookie = !rerr && memcmp(cookie, "xdebugpy", 8) == 0;
+		uint32_t claimed = has_cookie ? 0
+				 : py_version_of(t, &best) ? best.py_version : best.name_version;
 		if (!has_cookie && !cookie_at && (claimed >> 16) >= 0x030d) {
 			// A 3.13+ _PyRuntime always starts with the cookie: the file that gave this
 			// address is not the build the target runs (a core from elsewhere).
@@ -577,7 +735,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		pyu_error_destroy(rerr);
 	}
 	if (!have_layout) {
-		uint32_t v = best.py_version;
+		uint32_t v = py_version_of(t, &best);
 		if (!v)
 			v = best.name_version;
 		if (!v && best.presence_version) {
@@ -595,7 +753,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		err = pyu_runtime_init_layout(&rt, v, best.debug);
 		if (err)
 			return pyu_error_wrap(err, "interpreter found by %s", best.how);
-		uint32_t exact = best.py_version;
+		uint32_t exact = py_version_of(t, &best);
 		for (size_t i = 0; !exact && i < best.version_texts; i++)
 			exact = pyu_version_from_text(t, best.version_text[i], v);
 		// Without the file's read-only data (memory alone), sys.version's text is still in

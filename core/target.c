@@ -446,6 +446,17 @@ static bool fill_sectors(struct pyu_target *t, uint64_t start, uint64_t len)
 	return got == len;
 }
 
+static const struct pyu_mapping *find_known_mapping(const struct pyu_target *t, uint64_t addr);
+
+// The mapping that bounds a read of the page cache around @addr. Without the rest of a map a
+// live open read only the start of (maps_partial): a read it does not bound is only bounded
+// by its own size, and reading the whole map for it would cost a fresh handle more than the
+// walk.
+static const struct pyu_mapping *page_mapping(const struct pyu_target *t, uint64_t addr)
+{
+	return t->maps_partial ? find_known_mapping(t, addr) : pyu_target_find_mapping(t, addr);
+}
+
 // After a miss on @page, how many pages to read and from where: consecutive misses (a walk
 // through contiguous memory, either way) double the window, kept inside @page's mapping when
 // the target declares mappings, since a read starting on an unmapped page fails whole.
@@ -471,7 +482,7 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 		n *= 2;
 	if (n == 1)
 		return page;
-	const struct pyu_mapping *m = pyu_target_find_mapping(t, page);
+	const struct pyu_mapping *m = page_mapping(t, page);
 	uint64_t lo = m ? m->start & ~(uint64_t)(PYU_PAGE_SIZE - 1) : page;
 	uint64_t hi = m ? m->end : page + (uint64_t)n * PYU_PAGE_SIZE;
 	if (hi < page + PYU_PAGE_SIZE)
@@ -561,7 +572,7 @@ static void fill_pages_spans(struct pyu_target *t, const uint64_t *pages, unsign
 	bool alone = false; // the span from pages[i] read nothing: pages[i] by itself next
 	for (unsigned i = 0; i < n;) {
 		uint64_t start = pages[i];
-		const struct pyu_mapping *m = pyu_target_find_mapping(t, start);
+		const struct pyu_mapping *m = page_mapping(t, start);
 		unsigned j = i + 1;
 		for (; !alone && j < n; j++) {
 			uint64_t p = pages[j];
@@ -640,7 +651,7 @@ static uint64_t sector_window(struct pyu_target *t, uint64_t lo, uint64_t hi, ui
 	}
 	st->run = run;
 	uint64_t n = window_sectors(run); // at most 32 sectors of at most 2 KiB: fill_sectors takes it
-	const struct pyu_mapping *m = pyu_target_find_mapping(t, lo);
+	const struct pyu_mapping *m = page_mapping(t, lo);
 	uint64_t start = lo, end = hi;
 	if (run < 0) {
 		uint64_t floor = m ? m->start - m->start % s : 0;
@@ -722,7 +733,7 @@ static void prefetch_sectors(struct pyu_target *t, const uint64_t *addrs, const 
 	qsort(p, np, sizeof(*p), compare_piece);
 	for (size_t i = 0; i < np;) {
 		uint64_t start = p[i].start, end = p[i].end;
-		const struct pyu_mapping *m = pyu_target_find_mapping(t, start);
+		const struct pyu_mapping *m = page_mapping(t, start);
 		size_t j = i + 1;
 		for (; j < np; j++) {
 			uint64_t e = p[j].end > end ? p[j].end : end;
@@ -1400,7 +1411,18 @@ static bool current_mappings(const struct pyu_target *ct)
 		return false;
 	t->maps_stale = false;
 	t->reread_maps(t);
+	t->maps_partial = false;
 	return true;
+}
+
+bool pyu_target_mappings_partial(const struct pyu_target *t)
+{
+	return t->maps_partial;
+}
+
+size_t pyu_target_known_mapping_count(const struct pyu_target *t)
+{
+	return t->mapping_count;
 }
 
 bool pyu_target_reread_mappings(struct pyu_target *t)
@@ -1441,10 +1463,9 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 	return m;
 }
 
-const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
-							const char *path)
+static const struct pyu_mapping *find_file_mapping_known(const struct pyu_target *t,
+							 const char *path)
 {
-	current_mappings(t);
 	for (size_t i = 0; i < t->mapping_count; i++) {
 		const struct pyu_mapping *m = &t->mappings[i];
 		if (m->offset != 0)
@@ -1454,6 +1475,19 @@ const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *
 			return m;
 	}
 	return NULL;
+}
+
+const struct pyu_mapping *pyu_target_find_file_mapping(const struct pyu_target *t,
+							const char *path)
+{
+	// A file's lines come one after another: one among the start of a current map is whole.
+	if (t->maps_partial) {
+		const struct pyu_mapping *m = find_file_mapping_known(t, path);
+		if (m)
+			return m;
+	}
+	current_mappings(t);
+	return find_file_mapping_known(t, path);
 }
 
 // The GNU build ID of @m's file as the target has it (in the first page of the file's first

@@ -64,6 +64,12 @@ char *pyu_target_exec_name(struct pyu_target *t, uint64_t *phdr);
 
 // The mappings, sorted by start address. Cannot fail.
 size_t pyu_target_mapping_count(const struct pyu_target *t);
+// Whether the mappings known are only the lowest of a live process's (its open read the start
+// of the map alone): pyu_target_mapping_count reads the rest. Cannot fail.
+bool pyu_target_mappings_partial(const struct pyu_target *t);
+// How many mappings are known now (pyu_target_mapping(t, i) below it), without reading the
+// rest or a stale map again. Cannot fail.
+size_t pyu_target_known_mapping_count(const struct pyu_target *t);
 const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t i);
 // The mapping containing @addr, or NULL.
 const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, uint64_t addr);

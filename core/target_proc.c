@@ -17,6 +17,11 @@
 #include <unistd.h>
 
 #define MAPS_BUFFER (64u << 10)
+// Of /proc/PID/maps, what a live open reads first: about 8 lines, the executable's (its 5 or 6
+// segments, lowest in the address space) among them. The rest is read when asked for
+// (target_impl.h, maps_partial): the kernel makes each line read (a path lookup for a file's),
+// and the whole map of a small Python process was 40% of opening and walking it.
+#define MAPS_PREFIX 1024u
 
 static bool open_mem(struct proc_backend *p)
 {
@@ -267,32 +272,83 @@ static void proc_check_local(struct pyu_target *t, struct pyu_mapping *m)
 	}
 }
 
-static struct pyu_error *read_maps(struct pyu_target *t, int pid)
+static struct pyu_error *open_maps(int pid, int *ret)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	FILE *f = fopen(path, "re");
-	if (!f) {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		if (errno == ENOENT)
 			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
 		if (errno == EACCES || errno == EPERM)
 			return permission_error(pid, "the memory map");
 		return pyu_error_create(PYU_ERR_IO, "cannot open %s: %s", path, strerror(errno));
 	}
-	// /proc files report a 1 KiB block size: stdio would read the map 1 KiB per system call.
-	char *fbuf = malloc(MAPS_BUFFER);
-	if (fbuf)
-		setvbuf(f, fbuf, _IOFBF, MAPS_BUFFER);
-	char *line = NULL;
-	size_t cap = 0;
+	*ret = fd;
+	return NULL;
+}
+
+// Adds the lines of @text (@len bytes) to @t: every whole one, and a last one without its
+// newline too when @whole (the end of the map).
+static struct pyu_error *add_maps_text(struct pyu_target *t, char *text, size_t len, bool whole)
+{
+	size_t off = 0;
 	struct pyu_error *err = NULL;
-	while (!err && getline(&line, &cap, f) > 0)
-		err = add_maps_line(t, line);
-	if (!err && ferror(f))
-		err = pyu_error_create(PYU_ERR_IO, "cannot read %s", path);
-	free(line);
-	fclose(f);
-	free(fbuf);
+	while (!err && off < len) {
+		char *nl = memchr(text + off, '\n', len - off);
+		if (!nl && !whole)
+			break;
+		size_t end = nl ? (size_t)(nl - text) : len;
+		text[end] = '\0'; // a newline, or the byte kept free after the text
+		err = add_maps_line(t, text + off);
+		off = end + 1;
+	}
+	return err;
+}
+
+// Reads /proc/PID/maps into @t: all of it, or (@prefix) its first MAPS_PREFIX bytes alone in
+// one read (the kernel makes only the lines asked for, each costing it a path lookup), its
+// whole lines then setting t->maps_partial and t->maps_stale.
+static struct pyu_error *read_maps(struct pyu_target *t, bool prefix)
+{
+	const struct proc_backend *p = t->backend_data;
+	int fd = -1;
+	struct pyu_error *err = open_maps(p->pid, &fd);
+	if (err)
+		return err;
+	size_t cap = prefix ? MAPS_PREFIX + 1 : MAPS_BUFFER, len = 0;
+	char *text = malloc(cap);
+	bool end = false;
+	while (!err && !end && text) {
+		if (cap - len < (prefix ? MAPS_PREFIX : MAPS_BUFFER / 2) + 1) {
+			char *more = realloc(text, cap * 2);
+			if (!more)
+				break;
+			text = more;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, text + len, cap - len - 1); // a byte kept for the last NUL
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = pyu_error_create(PYU_ERR_IO, "cannot read /proc/%d/maps: %s",
+					       (int)p->pid, strerror(errno));
+		else
+			len += (size_t)r;
+		end = r == 0;
+		if (prefix)
+			break;
+	}
+	close(fd);
+	if (!text || (!err && !end && !prefix)) {
+		free(text);
+		return err ? err : &pyu_error_nomem;
+	}
+	if (!err)
+		err = add_maps_text(t, text, len, end);
+	free(text);
+	if (!err && !end)
+		t->maps_partial = t->maps_stale = true;
 	return err;
 }
 
@@ -357,7 +413,7 @@ static void proc_reread_maps(struct pyu_target *t)
 	size_t old_count = t->mapping_count, old_cap = t->mapping_cap;
 	t->mappings = NULL;
 	t->mapping_count = t->mapping_cap = 0;
-	struct pyu_error *err = read_maps(t, p->pid);
+	struct pyu_error *err = read_maps(t, false);
 	if (err) {
 		pyu_error_destroy(err);
 		free_mappings(t->mappings, t->mapping_count);
@@ -401,6 +457,7 @@ static void proc_refresh(struct pyu_target *t)
 	p->retired = NULL;
 	p->retired_count = 0;
 	t->maps_stale = true;
+	t->maps_partial = false;
 }
 
 // Reads one byte of the first readable mapping to find out early whether we may read this
@@ -492,7 +549,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->changes = true;
 	t->refresh = proc_refresh;
 	t->reread_maps = proc_reread_maps;
-	err = read_maps(t, pid); // ENOENT: "no such process"
+	err = read_maps(t, true); // ENOENT: "no such process"
 	if (!err && t->mapping_count == 0)
 		err = no_memory_error(pid);
 	if (!err)

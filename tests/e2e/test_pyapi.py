@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import REPO, Target, HarnessError, compare, run_cases, selected  # noqa: E402
-from harness import stopped  # noqa: E402
+from harness import stopped, interpreters  # noqa: E402
 from e2e.test_triage import foreign_core, WORK as TRIAGE_WORK  # noqa: E402
 from e2e.test_cython import include_dirs, modules_for, target_env, path_map  # noqa: E402
 from e2e.test_cython import check_doc as check_cython_doc  # noqa: E402
@@ -190,6 +190,58 @@ def repeat_case(py):
         finally:
             proc.kill()
             proc.wait()
+    return go
+
+
+def static_interpreters():
+    """Interpreters of the whole matrix whose executable holds the runtime (no libpython:
+    what the library keeps of an interpreter file between handles is of that file), one per
+    minor version, newest first."""
+    found = {}
+    for py in reversed(interpreters()):
+        if py.debug or py.minor in found:
+            continue
+        rc, out, _ = run(["ldd", py.path])
+        if rc == 0 and "libpython" not in out:
+            found[py.minor] = py
+    return list(found.values())
+
+
+def one_path_case():
+    """Two interpreters at one path in turn, the second copied over the first in place (the
+    same inode), each read through a fresh handle in this one process: what the library
+    keeps of an interpreter file between handles (where its runtime is, its version) must not
+    be given to the other file. Then the first again, over the second."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        pys = static_interpreters()
+        assert len(pys) >= 2, "fewer than two statically linked interpreters in the matrix: %s" \
+            % [py.label for py in pys]
+        a, b = pys[0], pys[-1]
+        bindir = tempfile.mkdtemp(prefix="one-path-", dir=WORK)
+        path = os.path.join(bindir, "python3")
+        inode = None
+        for py in (a, b, a):
+            prefix = run([py.path, "-c", "import sys; print(sys.prefix)"])[1].strip()
+            if os.path.exists(path):
+                with open(py.path, "rb") as src, open(path, "r+b") as dst:
+                    shutil.copyfileobj(src, dst)  # in place: the same inode
+                    dst.truncate()
+            else:
+                shutil.copyfile(py.path, path)
+                os.chmod(path, 0o755)
+            st = os.stat(path)
+            assert inode in (None, st.st_ino), "the copy is another inode"
+            inode = st.st_ino
+            with Target(py, "scenario", command=[path], env={"PYTHONHOME": prefix}) as t:
+                with t.stopped():
+                    with pyunwind.open_process(t.pid) as target:
+                        snap = target.collect()
+                        version, doc = snap.python.version, snap.document()
+                assert version == py.version, "%s at %s read as %s" % (py.label, path, version)
+                problems = compare(t.truth, doc, fields=FIELDS)
+                assert not problems, "%s at %s: %s" % (py.label, path, "\n".join(problems[:5]))
     return go
 
 
@@ -469,6 +521,7 @@ def main():
     cases += [("pyapi line table %s" % py.label, line_table_case(py)) for py in selected()]
     cases += [("pyapi cython %s" % py.label, cython_case(py)) for py in selected()]
     cases.append(("pyapi mypy --strict", mypy_case))
+    cases.append(("pyapi one path, two interpreters in turn", one_path_case()))
     cases += [("pyapi %s (the checkout's package from this host's Python)" % py.label,
                old_case(py)) for py in selected() if py not in pys]
     if pys:
