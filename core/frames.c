@@ -473,7 +473,7 @@ static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start
 
 void pyu_stack_copy_clear(struct pyu_stack_copy *c)
 {
-	free(c->data);
+	free(c->own);
 	free(c->chunk);
 	memset(c, 0, sizeof(*c));
 }
@@ -502,18 +502,19 @@ static inline const uint8_t *copied(struct pyu_stack_copy *c, uint64_t addr, siz
 	return copied_search(c, addr, len);
 }
 
-// Copies @st's data stack into @c (empty, filled only with what could be read), at most
-// PYU_PREFETCH_MAX bytes and *budget, which it lowers. Cannot fail: what is left out is read
-// by the walk, which reports what cannot be.
-static void copy_data_stack(struct pyu_walk *w, const struct pyu_frame_start *st,
-			    struct pyu_stack_copy *c, uint64_t *budget)
+// Plans the copy of @st's data stack into @c (empty): its chunks' used parts, at most
+// PYU_PREFETCH_MAX bytes and *budget, which it lowers, each prefetched. Returns the bytes to
+// copy (c->chunk[].off from 0); copy_chunks() then reads them. Cannot fail: what is left out
+// is read by the walk, which reports what cannot be.
+static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
+			struct pyu_stack_copy *c, uint64_t *budget)
 {
 	uint64_t chunk = st->chunk, end = st->top;
 	uint64_t left = *budget < PYU_PREFETCH_MAX ? *budget : PYU_PREFETCH_MAX;
 	size_t total = 0;
 	unsigned cap = 0;
 	if (!chunk || end <= chunk)
-		return;
+		return 0;
 	for (unsigned k = 0; chunk && k < COPY_CHUNKS; k++) {
 		// The smallest chunk CPython makes, with an older chunk's header: one read.
 		if (k > 0)
@@ -542,20 +543,55 @@ static void copy_data_stack(struct pyu_walk *w, const struct pyu_frame_start *st
 		left -= end - chunk;
 		chunk = hdr[0];
 	}
-	c->data = c->n ? malloc(total) : NULL;
-	if (!c->data) {
-		pyu_stack_copy_clear(c);
-		return;
-	}
 	*budget -= total;
+	return total;
+}
+
+// Reads the chunks planned for @c into @data.
+static void copy_chunks(struct pyu_walk *w, struct pyu_stack_copy *c, uint8_t *data)
+{
+	c->data = data;
 	for (unsigned i = 0; i < c->n; i++) {
 		struct pyu_copied_chunk *ch = &c->chunk[i];
-		struct pyu_error *err = pyu_target_read(w->t, ch->lo, c->data + ch->off,
+		struct pyu_error *err = pyu_target_read(w->t, ch->lo, data + ch->off,
 							(size_t)(ch->hi - ch->lo));
 		if (err) {
 			pyu_error_destroy(err);
 			ch->hi = ch->lo; // holds nothing: its frames are read (and reported) one by one
 		}
+	}
+}
+
+// Copies the data stacks of the @n threads of @starts into @copies, in the walk's scratch
+// memory when it has some (else in an allocation copies[0] owns). Cannot fail: a thread left
+// without a copy has its frames read one by one.
+static void copy_data_stacks(struct pyu_walk *w, const struct pyu_frame_start *starts,
+			     struct pyu_stack_copy *copies, size_t n)
+{
+	uint64_t budget = COPY_BATCH_MAX;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = plan_copy(w, &starts[i], &copies[i], &budget);
+		for (unsigned k = 0; k < copies[i].n; k++)
+			copies[i].chunk[k].off += total;
+		total += len;
+	}
+	uint8_t *data = NULL;
+	if (total && w->scratch) {
+		if (w->scratch->cap < total) {
+			free(w->scratch->data);
+			w->scratch->data = malloc(total);
+			w->scratch->cap = w->scratch->data ? total : 0;
+		}
+		data = w->scratch->data;
+	} else if (total) {
+		data = copies[0].own = malloc(total);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (data)
+			copy_chunks(w, &copies[i], data);
+		else
+			copies[i].n = 0; // out of memory: nothing copied
 	}
 }
 
@@ -825,9 +861,7 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 		budget -= st->top - st->chunk;
 	}
 	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
-	budget = COPY_BATCH_MAX;
-	for (size_t i = 0; i < n; i++)
-		copy_data_stack(w, &starts[i], &copies[i], &budget);
+	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;

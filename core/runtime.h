@@ -100,7 +100,19 @@ struct pyu_walk {
 	// A live process's code objects as earlier snapshots read them (code_memo.c), checked
 	// before use; NULL: every code object is read.
 	struct pyu_code_memo *memo;
+	// Memory for the copies of data stacks, kept with a live process's interpreter from one
+	// snapshot to the next; NULL: each walk allocates its own.
+	struct pyu_scratch *scratch;
 };
+
+// Memory a walk reuses (frames.c): a sampler's snapshots then neither grow nor shrink the heap,
+// which the allocator would give back to the system after each and fault in again (the page
+// faults cost more than the walk). Contents mean nothing between walks.
+struct pyu_scratch {
+	uint8_t *data;
+	size_t cap;
+};
+#define PYU_SCRATCH_KEPT (1u << 20) // bytes kept between snapshots; more is freed after a walk
 
 // Reads the f_lineno of every frame noted during the walk and applies those set, then forgets
 // the notes. Fails only for out of memory (the table's lines then stand).
@@ -139,6 +151,7 @@ struct pyu_stack_copy {
 	uint8_t *data;
 	struct pyu_copied_chunk *chunk;
 	unsigned n, last; // chunks copied; the one the last frame was found in
+	uint8_t *own;     // the allocation data lies in, when this copy must free it
 };
 void pyu_stack_copy_clear(struct pyu_stack_copy *c);
 
