@@ -37,6 +37,8 @@ struct pyu_code_cache {
 	size_t extra_cap;
 	struct pyu_types types; // PyCode_Type once known (a symbol, or learnt by structure)
 	uint64_t copied;    // bytes of names and tables held by the snapshot, against a budget
+	uint64_t last_addr; // the code object of the last lookup (0: none), at index last_index:
+	int32_t last_index; // the frames of a recursion ask for one code object again and again
 };
 
 struct pyu_error *pyu_code_cache_create(const struct pyu_types *types,
@@ -183,9 +185,14 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 	if (addr == 0 || (addr & 7))
 		return pyu_error_create(PYU_ERR_CORRUPT, "bad code object pointer 0x%" PRIx64,
 					addr);
+	if (addr == c->last_addr) {
+		*ret = c->last_index;
+		return NULL;
+	}
 	size_t s = slot_of(c, addr);
 	if (c->keys[s] == addr) {
-		*ret = c->values[s];
+		*ret = c->last_index = c->values[s];
+		c->last_addr = addr;
 		return NULL;
 	}
 	struct pyu_stacks *st = w->s;
@@ -230,7 +237,8 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 	st->codes[index] = ci;
 	c->extra[index].firsttraceable = ft;
 	st->code_count++;
-	*ret = index;
+	*ret = c->last_index = index;
+	c->last_addr = addr;
 	return NULL;
 }
 

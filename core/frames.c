@@ -23,19 +23,24 @@ static void override_line(struct pyu_location *loc, int32_t line)
 	*loc = (struct pyu_location){line, line, PYU_NO_COLUMN, PYU_NO_COLUMN};
 }
 
-static struct pyu_error *push_frame(struct pyu_thread_info *th, const struct pyu_frame_info *f,
-				    uint32_t *cap)
+static struct pyu_error *grow_frames(struct pyu_thread_info *th, uint32_t *cap)
 {
-	if (th->frame_count == *cap) {
-		uint32_t n = *cap ? *cap * 2 : 16;
-		struct pyu_frame_info *frames = realloc(th->frames, n * sizeof(*frames));
-		if (!frames)
-			return &pyu_error_nomem;
-		th->frames = frames;
-		*cap = n;
-	}
-	th->frames[th->frame_count++] = *f;
+	uint32_t n = *cap ? *cap * 2 : 16;
+	struct pyu_frame_info *frames = realloc(th->frames, n * sizeof(*frames));
+	if (!frames)
+		return &pyu_error_nomem;
+	th->frames = frames;
+	*cap = n;
 	return NULL;
+}
+
+static inline struct pyu_error *push_frame(struct pyu_thread_info *th,
+					   const struct pyu_frame_info *f, uint32_t *cap)
+{
+	struct pyu_error *err = th->frame_count == *cap ? grow_frames(th, cap) : NULL;
+	if (!err)
+		th->frames[th->frame_count++] = *f;
+	return err;
 }
 
 static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, uint64_t addr,
@@ -457,6 +462,139 @@ static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start
 	}
 }
 
+// ---- a thread's data stack, copied --------------------------------------------------------
+// What the walk of a deep stack cost was a read of each frame through the page cache (a
+// lookup and a copy each); CPython's own unwinder copies each chunk once and parses frames out
+// of it. So does this: the used part of every chunk (the newest up to the thread's top, each
+// older one up to the top its header saved when the next was pushed), read at once per chunk.
+
+#define COPY_CHUNKS 256               // chunks copied per thread
+#define COPY_BATCH_MAX (8u << 20)     // bytes copied for one batch of threads; the rest is read
+
+void pyu_stack_copy_clear(struct pyu_stack_copy *c)
+{
+	free(c->own);
+	free(c->chunk);
+	memset(c, 0, sizeof(*c));
+}
+
+static const uint8_t *copied_search(struct pyu_stack_copy *c, uint64_t addr, size_t len)
+{
+	for (unsigned i = 0; i < c->n; i++) {
+		const struct pyu_copied_chunk *ch = &c->chunk[i];
+		if (addr - ch->lo < ch->hi - ch->lo && len <= ch->hi - addr) {
+			c->last = i;
+			return c->data + ch->off + (addr - ch->lo);
+		}
+	}
+	return NULL;
+}
+
+// The @len bytes at @addr when @c holds them all (a pointer into the copy); else NULL. The
+// chunk of the last frame found first: a chain runs down one chunk, then the next.
+static inline const uint8_t *copied(struct pyu_stack_copy *c, uint64_t addr, size_t len)
+{
+	if (!c || c->n == 0)
+		return NULL;
+	const struct pyu_copied_chunk *ch = &c->chunk[c->last];
+	if (addr - ch->lo < ch->hi - ch->lo && len <= ch->hi - addr)
+		return c->data + ch->off + (addr - ch->lo);
+	return copied_search(c, addr, len);
+}
+
+// Plans the copy of @st's data stack into @c (empty): its chunks' used parts, at most
+// PYU_PREFETCH_MAX bytes and *budget, which it lowers, each prefetched. Returns the bytes to
+// copy (c->chunk[].off from 0); copy_chunks() then reads them. Cannot fail: what is left out
+// is read by the walk, which reports what cannot be.
+static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
+			struct pyu_stack_copy *c, uint64_t *budget)
+{
+	uint64_t chunk = st->chunk, end = st->top;
+	uint64_t left = *budget < PYU_PREFETCH_MAX ? *budget : PYU_PREFETCH_MAX;
+	size_t total = 0;
+	unsigned cap = 0;
+	if (!chunk || end <= chunk)
+		return 0;
+	for (unsigned k = 0; chunk && k < COPY_CHUNKS; k++) {
+		// The smallest chunk CPython makes, with an older chunk's header: one read.
+		if (k > 0)
+			pyu_target_prefetch(w->t, chunk, MIN_CHUNK);
+		uint64_t hdr[3]; // previous, size, top (slots)
+		struct pyu_error *err = pyu_target_read(w->t, chunk, hdr, sizeof(hdr));
+		if (err) {
+			pyu_error_destroy(err);
+			break;
+		}
+		if (k > 0)
+			end = hdr[2] < (64u << 20) / 8 ? chunk + CHUNK_DATA + 8 * hdr[2] : 0;
+		if (end <= chunk || end - chunk > left)
+			break;
+		if (c->n == cap) {
+			unsigned n = cap ? 2 * cap : 4;
+			struct pyu_copied_chunk *grown = realloc(c->chunk, n * sizeof(*grown));
+			if (!grown)
+				break;
+			c->chunk = grown;
+			cap = n;
+		}
+		pyu_target_prefetch(w->t, chunk, end - chunk); // nothing when in the cache
+		c->chunk[c->n++] = (struct pyu_copied_chunk){chunk, end, total};
+		total += (size_t)(end - chunk);
+		left -= end - chunk;
+		chunk = hdr[0];
+	}
+	*budget -= total;
+	return total;
+}
+
+// Reads the chunks planned for @c into @data.
+static void copy_chunks(struct pyu_walk *w, struct pyu_stack_copy *c, uint8_t *data)
+{
+	c->data = data;
+	for (unsigned i = 0; i < c->n; i++) {
+		struct pyu_copied_chunk *ch = &c->chunk[i];
+		struct pyu_error *err = pyu_target_read(w->t, ch->lo, data + ch->off,
+							(size_t)(ch->hi - ch->lo));
+		if (err) {
+			pyu_error_destroy(err);
+			ch->hi = ch->lo; // holds nothing: its frames are read (and reported) one by one
+		}
+	}
+}
+
+// Copies the data stacks of the @n threads of @starts into @copies, in the walk's scratch
+// memory when it has some (else in an allocation copies[0] owns). Cannot fail: a thread left
+// without a copy has its frames read one by one.
+static void copy_data_stacks(struct pyu_walk *w, const struct pyu_frame_start *starts,
+			     struct pyu_stack_copy *copies, size_t n)
+{
+	uint64_t budget = COPY_BATCH_MAX;
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = plan_copy(w, &starts[i], &copies[i], &budget);
+		for (unsigned k = 0; k < copies[i].n; k++)
+			copies[i].chunk[k].off += total;
+		total += len;
+	}
+	uint8_t *data = NULL;
+	if (total && w->scratch) {
+		if (w->scratch->cap < total) {
+			free(w->scratch->data);
+			w->scratch->data = malloc(total);
+			w->scratch->cap = w->scratch->data ? total : 0;
+		}
+		data = w->scratch->data;
+	} else if (total) {
+		data = copies[0].own = malloc(total);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (data)
+			copy_chunks(w, &copies[i], data);
+		else
+			copies[i].n = 0; // out of memory: nothing copied
+	}
+}
+
 // Free-threaded 3.14+: a frame may run a thread's own copy of the bytecode, entry @index of
 // code->co_tlbc ({Py_ssize_t size; char *entries[size]}); entry 0 is co_code_adaptive.
 // On error, *start is unchanged.
@@ -510,12 +648,13 @@ static uint64_t older_cframe(struct pyu_walk *w, uint64_t cframe, uint32_t *step
 // A _PyInterpreterFrame chain (3.11+).
 static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 const struct pyu_frame_start *st,
+						 struct pyu_stack_copy *copy,
 						 struct pyu_thread_info *th, uint32_t *cap,
 						 struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
 	struct cycle cyc = {0, 1, 0};
-	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
+	uint8_t space[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
 	uint64_t last = 0, addr = st->first, base_frame = st->base_frame;
 	uint32_t first_frame = th->frame_count, resumed = 0;
@@ -529,7 +668,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	uint32_t run_start = th->frame_count, cframe_steps = 0;
 	uint64_t cframe = by_cframe && !st->first_unknown ? st->cframe : 0;
 	bool cframe_ends = false, tailed = false;
-	if (st->chunk && st->top)
+	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
@@ -564,7 +703,12 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		err = pyu_target_read(w->t, addr, buf, (size_t)l->iframe.size);
+		const uint8_t *buf = copied(copy, addr, (size_t)l->iframe.size);
+		err = NULL;
+		if (!buf) {
+			err = pyu_target_read(w->t, addr, space, (size_t)l->iframe.size);
+			buf = space;
+		}
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
 		bool zeroed = !err && pyu_get_u64(buf, l->iframe.code) == 0 &&
@@ -689,12 +833,13 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 }
 
 // Many threads at once: their newest data-stack chunks (used up to each thread's top) in
-// gathered reads, then the frames their chains lead to off those chunks (3.12+: each eval
-// call's entry frame on its native stack), found by following the chains through the pages
-// just read, in one more gathered read. A thread then costs its thread state's read and
-// nothing else when its stack fits its newest chunk. A hint only: the walk reads (and
-// reports) whatever this leaves out.
-void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts, size_t n)
+// gathered reads, each thread's data stack copied, then the frames their chains lead to off
+// those chunks (3.12+: each eval call's entry frame on its native stack), found by following
+// the chains through the copies, in one more gathered read. A thread then costs its thread
+// state's read and nothing else when its stack fits its newest chunk. A hint only: the walk
+// reads (and reports) whatever this leaves out.
+void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts,
+			      struct pyu_stack_copy *copies, size_t n)
 {
 	const struct pyu_layout *l = &w->rt->layout;
 	if (l->chain == PYU_CHAIN_FRAME_OBJECT || n == 0)
@@ -716,15 +861,20 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 		budget -= st->top - st->chunk;
 	}
 	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
+	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;
-		// Through cached frames only, a bounded number of steps, to the first frame that
-		// is not cached: with the chunk read, the entry frame below the run.
+		// Through copied and cached frames only, a bounded number of steps, to the first
+		// frame that is neither: the entry frame below the run.
 		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
 					 steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
-			if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous, &prev)) {
+			const uint8_t *p = copied(&copies[i], addr, (size_t)l->iframe.size);
+			if (p) {
+				prev = pyu_get_u64(p, l->iframe.previous);
+			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
+							&prev)) {
 				addrs[k++] = addr;
 				break;
 			}
@@ -738,13 +888,13 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 }
 
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
-				  struct pyu_thread_info *th)
+				  struct pyu_stack_copy *copy, struct pyu_thread_info *th)
 {
 	uint32_t cap = th->frame_count;
 	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT)
 		return walk_frame_objects(w, start->first, th, &cap);
 	struct stack_frames sf = {0};
-	struct pyu_error *err = walk_interpreter_frames(w, start, th, &cap, &sf);
+	struct pyu_error *err = walk_interpreter_frames(w, start, copy, th, &cap, &sf);
 	free(sf.addrs);
 	free(sf.sorted);
 	return err;

@@ -100,7 +100,19 @@ struct pyu_walk {
 	// A live process's code objects as earlier snapshots read them (code_memo.c), checked
 	// before use; NULL: every code object is read.
 	struct pyu_code_memo *memo;
+	// Memory for the copies of data stacks, kept with a live process's interpreter from one
+	// snapshot to the next; NULL: each walk allocates its own.
+	struct pyu_scratch *scratch;
 };
+
+// Memory a walk reuses (frames.c): a sampler's snapshots then neither grow nor shrink the heap,
+// which the allocator would give back to the system after each and fault in again (the page
+// faults cost more than the walk). Contents mean nothing between walks.
+struct pyu_scratch {
+	uint8_t *data;
+	size_t cap;
+};
+#define PYU_SCRATCH_KEPT (1u << 20) // bytes kept between snapshots; more is freed after a walk
 
 // Reads the f_lineno of every frame noted during the walk and applies those set, then forgets
 // the notes. Fails only for out of memory (the table's lines then stand).
@@ -126,15 +138,36 @@ struct pyu_frame_start {
 	bool traced;
 };
 
-// Walks one thread's frame chain into @th, innermost first. Fails only for out of memory;
-// everything else becomes an error frame (or a snapshot note when the chain was continued from
-// the data stack past an unreadable entry frame).
-struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
-				  struct pyu_thread_info *th);
+// A thread's data-stack chunks as this snapshot read them (3.11+): the used part of each,
+// copied at once, so that the walk takes the frames that live there (all but entry and
+// generator frames) from memory of its own instead of reading them one by one. Only a copy of
+// what the target holds now, never kept past the snapshot; empty (zeroed) is valid: every
+// frame is then read from the target.
+struct pyu_copied_chunk {
+	uint64_t lo, hi; // [lo, hi) of the target's memory
+	size_t off;      // where in data
+};
+struct pyu_stack_copy {
+	uint8_t *data;
+	struct pyu_copied_chunk *chunk;
+	unsigned n, last; // chunks copied; the one the last frame was found in
+	uint8_t *own;     // the allocation data lies in, when this copy must free it
+};
+void pyu_stack_copy_clear(struct pyu_stack_copy *c);
 
-// A hint before walking the threads of @starts: reads what their walks will need in gathered
-// reads (live processes), instead of a few reads per thread. Cannot fail.
-void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts, size_t n);
+// Walks one thread's frame chain into @th, innermost first, taking the frames that @copy holds
+// from it (NULL: none). Fails only for out of memory; everything else becomes an error frame
+// (or a snapshot note when the chain was continued from the data stack past an unreadable
+// entry frame).
+struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
+				  struct pyu_stack_copy *copy, struct pyu_thread_info *th);
+
+// Before walking the threads of @starts: reads what their walks will need in gathered reads
+// (live processes), instead of a few reads per thread, and copies each one's data stack into
+// copies[i] (zeroed by the caller; pyu_stack_copy_clear after the walk). Cannot fail: what is
+// not copied is read by the walk.
+void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts,
+			      struct pyu_stack_copy *copies, size_t n);
 
 // Index in w->s->codes of the code object at @addr, read and validated on first use. On error
 // (not a code object, unreadable, absurd sizes), *ret is unchanged and nothing is cached.

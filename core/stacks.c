@@ -81,12 +81,14 @@ struct kept_runtime {
 	uint8_t offsets[PYU_DEBUG_OFFSETS_MAX]; // the bytes it was built from: the same bytes
 	size_t offsets_len;        // build the same layout (parsing them was half a snapshot)
 	struct pyu_code_memo *memo; // the code objects read so far (NULL: none kept)
+	struct pyu_scratch scratch; // the walks' memory (frames.c)
 };
 
 static void kept_free(void *block)
 {
 	struct kept_runtime *k = block;
 	pyu_code_memo_destroy(k->memo);
+	free(k->scratch.data);
 	free(k);
 }
 
@@ -146,12 +148,13 @@ static uint64_t anchor_of(const struct pyu_runtime *rt)
 }
 
 // The interpreter of live target @t as the last snapshot found it, when still so; else found
-// (and kept for the next). *@memo: the code objects kept with it (NULL when none). On error,
-// *rt is unchanged.
+// (and kept for the next). *@memo, *@scratch: the code objects and the walks' memory kept with
+// it (NULL when none). On error, *rt is unchanged.
 static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *rt,
-				      struct pyu_code_memo **memo)
+				      struct pyu_code_memo **memo, struct pyu_scratch **scratch)
 {
 	*memo = NULL;
+	*scratch = NULL;
 	struct kept_runtime *k = pyu_target_changes(t) ? pyu_target_kept(t) : NULL;
 	if (k) {
 		const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(&k->rt));
@@ -162,6 +165,7 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 		    (!k->from_offsets || same_offsets(t, k->rt.runtime_addr, k))) {
 			*rt = k->rt;
 			*memo = k->memo;
+			*scratch = &k->scratch;
 			return NULL;
 		}
 		pyu_target_keep(t, NULL, NULL);
@@ -191,6 +195,7 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 	}
 	k->memo = pyu_code_memo_create(&rt->layout);
 	*memo = k->memo;
+	*scratch = &k->scratch;
 	pyu_target_keep(t, k, kept_free);
 	return NULL;
 }
@@ -201,7 +206,8 @@ static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 	if (!rt)
 		return &pyu_error_nomem;
 	struct pyu_code_memo *memo;
-	struct pyu_error *err = find_runtime(t, rt, &memo);
+	struct pyu_scratch *scratch;
+	struct pyu_error *err = find_runtime(t, rt, &memo, &scratch);
 	if (err) {
 		free(rt);
 		return err;
@@ -236,6 +242,7 @@ static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 		pyu_stacks_add_note(s, "%s", notice);
 	struct pyu_walk w = {t, rt, s, codes};
 	w.memo = memo;
+	w.scratch = scratch;
 	if (memo) {
 		// The headers of the code objects the last snapshot ran, in one gathered read:
 		// each is read again to be checked (code_memo.c).
@@ -246,6 +253,10 @@ static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 			pyu_target_prefetch_scattered(t, recent, n, (size_t)rt->layout.code.size);
 	}
 	err = pyu_walk_threads(&w);
+	if (scratch && scratch->cap > PYU_SCRATCH_KEPT) {
+		free(scratch->data); // a rare deep walk's: not held for the snapshots after it
+		*scratch = (struct pyu_scratch){NULL, 0};
+	}
 	if (!err)
 		pyu_link_nested(s);
 	// Last, so that the notes about finding the interpreter keep their place.

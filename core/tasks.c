@@ -959,7 +959,7 @@ static struct pyu_error *coroutine_chain(struct ctx *c, uint64_t coro,
 		st.first = frame;
 		st.traced = true; // a frame object's f_lineno stands if set
 		uint32_t before = acc->frame_count;
-		err = pyu_walk_frames(&c->w, &st, acc);
+		err = pyu_walk_frames(&c->w, &st, NULL, acc);
 		if (err)
 			return err;
 		// A suspended frame has no caller; should the walk have gone further (a frame

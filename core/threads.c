@@ -110,18 +110,19 @@ static struct pyu_error *walk_pending(struct pyu_walk *w, struct pending_thread 
 				      unsigned *n)
 {
 	struct pyu_frame_start starts[THREAD_BATCH];
+	struct pyu_stack_copy copies[THREAD_BATCH] = {{0}};
 	for (unsigned i = 0; i < *n; i++)
 		starts[i] = batch[i].start;
-	pyu_walk_prefetch_starts(w, starts, *n);
+	pyu_walk_prefetch_starts(w, starts, copies, *n);
 	unsigned count = *n;
 	*n = 0;
-	for (unsigned i = 0; i < count; i++) {
-		struct pyu_error *err = pyu_walk_frames(w, &batch[i].start,
-							&w->s->threads[batch[i].index]);
-		if (err)
-			return err;
-	}
-	return NULL;
+	struct pyu_error *err = NULL;
+	for (unsigned i = 0; i < count && !err; i++)
+		err = pyu_walk_frames(w, &batch[i].start, &copies[i],
+				      &w->s->threads[batch[i].index]);
+	for (unsigned i = 0; i < count; i++)
+		pyu_stack_copy_clear(&copies[i]);
+	return err;
 }
 
 static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp,

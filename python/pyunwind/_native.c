@@ -28,6 +28,11 @@ typedef const char *(*thread_name_fn)(void *s, uint32_t thread);
 typedef uint32_t (*activity_fn)(void *s, uint32_t thread, int64_t *out, uint32_t n);
 typedef const char *(*activity_text_fn)(void *s, uint32_t thread, uint32_t which);
 typedef uint64_t (*exception_fn)(void *s, uint32_t thread);
+typedef void *(*collect_fn)(void *target, void **ret);
+typedef void (*destroy_fn)(void *s);
+typedef const char *(*version_fn)(void *s);
+typedef uint64_t (*hexversion_fn)(void *s);
+typedef uint32_t (*build_flags_fn)(void *s);
 
 // The library's functions, in the order bind() takes them.
 static struct {
@@ -42,6 +47,11 @@ static struct {
 	activity_fn activity;
 	activity_text_fn activity_text;
 	exception_fn exception;
+	collect_fn collect;
+	destroy_fn destroy;
+	version_fn version;
+	hexversion_fn hexversion;
+	build_flags_fn build_flags;
 } api;
 static int bound;
 
@@ -196,6 +206,8 @@ typedef struct {
 	struct thread_entry *threads;
 	size_t thread_slots, thread_used;
 	uint64_t hits, misses; // frames given again / built (for tests and measurements)
+	int64_t *spare;        // a thread's frame keys are read into this, then compared with
+	size_t spare_len;      // its entry's: kept, so that an unchanged thread allocates nothing
 } Cache;
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -387,6 +399,7 @@ static void cache_dealloc(Cache *c)
 	PyMem_Free(c->codes);
 	PyMem_Free(c->frames);
 	PyMem_Free(c->threads);
+	PyMem_Free(c->spare);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -523,57 +536,59 @@ static PyObject *error_frame(PyTypeObject *frame_type, void *s, uint32_t thread,
 }
 
 // The frames of thread @thread as a tuple. @e: the thread's entry, whose tuple is given again
-// when every frame's fields are those it was built from (one comparison, no lookups), and
-// which then holds this tuple and its fields. @codes: the snapshot's code indexes' entries,
-// filled on first use.
+// when every frame's fields are those it was built from (one comparison, no lookups, nothing
+// allocated), and which then holds this tuple and its fields. @codes: the snapshot's code
+// indexes' entries, filled on first use.
 static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t thread,
 			   uint32_t count, struct code_entry **codes, uint32_t ncodes,
 			   struct thread_entry *e, int *same)
 {
 	*same = 0;
 	size_t size = (size_t)count * FRAME_FIELDS * sizeof(int64_t);
-	int64_t *f = count ? PyMem_Malloc(size) : NULL, *k = count ? PyMem_Malloc(size) : NULL;
-	if (count && (!f || !k)) {
-		PyMem_Free(f);
-		PyMem_Free(k);
-		return PyErr_NoMemory();
+	if (count && c->spare_len < size) {
+		int64_t *grown = PyMem_Realloc(c->spare, size);
+		if (!grown)
+			return PyErr_NoMemory();
+		c->spare = grown;
+		c->spare_len = size;
 	}
-	if (count && api.frame_fields(s, thread, 0, count, f) != count) {
-		PyMem_Free(f);
-		PyMem_Free(k);
+	// The keys: the frames' fields, each code index replaced by its code entry's serial.
+	int64_t *k = c->spare;
+	if (count && api.frame_fields(s, thread, 0, count, k) != count) {
 		PyErr_SetString(PyExc_RuntimeError, "the snapshot lost frames");
 		return NULL;
 	}
-	if (count)
-		memcpy(k, f, size);
 	int readable = 1;
 	for (uint32_t i = 0; i < count; i++) {
-		int64_t *g = f + (size_t)i * FRAME_FIELDS;
+		int64_t *g = k + (size_t)i * FRAME_FIELDS;
 		if (g[0] == 0 && g[1] >= 0 && (uint64_t)g[1] < ncodes) {
 			struct code_entry **ce = &codes[g[1]];
-			if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1]))) {
-				PyMem_Free(f);
-				PyMem_Free(k);
+			if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1])))
 				return NULL;
-			}
-			k[(size_t)i * FRAME_FIELDS + 1] = (int64_t)(*ce)->serial;
+			g[1] = (int64_t)(*ce)->serial;
 		} else {
 			readable = 0;
 		}
 	}
 	if (readable && e->frames && e->keys && e->nkeys == count &&
 	    (!count || memcmp(e->keys, k, size) == 0)) {
-		PyMem_Free(f);
-		PyMem_Free(k);
 		c->hits += count;
 		*same = 1;
 		Py_INCREF(e->frames);
 		return e->frames;
 	}
+	// Something differs: the fields again, code indexes and all, to build from.
+	int64_t *f = count ? PyMem_Malloc(size) : NULL;
+	if (count && !f)
+		return PyErr_NoMemory();
+	if (count && api.frame_fields(s, thread, 0, count, f) != count) {
+		PyMem_Free(f);
+		PyErr_SetString(PyExc_RuntimeError, "the snapshot lost frames");
+		return NULL;
+	}
 	PyObject *tuple = PyTuple_New(count);
 	if (!tuple) {
 		PyMem_Free(f);
-		PyMem_Free(k);
 		return NULL;
 	}
 	for (uint32_t i = 0; i < count; i++) {
@@ -584,17 +599,24 @@ static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t
 		if (!fr) {
 			Py_DECREF(tuple);
 			PyMem_Free(f);
-			PyMem_Free(k);
 			return NULL;
 		}
 		PyTuple_SET_ITEM(tuple, i, fr);
 	}
 	PyMem_Free(f);
-	PyMem_Free(e->keys);
-	e->keys = readable ? k : NULL;
-	e->nkeys = readable ? count : 0;
-	if (!readable)
-		PyMem_Free(k);
+	// The entry keeps these keys; the buffer it held becomes the spare.
+	if (readable && count) {
+		int64_t *old = e->keys;
+		size_t old_len = e->keys ? (size_t)e->nkeys * FRAME_FIELDS * sizeof(int64_t) : 0;
+		e->keys = k;
+		e->nkeys = count;
+		c->spare = old;
+		c->spare_len = old_len;
+	} else {
+		PyMem_Free(e->keys);
+		e->keys = NULL;
+		e->nkeys = 0;
+	}
 	Py_INCREF(tuple);
 	Py_XSETREF(e->frames, tuple);
 	return tuple;
@@ -788,7 +810,67 @@ fail:
 	return NULL;
 }
 
+// A snapshot's address from @obj (an int); NULL with an exception when it is none.
+static void *stacks_of(PyObject *obj)
+{
+	void *s = PyLong_AsVoidPtr(obj);
+	if (!s && !PyErr_Occurred())
+		PyErr_SetString(PyExc_ValueError, "no stacks");
+	return s;
+}
+
+// collect(target) -> (error, stacks): pyu_stacks_collect() on the open target at address
+// @target, without holding the GIL (as ctypes calls it), minus ctypes' cost per call. Each
+// address is 0 when there is none; the caller raises the error and owns the stacks.
+static PyObject *collect(PyObject *self, PyObject *arg)
+{
+	(void)self;
+	if (!bound) {
+		PyErr_SetString(PyExc_RuntimeError, "bind() first");
+		return NULL;
+	}
+	void *t = PyLong_AsVoidPtr(arg);
+	if (!t) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "no target");
+		return NULL;
+	}
+	void *s = NULL, *err;
+	Py_BEGIN_ALLOW_THREADS
+	err = api.collect(t, &s);
+	Py_END_ALLOW_THREADS
+	return Py_BuildValue("(KK)", (unsigned long long)(uintptr_t)err,
+			     (unsigned long long)(uintptr_t)s);
+}
+
+// destroy(stacks): pyu_stacks_destroy().
+static PyObject *destroy(PyObject *self, PyObject *arg)
+{
+	(void)self;
+	void *s = bound ? stacks_of(arg) : NULL;
+	if (!s)
+		return bound ? NULL : (PyErr_SetString(PyExc_RuntimeError, "bind() first"), NULL);
+	api.destroy(s);
+	Py_RETURN_NONE;
+}
+
+// info(stacks) -> (version, hexversion, build flags) of the snapshot's interpreter.
+static PyObject *info(PyObject *self, PyObject *arg)
+{
+	(void)self;
+	void *s = bound ? stacks_of(arg) : NULL;
+	if (!s)
+		return bound ? NULL : (PyErr_SetString(PyExc_RuntimeError, "bind() first"), NULL);
+	const char *v = api.version(s);
+	return Py_BuildValue("(NKk)", str_or_none(v), (unsigned long long)api.hexversion(s),
+			     (unsigned long)api.build_flags(s));
+}
+
 static PyMethodDef methods[] = {
+	{"collect", collect, METH_O,
+	 "collect(target) -> (error, stacks): pyu_stacks_collect(), addresses (0: none)."},
+	{"destroy", destroy, METH_O, "destroy(stacks): pyu_stacks_destroy()."},
+	{"info", info, METH_O, "info(stacks) -> (version, hexversion, build flags)."},
 	{"bind", bind, METH_VARARGS, "bind(*addresses): the library's accessor functions."},
 	{"threads", threads, METH_VARARGS,
 	 "threads(stacks, Thread, Frame, activity, details, cache) -> (threads, indexes with an "
