@@ -359,12 +359,15 @@ static bool slot_covers(const struct pyu_target *t, int sl, size_t off, size_t l
 	return (v & want) == want;
 }
 
-// Whether some of @page is in the cache (read whole, in sectors, or the pieces the last
-// snapshot used).
-static bool present(const struct pyu_target *t, uint64_t page)
+// Whether a prefetch may leave @page out: it is in the cache whole or, while a walk is
+// recorded, in part (the pieces the last walk read of it, gathered as the snapshot began: what
+// else the walk needs there is missed and read). After the walk, reads of other things (thread
+// names, values) have their pages read whole.
+static bool held(const struct pyu_target *t, uint64_t page)
 {
 	int sl = find_slot(t, page);
-	return sl >= 0 && t->cache_valid[sl] != 0;
+	return sl >= 0 && (t->cache_valid[sl] == PYU_ALL_SECTORS ||
+			   (t->recording && t->cache_valid[sl] != 0));
 }
 
 // Copies [@off, @off + @len) of slot @sl's page to @buf (the slot holds them), noting them
@@ -954,7 +957,7 @@ static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const
 			// Objects side by side share pages: a page just taken is not taken again
 			// (one taken earlier may be, which costs a page's copy, not a read).
 			if ((np && pages[np - 1] == p) || (np > 1 && pages[np - 2] == p) ||
-			    present(t, p))
+			    held(t, p))
 				continue;
 			if (total++ == max_pages)
 				goto done;
@@ -1023,13 +1026,13 @@ void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len)
 	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
 	uint64_t end = addr + len;
 	while (page < end) {
-		if (present(t, page)) {
+		if (held(t, page)) {
 			page += PYU_PAGE_SIZE;
 			continue;
 		}
 		unsigned n = 1; // a run of pages not in the cache, read at once
 		while (n < PYU_READAHEAD_MAX && page + (uint64_t)n * PYU_PAGE_SIZE < end &&
-		       !present(t, page + (uint64_t)n * PYU_PAGE_SIZE))
+		       !held(t, page + (uint64_t)n * PYU_PAGE_SIZE))
 			n++;
 		if (fill_pages(t, page, n) < n)
 			return; // unreadable from there: the reads themselves will say so
