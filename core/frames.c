@@ -153,11 +153,25 @@ static struct pyu_error *pass_bound(struct pyu_walk *w, struct pyu_thread_info *
 	return err;
 }
 
+// The bytes of a PyFrameObject the walk reads: up to the end of the last field it uses (the
+// block stack and the locals after them are a frame's bulk, and a live target's reused handle
+// reads again just what was read: the layout check keeps every field inside frame.size).
+static size_t frame_read_size(const struct pyu_layout *l)
+{
+	const int32_t ends[] = {l->frame.f_back + 8, l->frame.f_code + 8, l->frame.f_trace + 8,
+				l->frame.f_lasti + 4, l->frame.f_lineno + 4};
+	int32_t end = 0;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		end = ends[i] > end ? ends[i] : end;
+	return end > 0 && end < l->frame.size ? (size_t)end : (size_t)l->frame.size;
+}
+
 // A PyFrameObject chain (2.7 - 3.10).
 static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 					    struct pyu_thread_info *th, uint32_t *cap)
 {
 	const struct pyu_layout *l = &w->rt->layout;
+	const size_t read_size = frame_read_size(l);
 	struct cycle cyc = {0, 1, 0};
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
@@ -176,7 +190,7 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		err = pyu_target_read(w->t, addr, buf, (size_t)l->frame.size);
+		err = pyu_target_read(w->t, addr, buf, read_size);
 		if (err)
 			return push_error_from(th, cap, addr,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,

@@ -147,6 +147,19 @@ static uint64_t anchor_of(const struct pyu_runtime *rt)
 	return rt->runtime_addr ? rt->runtime_addr : rt->interp_head_addr;
 }
 
+// The file mapping that says where the interpreter's structures at @addr are: the one holding
+// them, or (a zero-initialised _PyRuntime, 3.7-3.11: in .bss, the anonymous memory right past
+// the file's data) the file's mapping just below it; NULL when neither names a file.
+static const struct pyu_mapping *anchor_mapping(struct pyu_target *t, uint64_t addr)
+{
+	const struct pyu_mapping *m = pyu_target_find_mapping(t, addr);
+	if (m && !m->path && m->start > 0) {
+		const struct pyu_mapping *below = pyu_target_find_mapping(t, m->start - 1);
+		m = below && below->end == m->start ? below : NULL;
+	}
+	return m && m->path ? m : NULL;
+}
+
 // The interpreter of live target @t as the last snapshot found it, when still so; else found
 // (and kept for the next). *@memo, *@scratch: the code objects and the walks' memory kept with
 // it (NULL when none). On error, *rt is unchanged.
@@ -157,7 +170,7 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 	*scratch = NULL;
 	struct kept_runtime *k = pyu_target_changes(t) ? pyu_target_kept(t) : NULL;
 	if (k) {
-		const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(&k->rt));
+		const struct pyu_mapping *m = anchor_mapping(t, anchor_of(&k->rt));
 		if (m && m->start == k->start && m->end == k->end && m->offset == k->offset &&
 		    m->inode == k->inode && m->dev_major == k->dev_major &&
 		    m->dev_minor == k->dev_minor && m->deleted == k->deleted && m->path &&
@@ -173,8 +186,8 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 	struct pyu_error *err = pyu_runtime_find(t, rt);
 	if (err || !pyu_target_changes(t) || rt->memory_only || !rt->image[0])
 		return err;
-	const struct pyu_mapping *m = pyu_target_find_mapping(t, anchor_of(rt));
-	if (!m || !m->path || strlen(m->path) >= sizeof(k->path))
+	const struct pyu_mapping *m = anchor_mapping(t, anchor_of(rt));
+	if (!m || strlen(m->path) >= sizeof(k->path))
 		return NULL;
 	k = calloc(1, sizeof(*k));
 	if (!k)

@@ -87,7 +87,9 @@ PYU_PUBLIC void pyu_target_destroy(struct pyu_target *t)
 	free(t->cache_addr);
 	free(t->cache_used);
 	free(t->cache_valid);
+	free(t->cache_touched);
 	free(t->cache_data);
+	free(t->uses);
 	free(t->readahead);
 	free(t->read_log);
 	free(t->notice);
@@ -196,54 +198,71 @@ PYU_PUBLIC struct pyu_error *pyu_target_memory_changed(struct pyu_target *t, uin
 
 #define PYU_NO_PAGE 1 // never a page address (those are page-aligned)
 #define PYU_RESERVED 3 // a slot being filled by a gathered read: neither free nor a page
-#define PYU_ALL_SECTORS UINT32_MAX // a page read whole
+#define PYU_ALL_SECTORS UINT64_MAX // a page read whole: every unit
+_Static_assert(PYU_PAGE_SIZE / PYU_UNIT == 64, "a slot's masks have a bit per unit");
+
+// The units of a page that [@off, @off + @len) touches (@len > 0, inside the page).
+static uint64_t unit_mask(size_t off, size_t len)
+{
+	unsigned first = (unsigned)(off / PYU_UNIT), last = (unsigned)((off + len - 1) / PYU_UNIT);
+	return (UINT64_MAX >> (63 - last)) & (UINT64_MAX << first);
+}
+
+// Keeps what the walk read of slot @sl (about to be given up) for the next snapshot.
+static void note_slot(struct pyu_target *t, unsigned sl)
+{
+	uint64_t page = t->cache_addr[sl];
+	if (!t->recording || !t->cache_touched[sl] || page == PYU_NO_PAGE || page == PYU_RESERVED)
+		return;
+	if (t->uses && t->use_count < PYU_USES_MAX) // more: the rest is read as the walk goes
+		t->uses[t->use_count++] = (struct pyu_page_use){page, t->cache_touched[sl]};
+	t->cache_touched[sl] = 0;
+}
 
 void pyu_target_flush_cache(struct pyu_target *t)
 {
 	if (t->cache_addr) {
-		for (unsigned i = 0; i < PYU_CACHE_PAGES; i++)
+		for (unsigned i = 0; i < PYU_CACHE_PAGES; i++) {
+			note_slot(t, i);
 			t->cache_addr[i] = PYU_NO_PAGE;
+		}
 	}
 	memset(t->streams, 0, sizeof(t->streams));
 }
 
-static void fill_pages_batch(struct pyu_target *t, uint64_t *pages, unsigned n);
-
 void pyu_target_note_used_pages(struct pyu_target *t)
 {
-	unsigned n = 0;
-	for (unsigned i = 0; t->cache_addr && i < PYU_CACHE_PAGES; i++) {
-		uint64_t a = t->cache_addr[i];
-		if (a == PYU_NO_PAGE || a == PYU_RESERVED || t->cache_used[i] <= t->snapshot_clock ||
-		    t->cache_valid[i] != PYU_ALL_SECTORS)
-			continue;
-		if (n == PYU_GATHER_PAGES) {
-			n = 0; // a large snapshot reads as it goes
-			break;
-		}
-		t->used_pages[n++] = a;
-	}
-	t->used_count = n;
+	for (unsigned i = 0; t->cache_addr && i < PYU_CACHE_PAGES; i++)
+		note_slot(t, i);
+	t->recording = false;
 }
+
+static void gather_uses(struct pyu_target *t, struct pyu_page_use *uses, unsigned n);
+static bool cache_alloc(struct pyu_target *t);
 
 void pyu_target_begin_snapshot(struct pyu_target *t)
 {
 	if (t->changes && t->snapshots > 0) {
 		// A process sampled again and again keeps its structures where they were: the
-		// pages the last snapshot's walk used (pyu_target_note_used_pages) are read again
-		// first, in one gathered read, rather than one read at a time as the walk misses
-		// them. A hint only: what moved is missed and read, a page no longer there is
-		// left out.
-		uint64_t pages[PYU_GATHER_PAGES];
-		unsigned n = t->backend_gather ? t->used_count : 0;
-		memcpy(pages, t->used_pages, n * sizeof(pages[0]));
+		// bytes the last snapshot's walk read (pyu_target_note_used_pages) are read again
+		// first, in a few gathered reads, rather than one read at a time as the walk
+		// misses them, and rather than their whole pages. A hint only: what the walk
+		// needs that is not among them (what moved, what grew) is missed and read as
+		// ever, a piece no longer there is left out.
+		pyu_target_note_used_pages(t);
+		unsigned n = t->use_count;
+		struct pyu_page_use *uses = n ? malloc(n * sizeof(*uses)) : NULL;
+		if (uses)
+			memcpy(uses, t->uses, n * sizeof(*uses));
 		pyu_target_flush_cache(t);
 		if (t->refresh)
 			t->refresh(t);
-		if (n)
-			fill_pages_batch(t, pages, n);
+		if (uses)
+			gather_uses(t, uses, n);
+		free(uses);
 	}
-	t->used_count = 0;
+	t->use_count = 0;
+	t->recording = t->changes && t->backend_gather && cache_alloc(t);
 	t->snapshot_clock = t->cache_clock;
 	t->snapshots++;
 }
@@ -278,17 +297,22 @@ static bool cache_alloc(struct pyu_target *t)
 	t->cache_addr = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_addr));
 	t->cache_used = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_used));
 	t->cache_valid = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_valid));
+	t->cache_touched = malloc(PYU_CACHE_PAGES * sizeof(*t->cache_touched));
 	// Page-aligned: the kernel copies a page into a misaligned buffer up to 4x slower (a
 	// gathered read of 40 pages: 130 us instead of 33 on an AMD EPYC).
 	t->cache_data = aligned_alloc(PYU_PAGE_SIZE, (size_t)PYU_CACHE_PAGES * PYU_PAGE_SIZE);
-	if (!t->cache_addr || !t->cache_used || !t->cache_valid || !t->cache_data) {
+	if (!t->cache_addr || !t->cache_used || !t->cache_valid || !t->cache_touched ||
+	    !t->cache_data || (t->changes && t->backend_gather && !t->uses &&
+			       !(t->uses = malloc(PYU_USES_MAX * sizeof(*t->uses))))) {
 		free(t->cache_addr);
 		free(t->cache_used);
 		free(t->cache_valid);
+		free(t->cache_touched);
 		free(t->cache_data);
 		t->cache_addr = NULL;
 		t->cache_used = NULL;
 		t->cache_valid = NULL;
+		t->cache_touched = NULL;
 		t->cache_data = NULL;
 		return false;
 	}
@@ -296,6 +320,7 @@ static bool cache_alloc(struct pyu_target *t)
 		t->cache_addr[i] = PYU_NO_PAGE;
 		t->cache_used[i] = 0;
 		t->cache_valid[i] = 0;
+		t->cache_touched[i] = 0;
 	}
 	return true;
 }
@@ -309,13 +334,19 @@ static unsigned set_of(uint64_t page)
 	return (unsigned)(h >> 32) % (PYU_CACHE_PAGES / PYU_CACHE_WAYS) * PYU_CACHE_WAYS;
 }
 
-// The slot holding @page, or -1.
+// The slot holding @page, or -1. The slot found last is looked at first (a walk reads a page
+// many times in a row); it is remembered in the target's cache state, hence the cast.
 static int find_slot(const struct pyu_target *t, uint64_t page)
 {
+	unsigned last = t->last_slot;
+	if (t->cache_addr[last] == page)
+		return (int)last;
 	unsigned set = set_of(page);
 	for (unsigned w = 0; w < PYU_CACHE_WAYS; w++)
-		if (t->cache_addr[set + w] == page)
+		if (t->cache_addr[set + w] == page) {
+			((struct pyu_target *)t)->last_slot = set + w;
 			return (int)(set + w);
+		}
 	return -1;
 }
 
@@ -323,12 +354,31 @@ static int find_slot(const struct pyu_target *t, uint64_t page)
 // Whether slot @sl holds the bytes [@off, @off + @len) of its page (@len > 0, inside it).
 static bool slot_covers(const struct pyu_target *t, int sl, size_t off, size_t len)
 {
-	uint32_t v = t->cache_valid[sl];
+	uint64_t v = t->cache_valid[sl];
 	if (v == PYU_ALL_SECTORS)
 		return true;
-	size_t first = off / t->sector_size, last = (off + len - 1) / t->sector_size;
-	uint32_t want = (uint32_t)(((UINT64_C(1) << (last + 1)) - 1) & ~((UINT64_C(1) << first) - 1));
+	uint64_t want = unit_mask(off, len);
 	return (v & want) == want;
+}
+
+// Whether a prefetch may leave @page out: it is in the cache whole or, while a walk is
+// recorded, in part (the pieces the last walk read of it, gathered as the snapshot began: what
+// else the walk needs there is missed and read). After the walk, reads of other things (thread
+// names, values) have their pages read whole.
+static bool held(const struct pyu_target *t, uint64_t page)
+{
+	int sl = find_slot(t, page);
+	return sl >= 0 && (t->cache_valid[sl] == PYU_ALL_SECTORS ||
+			   (t->recording && t->cache_valid[sl] != 0));
+}
+
+// Copies [@off, @off + @len) of slot @sl's page to @buf (the slot holds them), noting them
+// as read while a walk is recorded.
+static void copy_out(struct pyu_target *t, int sl, size_t off, unsigned char *buf, size_t len)
+{
+	memcpy(buf, t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, len);
+	if (t->recording)
+		t->cache_touched[sl] |= unit_mask(off, len);
 }
 
 // Whether @page is in the cache whole (a page with sectors missing is not).
@@ -341,7 +391,8 @@ static bool cached(const struct pyu_target *t, uint64_t page)
 
 // The slot to put @page in: its own if cached, else a free way of its set, else the way used
 // longest ago; never a way a gathered read in progress has reserved (-1 when all of them
-// are). The slot is marked used now and emptied (the caller fills it).
+// are). The slot is marked used now and emptied (the caller fills it); what a recorded walk
+// read of the page it held is kept (note_slot), of @page's own slot carried on.
 static int victim_slot(struct pyu_target *t, uint64_t page)
 {
 	int best = find_slot(t, page);
@@ -359,6 +410,9 @@ static int victim_slot(struct pyu_target *t, uint64_t page)
 	}
 	if (best < 0)
 		return -1;
+	if (t->cache_addr[best] != page)
+		note_slot(t, (unsigned)best);
+	t->cache_touched[best] = t->cache_addr[best] == page ? t->cache_touched[best] : 0;
 	t->cache_addr[best] = PYU_NO_PAGE;
 	t->cache_valid[best] = 0;
 	t->cache_used[best] = ++t->cache_clock;
@@ -399,8 +453,6 @@ static bool sector_cached(const struct pyu_target *t, uint64_t addr)
 static void install_sectors(struct pyu_target *t, uint64_t addr, const unsigned char *src,
 			    uint64_t len)
 {
-	const uint32_t per_page = PYU_PAGE_SIZE / t->sector_size;
-	const uint32_t whole = per_page >= 32 ? UINT32_MAX : (UINT32_C(1) << per_page) - 1;
 	while (len > 0) {
 		uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
 		size_t off = (size_t)(addr - page);
@@ -415,14 +467,7 @@ static void install_sectors(struct pyu_target *t, uint64_t addr, const unsigned 
 			t->cache_addr[sl] = page;
 		}
 		memcpy(t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, src, n);
-		uint32_t first = (uint32_t)(off / t->sector_size);
-		uint32_t count = (uint32_t)(n / t->sector_size);
-		uint32_t bits = count >= 32 ? UINT32_MAX : (UINT32_C(1) << count) - 1;
-		uint32_t v = t->cache_valid[sl];
-		if (v != PYU_ALL_SECTORS) {
-			v |= bits << first;
-			t->cache_valid[sl] = (v & whole) == whole ? PYU_ALL_SECTORS : v;
-		}
+		t->cache_valid[sl] |= unit_mask(off, n);
 		addr += n;
 		src += n;
 		len -= n;
@@ -520,6 +565,7 @@ static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages,
 	unsigned char *outs[PYU_GATHER_PAGES];
 	unsigned slots[PYU_GATHER_PAGES];
 	uint64_t want[PYU_GATHER_PAGES];
+	uint32_t lens[PYU_GATHER_PAGES];
 	if (n > PYU_GATHER_PAGES)
 		return 0;
 	// Every slot first, reserved so that no other page of this read takes it.
@@ -531,12 +577,13 @@ static uint64_t fill_pages_gathered(struct pyu_target *t, const uint64_t *pages,
 		t->cache_addr[sl] = PYU_RESERVED;
 		slots[m] = (unsigned)sl;
 		want[m] = pages[k];
+		lens[m] = PYU_PAGE_SIZE;
 		outs[m++] = t->cache_data + (size_t)sl * PYU_PAGE_SIZE;
 	}
 	uint64_t total = 0;
 	for (unsigned i = 0; i < m;) {
 		t->backend_reads++; // one system call, however many pieces
-		uint64_t got = t->backend_gather(t, want + i, m - i, PYU_PAGE_SIZE, outs + i);
+		uint64_t got = t->backend_gather(t, want + i, lens + i, m - i, outs + i);
 		if (got > m - i)
 			got = 0;
 		for (unsigned k = 0; k < got; k++) {
@@ -556,6 +603,154 @@ static int compare_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+#define PYU_GATHER_FAILS 8u // pieces a gathering may find unreadable before it gives up
+
+// The pieces of one gathered read of used units: where, how long, into which slot's bytes.
+struct use_pieces {
+	uint64_t addrs[PYU_GATHER_MAX];
+	uint32_t lens[PYU_GATHER_MAX];
+	unsigned char *outs[PYU_GATHER_MAX];
+	uint64_t units[PYU_GATHER_MAX];
+	unsigned slots[PYU_GATHER_MAX];
+	unsigned n, fails;
+};
+
+// Reads the pieces of @p, as few backend reads as they allow (a piece that cannot be read is
+// left out with the rest of its page, the read going on after it), and marks what was read
+// valid in its slot. Empties @p.
+static void read_use_pieces(struct pyu_target *t, struct use_pieces *p)
+{
+	for (unsigned i = 0; i < p->n && p->fails < PYU_GATHER_FAILS;) {
+		t->backend_reads++; // one system call, however many pieces
+		uint64_t got = t->backend_gather(t, p->addrs + i, p->lens + i, p->n - i, p->outs + i);
+		if (got > p->n - i)
+			got = 0;
+		for (unsigned k = i; k < i + got; k++) {
+			t->cache_valid[p->slots[k]] |= p->units[k];
+			log_read(t, p->addrs[k], p->outs[k], p->lens[k]);
+		}
+		i += (unsigned)got;
+		if (i < p->n) {
+			p->fails++;
+			unsigned bad = p->slots[i];
+			while (i < p->n && p->slots[i] == bad)
+				i++;
+		}
+	}
+	p->n = 0;
+}
+
+static int compare_use(const void *a, const void *b)
+{
+	uint64_t x = ((const struct pyu_page_use *)a)->page, y = ((const struct pyu_page_use *)b)->page;
+	return x < y ? -1 : x > y;
+}
+
+// The units [@first, @last] (@first <= @last < 64).
+static uint64_t units_between(unsigned first, unsigned last)
+{
+	uint64_t upto = last >= 63 ? UINT64_MAX : (UINT64_C(1) << (last + 1)) - 1;
+	return upto & ~((UINT64_C(1) << first) - 1);
+}
+
+// @units with every gap of at most @gap units between two used ones taken in.
+static uint64_t fill_gaps(uint64_t units, unsigned gap)
+{
+	uint64_t out = units;
+	for (uint64_t rest = units; rest;) {
+		unsigned start = (unsigned)__builtin_ctzll(rest);
+		uint64_t after = ~rest & (UINT64_MAX << start); // from the run's end on
+		if (!after)
+			break;
+		unsigned hole = (unsigned)__builtin_ctzll(after);
+		rest &= UINT64_MAX << hole; // the runs after this one
+		if (!rest)
+			break;
+		unsigned next = (unsigned)__builtin_ctzll(rest);
+		if (next - hole <= gap)
+			out |= units_between(hole, next - 1);
+	}
+	return out;
+}
+
+// Reads the units of the @n pages @uses names (what the last snapshot's walk read) into the
+// cache, PYU_GATHER_MAX pieces a backend read: a piece for each run of units, gaps of up to
+// PYU_USE_GAP_UNITS between them (within a page and across into the next) read with them,
+// since a piece costs more than the few bytes it would save. The slots keep only what was
+// read (cache_valid): a read of anything else there is a miss. More than
+// PYU_GATHER_BYTES_MAX in all is not read at once: the walk then reads as it goes, each page
+// used while the CPU's cache still holds it (2 MB of 3.8's frame objects gathered first cost
+// more than 290 reads of them as the walk went).
+static void gather_uses(struct pyu_target *t, struct pyu_page_use *uses, unsigned n)
+{
+	if (!t->backend_gather || n == 0 || !cache_alloc(t))
+		return;
+	struct use_pieces *p = malloc(sizeof(*p));
+	unsigned *slots = malloc(n * sizeof(*slots));
+	if (!p || !slots) {
+		free(p);
+		free(slots);
+		return;
+	}
+	const unsigned gap = PYU_USE_GAP_UNITS;
+	p->n = p->fails = 0;
+	// Each page once, its units merged, gaps filled.
+	qsort(uses, n, sizeof(*uses), compare_use);
+	unsigned m = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (m && uses[m - 1].page == uses[i].page)
+			uses[m - 1].units |= uses[i].units;
+		else if (uses[i].units)
+			uses[m++] = uses[i];
+	}
+	for (unsigned i = 0; i < m; i++) {
+		uses[i].units = fill_gaps(uses[i].units, gap);
+		if (i == 0 || uses[i - 1].page + PYU_PAGE_SIZE != uses[i].page)
+			continue;
+		unsigned tail = (unsigned)__builtin_clzll(uses[i - 1].units);
+		unsigned head = (unsigned)__builtin_ctzll(uses[i].units);
+		if ((tail || head) && tail + head <= gap) {
+			if (tail)
+				uses[i - 1].units |= units_between(64 - tail, 63);
+			if (head)
+				uses[i].units |= units_between(0, head - 1);
+		}
+	}
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < m; i++)
+		bytes += (uint64_t)__builtin_popcountll(uses[i].units) * PYU_UNIT;
+	unsigned ns = 0;
+	for (unsigned i = 0; i < m && bytes <= PYU_GATHER_BYTES_MAX; i++) {
+		uint64_t page = uses[i].page, units = uses[i].units;
+		int sl = victim_slot(t, page);
+		if (sl < 0)
+			continue;
+		t->cache_addr[sl] = PYU_RESERVED; // no other page of this gathering takes it
+		slots[ns] = (unsigned)sl;
+		uses[ns++].page = page; // what slots[] holds, for after the reads
+		while (units) {
+			unsigned u = (unsigned)__builtin_ctzll(units);
+			uint64_t above = ~units & ~((UINT64_C(1) << u) - 1); // unused from u on
+			unsigned end = above ? (unsigned)__builtin_ctzll(above) : 64;
+			uint64_t run = units_between(u, end - 1);
+			units &= ~run;
+			if (p->n == PYU_GATHER_MAX)
+				read_use_pieces(t, p);
+			unsigned k = p->n++;
+			p->addrs[k] = page + (uint64_t)u * PYU_UNIT;
+			p->lens[k] = (end - u) * PYU_UNIT;
+			p->outs[k] = t->cache_data + (size_t)sl * PYU_PAGE_SIZE + (size_t)u * PYU_UNIT;
+			p->units[k] = run;
+			p->slots[k] = (unsigned)sl;
+		}
+	}
+	read_use_pieces(t, p);
+	for (unsigned i = 0; i < ns; i++)
+		t->cache_addr[slots[i]] = t->cache_valid[slots[i]] ? uses[i].page : PYU_NO_PAGE;
+	free(p);
+	free(slots);
 }
 
 static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n);
@@ -776,7 +971,7 @@ static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const
 			// Objects side by side share pages: a page just taken is not taken again
 			// (one taken earlier may be, which costs a page's copy, not a read).
 			if ((np && pages[np - 1] == p) || (np > 1 && pages[np - 2] == p) ||
-			    cached(t, p))
+			    held(t, p))
 				continue;
 			if (total++ == max_pages)
 				goto done;
@@ -845,13 +1040,13 @@ void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len)
 	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);
 	uint64_t end = addr + len;
 	while (page < end) {
-		if (cached(t, page)) {
+		if (held(t, page)) {
 			page += PYU_PAGE_SIZE;
 			continue;
 		}
 		unsigned n = 1; // a run of pages not in the cache, read at once
 		while (n < PYU_READAHEAD_MAX && page + (uint64_t)n * PYU_PAGE_SIZE < end &&
-		       !cached(t, page + (uint64_t)n * PYU_PAGE_SIZE))
+		       !held(t, page + (uint64_t)n * PYU_PAGE_SIZE))
 			n++;
 		if (fill_pages(t, page, n) < n)
 			return; // unreadable from there: the reads themselves will say so
@@ -871,7 +1066,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	if (hit >= 0 && slot_covers(t, hit, off, len)) {
 		t->cached_reads++;
 		t->cache_used[hit] = ++t->cache_clock;
-		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
+		copy_out(t, hit, off, buf, len);
 		return len;
 	}
 	if (t->sector_size < PYU_PAGE_SIZE) {
@@ -885,7 +1080,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 		prefetch_sector_run(t, addr, addr + len); // the sectors asked for, if still missing
 		hit = find_slot(t, page);
 		if (hit >= 0 && slot_covers(t, hit, off, len)) {
-			memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
+			copy_out(t, hit, off, buf, len);
 			return len;
 		}
 		return (size_t)backend_read(t, addr, buf, len); // part of it unreadable
@@ -895,7 +1090,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	// The wanted page is among those read unless the read stopped short of it.
 	if (n > 1 && fill_pages(t, start, n) > 0 && (hit = find_slot(t, page)) >= 0 &&
 	    slot_covers(t, hit, off, len)) {
-		memcpy(buf, t->cache_data + (size_t)hit * PYU_PAGE_SIZE + off, len);
+		copy_out(t, hit, off, buf, len);
 		return len;
 	}
 	int slot = victim_slot(t, page);
@@ -903,7 +1098,7 @@ static size_t read_in_page(struct pyu_target *t, uint64_t addr, unsigned char *b
 	if (data && backend_read(t, page, data, PYU_PAGE_SIZE) == PYU_PAGE_SIZE) {
 		t->cache_addr[slot] = page;
 		t->cache_valid[slot] = PYU_ALL_SECTORS;
-		memcpy(buf, data + off, len);
+		copy_out(t, slot, off, buf, len);
 		return len;
 	}
 	// Part of the page is unreadable (end of a segment, a debugger that reads less): the
@@ -941,6 +1136,20 @@ struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf
 {
 	if (len == 0)
 		return NULL;
+	// Most reads: a few bytes of one page the cache holds.
+	size_t off = (size_t)(addr % PYU_PAGE_SIZE);
+	if (t->cache_addr && len <= PYU_PAGE_SIZE - off && !(t->direct && t->backend_view)) {
+		int sl = find_slot(t, addr - off);
+		uint64_t want = unit_mask(off, len);
+		if (sl >= 0 && (t->cache_valid[sl] & want) == want) {
+			t->cached_reads++;
+			t->cache_used[sl] = ++t->cache_clock;
+			memcpy(buf, t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, len);
+			if (t->recording)
+				t->cache_touched[sl] |= want;
+			return NULL;
+		}
+	}
 	if (len - 1 > UINT64_MAX - addr)
 		return pyu_error_create(PYU_ERR_FAULT, "cannot read %zu bytes at 0x%" PRIx64
 					": range wraps around", len, addr);

@@ -13,13 +13,18 @@
 #include "target.h"
 
 #define PYU_PAGE_SIZE 4096u
-#define PYU_CACHE_PAGES 256u        // 1 MiB per target, allocated on first read
-#define PYU_CACHE_WAYS 4u           // pages a set holds (the least recently used one goes)
+#define PYU_CACHE_PAGES 2048u       // 8 MiB per target at most, allocated on first read and
+                                    // only touched as used
+#define PYU_CACHE_WAYS 8u           // pages a set holds (the least recently used one goes)
 #define PYU_DIRECT_READ_MIN 65536u  // reads this long bypass the cache
 #define PYU_READAHEAD_MAX 32u       // pages read at once when misses run in sequence
 #define PYU_READAHEAD_STREAMS 4u    // sequences of misses followed at once
 #define PYU_GATHER_MAX 1024u        // pieces of one gathered backend read (the kernel's IOV_MAX)
-#define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache (half of it)
+#define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache
+#define PYU_UNIT 64u                // the bytes a bit of a slot's masks stands for (64 a page)
+#define PYU_USES_MAX 1536u          // pages of one snapshot's walk gathered again by the next
+#define PYU_USE_GAP_UNITS 8u        // unused units between two used runs read with them
+#define PYU_GATHER_BYTES_MAX (1u << 20) // what the last walk read, read again at once, at most
 #define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
 #define PYU_MIN_SECTOR 512u         // the smallest unit a sector-reading target reads
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
@@ -70,11 +75,11 @@ struct pyu_target {
 	// Reads only what the target itself holds, never a mapped file (a core's own data);
 	// NULL when that is backend_read. Used to compare a file's headers with the target's.
 	pyu_backend_read_fn image_read;
-	// Optional: reads @n pieces of @size bytes, piece i at addrs[i] into outs[i], in one go;
-	// returns how many pieces (a prefix) were read whole. NULL when the backend has no such
-	// thing (the prefetches that gather then do nothing).
-	uint64_t (*backend_gather)(struct pyu_target *t, const uint64_t *addrs, size_t n,
-				   size_t size, unsigned char *const *outs);
+	// Optional: reads @n pieces (at most PYU_GATHER_MAX), piece i of lens[i] bytes at
+	// addrs[i] into outs[i], in one go; returns how many pieces (a prefix) were read whole.
+	// NULL when the backend has no such thing (the prefetches that gather then do nothing).
+	uint64_t (*backend_gather)(struct pyu_target *t, const uint64_t *addrs,
+				   const uint32_t *lens, size_t n, unsigned char *const *outs);
 	// Without backend_gather: whether the prefetches that would gather read the pages they
 	// name as a few contiguous spans instead, gaps included. Set where every backend read is
 	// a round trip (a debugger's memory read), so bytes are cheap and reads are not.
@@ -180,15 +185,26 @@ struct pyu_target {
 	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
 	uint64_t *cache_addr;
 	uint64_t *cache_used;
-	// Which sectors of each slot hold the target's bytes (bit i: bytes i * sector_size on);
-	// every one for a page read whole. Only sector-sized reads leave some out.
-	uint32_t *cache_valid;
+	// Which bytes of each slot hold the target's, in units of PYU_UNIT bytes (bit i: bytes
+	// i * PYU_UNIT on); every one (UINT64_MAX) for a page read whole. Sector-sized reads and
+	// the gathered reads of what the last snapshot used (below) leave some out.
+	uint64_t *cache_valid;
+	// While a snapshot's walk goes on (t->recording), the units of each slot the walk read:
+	// what the next snapshot gathers first.
+	uint64_t *cache_touched;
+	unsigned last_slot; // the slot a lookup found last (find_slot)
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
 	uint64_t snapshot_clock; // cache_clock once the snapshot began (its first read done)
-	// The pages the last snapshot's walk used (pyu_target_note_used_pages), read first by
-	// the next one.
-	uint64_t used_pages[PYU_GATHER_PAGES];
-	unsigned used_count;
+	// What the last snapshot's walk read (pyu_target_note_used_pages), as pages and the
+	// units of each it read (a page may come twice: evicted, then read again); the next
+	// snapshot of a target that gathers reads those bytes first, and only those, in as few
+	// gathered reads as the pieces need. @recording: the walk is going on, units read are
+	// marked (cache_touched) and kept here as their slots are given up.
+	struct pyu_page_use {
+		uint64_t page, units;
+	} *uses; // PYU_USES_MAX, allocated with the cache
+	unsigned use_count;
+	bool recording;
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
 	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams

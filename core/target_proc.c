@@ -77,11 +77,13 @@ static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 	return done;
 }
 
-// One process_vm_readv for many small pieces (a remote and a local iovec each: the pages go
-// straight to their cache slots). The kernel never splits a remote iovec element, so what it
-// returns is whole pieces.
-static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, size_t n, size_t size,
-			    unsigned char *const *outs)
+// One process_vm_readv for many small pieces: a local iovec each (the bytes go straight to
+// their cache slots), a remote one for each run of pieces that follow each other in the
+// process (what the kernel costs is mostly per remote iovec: it looks up and pins its pages
+// anew for each). The bytes come in order, so the count returned says which pieces came
+// whole.
+static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, const uint32_t *lens,
+			    size_t n, unsigned char *const *outs)
 {
 	struct proc_backend *p = t->backend_data;
 	if (p->use_mem || n == 0 || n > PYU_GATHER_MAX)
@@ -90,15 +92,21 @@ static uint64_t proc_gather(struct pyu_target *t, const uint64_t *addrs, size_t 
 	if (!remote)
 		return 0;
 	struct iovec *local = remote + n;
-	size_t k = 0;
-	for (; k < n && addrs[k] <= UINTPTR_MAX - size; k++) {
-		remote[k] = (struct iovec){(void *)(uintptr_t)addrs[k], size};
-		local[k] = (struct iovec){outs[k], size};
+	size_t k = 0, nr = 0;
+	for (; k < n && lens[k] > 0 && addrs[k] <= UINTPTR_MAX - lens[k]; k++) {
+		local[k] = (struct iovec){outs[k], lens[k]};
+		if (nr && (uintptr_t)remote[nr - 1].iov_base + remote[nr - 1].iov_len == addrs[k])
+			remote[nr - 1].iov_len += lens[k];
+		else
+			remote[nr++] = (struct iovec){(void *)(uintptr_t)addrs[k], lens[k]};
 	}
 	ssize_t r = k ? process_vm_readv(p->pid, local, (unsigned long)k, remote,
-					 (unsigned long)k, 0) : 0;
+					 (unsigned long)nr, 0) : 0;
 	free(remote);
-	return r > 0 ? (uint64_t)r / size : 0;
+	uint64_t got = r > 0 ? (uint64_t)r : 0, whole = 0;
+	while (whole < k && got >= lens[whole])
+		got -= lens[whole++];
+	return whole;
 }
 
 static void free_mappings(struct pyu_mapping *m, size_t n)
