@@ -35,6 +35,8 @@ SLEEPERS = 200      # in the gather
 CHAIN = 6           # tasks awaiting each other
 LOOPS = []          # (loop, thread) of both loops
 KEEP = []           # finished and cancelled tasks, kept alive
+RACERS = 3          # entries of the staggered race
+RACING = []         # one item a race entry that has started
 ALL = []            # every task made, kept alive (a loop holds its tasks only weakly)
 FOREVER = 100000
 
@@ -200,6 +202,7 @@ async def parked(fut):
 
 
 async def race_entry(ev):
+    RACING.append(1)
     await ev.wait()
 
 
@@ -208,7 +211,7 @@ async def racer():
     3.14+ record the racing tasks as awaited by this one."""
     import asyncio.staggered
     ev = asyncio.Event()
-    await asyncio.staggered.staggered_race([lambda: race_entry(ev)] * 3, 0.001)
+    await asyncio.staggered.staggered_race([lambda: race_entry(ev)] * RACERS, 0.001)
 
 
 def register_awaiters(loop):
@@ -324,6 +327,13 @@ async def main1():
     if os.environ.get("PYU_HAPPY_EYEBALLS") == "1":
         spawn(happy_eyeballs(full_listener()), "happy-eyeballs")
     await asyncio.sleep(0.2)  # the race starts its entries 1 ms apart
+    # ... or later on a loaded machine, where this thread may wait for a CPU longer than that:
+    # the truth is taken once they all have started (an entry starting between the truth and
+    # the crash made the two differ by a task, at a load of 40 on 2 CPUs).
+    for _ in range(60000):
+        if sys.version_info < (3, 8) or len(RACING) >= RACERS:
+            break
+        await asyncio.sleep(0.001)
     done = spawn(finishes(), "finished")
     cancelled = spawn(sleeper(0), "cancelled")
     KEEP.extend([done, cancelled])
