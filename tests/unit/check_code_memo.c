@@ -65,11 +65,49 @@ START_TEST(test_grows_and_gives_again)
 }
 END_TEST
 
+// Past MEMO_ENTRIES the memo starts again, empty, in the table it grew to: the first entries
+// are gone, the later ones are given again.
+START_TEST(test_starts_again_past_its_bound)
+{
+	const struct pyu_layout *l = pyu_layout_for_version(0x030C00F0);
+	ck_assert_ptr_nonnull(l);
+	struct pyu_code_memo *m = pyu_code_memo_create(l);
+	ck_assert_ptr_nonnull(m);
+	uint8_t *hdr = malloc((size_t)l->code.size);
+	ck_assert_ptr_nonnull(hdr);
+	enum { N = 5000 }; // more than it keeps
+	pyu_code_memo_begin(m);
+	for (uint64_t n = 1; n <= N; n++) {
+		struct pyu_code_info ci = info(n);
+		make_header(l, hdr, (uint32_t)n, n);
+		pyu_code_memo_put(m, 0x10000 + 0x40 * n, hdr, &ci, 0);
+	}
+	pyu_code_memo_begin(m);
+	struct pyu_code_info got;
+	int32_t ft = -1;
+	make_header(l, hdr, 1, 1);
+	ck_assert(!pyu_code_memo_get(m, 0x10000 + 0x40, hdr, &got, &ft));
+	for (uint64_t n = N - 100; n <= N; n++) {
+		char want[32];
+		make_header(l, hdr, (uint32_t)n, n);
+		ck_assert_msg(pyu_code_memo_get(m, 0x10000 + 0x40 * n, hdr, &got, &ft),
+			      "entry %llu lost", (unsigned long long)n);
+		snprintf(want, sizeof(want), "f%llu", (unsigned long long)n);
+		ck_assert_str_eq(got.name, want);
+		ck_assert_int_eq(got.firstlineno, (int32_t)n);
+		free(got.name);
+	}
+	free(hdr);
+	pyu_code_memo_destroy(m);
+}
+END_TEST
+
 static Suite *code_memo_suite(void)
 {
 	Suite *s = suite_create("code_memo");
 	TCase *tc = tcase_create("code_memo");
 	tcase_add_test(tc, test_grows_and_gives_again);
+	tcase_add_test(tc, test_starts_again_past_its_bound);
 	suite_add_tcase(s, tc);
 	return s;
 }
