@@ -98,12 +98,17 @@ struct pyu_code_memo *pyu_code_memo_create(const struct pyu_layout *l)
 	return m;
 }
 
+static void free_info(struct pyu_code_info *ci)
+{
+	free(ci->name);
+	free(ci->qualname);
+	free(ci->filename);
+	free(ci->table);
+}
+
 static void clear_entry(struct memo_entry *e)
 {
-	free(e->ci.name);
-	free(e->ci.qualname);
-	free(e->ci.filename);
-	free(e->ci.table);
+	free_info(&e->ci);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -291,24 +296,25 @@ void pyu_code_memo_put(struct pyu_code_memo *m, uint64_t addr, const uint8_t *hd
 	if (!m || addr == 0 || (uint32_t)pyu_get_i32(hdr, m->version) == 0)
 		return;
 	uint64_t size = held(ci);
-	if (size > MEMO_BYTES)
+	struct pyu_code_info copy;
+	// The copy first: an entry cleared and then left empty would cut the probe sequences
+	// that run through its slot.
+	if (size > MEMO_BYTES || !copy_info(&copy, ci))
 		return;
 	struct memo_entry *e = slot_of(m, addr);
-	if (e && e->addr) { // a new code object where a kept one was
+	if (e && e->addr) { // a new code object where a kept one was: its slot, refilled below
 		m->bytes -= held(&e->ci);
 		clear_entry(e);
 		m->used--;
 	}
 	if (m->used >= MEMO_ENTRIES || m->bytes + size > MEMO_BYTES)
 		clear_all(m); // bounded: start again
-	if (!make_room(m))
+	// A refilled slot needs no room (used was counted with it); otherwise the table grows
+	// before the slot is looked for again.
+	if (!make_room(m) || (e = slot_of(m, addr)) == NULL) {
+		free_info(&copy);
 		return;
-	e = slot_of(m, addr);
-	if (!e)
-		return;
-	struct pyu_code_info copy;
-	if (!copy_info(&copy, ci))
-		return;
+	}
 	e->addr = addr;
 	make_key(m, hdr, e->key);
 	e->ci = copy;
