@@ -1196,6 +1196,68 @@ START_TEST(test_live_no_such_process)
 }
 END_TEST
 
+// A process whose lowest mapping is a file with a path so long that its line of
+// /proc/PID/maps is longer than what an open reads first: the open reads on to the line's
+// end, rather than find no mapping at all and call the process a kernel thread.
+START_TEST(test_live_long_first_line)
+{
+	char dir[2048] = "/tmp/pyu-check-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char top[sizeof(dir)];
+	strcpy(top, dir);
+	char part[201];
+	memset(part, 'd', 200);
+	part[200] = '\0';
+	for (int i = 0; i < 6; i++) {
+		size_t n = strlen(dir);
+		snprintf(dir + n, sizeof(dir) - n, "/%s", part);
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+	}
+	char file[sizeof(dir) + 8];
+	snprintf(file, sizeof(file), "%s/f", dir);
+	ck_assert_uint_gt(strlen(file), 1100);
+	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	const uint64_t low = 0x100000; // below any executable's, at or above mmap_min_addr
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		void *p = mmap((void *)(uintptr_t)low, 4096, PROT_READ,
+			       MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+		char ch = p == (void *)(uintptr_t)low;
+		if (write(ready[1], &ch, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	char ch = 0;
+	ck_assert_int_eq(read(ready[0], &ch, 1), 1);
+	ck_assert_int_eq(ch, 1);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_pid(pid, &t);
+	ck_assert_msg(!err, "%s", pyu_error_message(err));
+	ck_assert(pyu_target_known_mapping_count(t) >= 1);
+	const struct pyu_mapping *m = pyu_target_mapping(t, 0);
+	ck_assert_uint_eq(m->start, low);
+	ck_assert_str_eq(m->path, file);
+	pyu_target_destroy(t);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	close(fd);
+	unlink(file);
+	for (size_t n = strlen(dir); n > strlen(top); n = strlen(dir)) {
+		ck_assert_int_eq(rmdir(dir), 0);
+		*strrchr(dir, '/') = '\0';
+	}
+	ck_assert_int_eq(rmdir(top), 0);
+}
+END_TEST
+
 static Suite *target_suite(void)
 {
 	Suite *s = suite_create("target");
@@ -1223,6 +1285,7 @@ static Suite *target_suite(void)
 	tcase_add_test(live, test_live_permission_denied);
 	tcase_add_test(live, test_live_no_such_process);
 	tcase_add_test(live, test_live_snapshots);
+	tcase_add_test(live, test_live_long_first_line);
 	suite_add_tcase(s, live);
 	return s;
 }
