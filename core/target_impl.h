@@ -182,7 +182,7 @@ struct pyu_target {
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
 	// a hash of its number. cache_addr[i] is the page slot i holds, or PYU_NO_PAGE; cache_used[i]
 	// when it was last used (cache_clock, counting up); cache_data is not initialised (only
-	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
+	// the small arrays are set, so a short-lived target does not pay for clearing 8 MiB).
 	uint64_t *cache_addr;
 	uint64_t *cache_used;
 	// Which bytes of each slot hold the target's, in units of PYU_UNIT bytes (bit i: bytes
@@ -194,7 +194,6 @@ struct pyu_target {
 	uint64_t *cache_touched;
 	unsigned last_slot; // the slot a lookup found last (find_slot)
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
-	uint64_t snapshot_clock; // cache_clock once the snapshot began (its first read done)
 	// What the last snapshot's walk read (pyu_target_note_used_pages), as pages and the
 	// units of each it read (a page may come twice: evicted, then read again); the next
 	// snapshot of a target that gathers reads those bytes first, and only those, in as few
