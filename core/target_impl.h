@@ -171,8 +171,8 @@ struct pyu_target {
 	// or an address outside every known one looked up: new memory) or a snapshot finds
 	// something wrong (pyu_target_reread_mappings). NULL for other backends.
 	bool maps_stale;
-	// A live open read only the start of /proc/PID/maps (the executable's lines: where the
-	// runtime of a statically linked interpreter is), and set @maps_stale too. The list is
+	// A live open read only the start of /proc/PID/maps (most often the executable's lines:
+	// where the runtime of a statically linked interpreter is), and set @maps_stale too. The list is
 	// current, only short: what it holds is trusted without reading the rest, and the page
 	// cache does without the rest (a mapping it does not know bounds its readahead less).
 	bool maps_partial;

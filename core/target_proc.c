@@ -17,10 +17,14 @@
 #include <unistd.h>
 
 #define MAPS_BUFFER (64u << 10)
-// Of /proc/PID/maps, what a live open reads first: about 8 lines, the executable's (its 5 or 6
-// segments, lowest in the address space) among them. The rest is read when asked for
-// (target_impl.h, maps_partial): the kernel makes each line read (a path lookup for a file's),
-// and the whole map of a small Python process was 40% of opening and walking it.
+// Of /proc/PID/maps, what a live open reads first: about 8 lines, most often the executable's
+// (its 5 or 6 segments, lowest in the address space) among them; not so for a PIE started
+// through its loader (`ld.so ./python`: the heap's, then libc's lines come first), where the
+// search for the runtime reads the rest (runtime.c, known_executable); under a long path only
+// its first lines (a first line longer than this is read on to its end). The rest is read
+// when asked for (target_impl.h, maps_partial): the kernel makes each line read (a path
+// lookup for a file's), and the whole map of a small Python process was 40% of opening and
+// walking it.
 #define MAPS_PREFIX 1024u
 
 static bool open_mem(struct proc_backend *p)
