@@ -272,21 +272,15 @@ void pyu_target_begin_snapshot(struct pyu_target *t)
 		// misses them, and rather than their whole pages. A hint only: what the walk
 		// needs that is not among them (what moved, what grew) is missed and read as
 		// ever, a piece no longer there is left out.
+		// Nothing is recorded from here on (note_slot), so the list is read in place.
 		pyu_target_note_used_pages(t);
-		unsigned n = t->use_count;
-		struct pyu_page_use *uses = n ? malloc(n * sizeof(*uses)) : NULL;
-		if (uses)
-			memcpy(uses, t->uses, n * sizeof(*uses));
 		pyu_target_flush_cache(t);
 		if (t->refresh)
 			t->refresh(t);
-		if (uses)
-			gather_uses(t, uses, n);
-		free(uses);
+		gather_uses(t, t->uses, t->use_count);
 	}
 	t->use_count = 0;
 	t->recording = t->changes && t->backend_gather && cache_alloc(t);
-	t->snapshot_clock = t->cache_clock;
 	t->snapshots++;
 }
 

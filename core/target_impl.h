@@ -171,8 +171,8 @@ struct pyu_target {
 	// or an address outside every known one looked up: new memory) or a snapshot finds
 	// something wrong (pyu_target_reread_mappings). NULL for other backends.
 	bool maps_stale;
-	// A live open read only the start of /proc/PID/maps (the executable's lines: where the
-	// runtime of a statically linked interpreter is), and set @maps_stale too. The list is
+	// A live open read only the start of /proc/PID/maps (most often the executable's lines:
+	// where the runtime of a statically linked interpreter is), and set @maps_stale too. The list is
 	// current, only short: what it holds is trusted without reading the rest, and the page
 	// cache does without the rest (a mapping it does not know bounds its readahead less).
 	bool maps_partial;
@@ -182,7 +182,7 @@ struct pyu_target {
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by
 	// a hash of its number. cache_addr[i] is the page slot i holds, or PYU_NO_PAGE; cache_used[i]
 	// when it was last used (cache_clock, counting up); cache_data is not initialised (only
-	// the small arrays are set, so a short-lived target does not pay for clearing 1 MiB).
+	// the small arrays are set, so a short-lived target does not pay for clearing 8 MiB).
 	uint64_t *cache_addr;
 	uint64_t *cache_used;
 	// Which bytes of each slot hold the target's, in units of PYU_UNIT bytes (bit i: bytes
@@ -194,7 +194,6 @@ struct pyu_target {
 	uint64_t *cache_touched;
 	unsigned last_slot; // the slot a lookup found last (find_slot)
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
-	uint64_t snapshot_clock; // cache_clock once the snapshot began (its first read done)
 	// What the last snapshot's walk read (pyu_target_note_used_pages), as pages and the
 	// units of each it read (a page may come twice: evicted, then read again); the next
 	// snapshot of a target that gathers reads those bytes first, and only those, in as few

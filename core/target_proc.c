@@ -17,10 +17,14 @@
 #include <unistd.h>
 
 #define MAPS_BUFFER (64u << 10)
-// Of /proc/PID/maps, what a live open reads first: about 8 lines, the executable's (its 5 or 6
-// segments, lowest in the address space) among them. The rest is read when asked for
-// (target_impl.h, maps_partial): the kernel makes each line read (a path lookup for a file's),
-// and the whole map of a small Python process was 40% of opening and walking it.
+// Of /proc/PID/maps, what a live open reads first: about 8 lines, most often the executable's
+// (its 5 or 6 segments, lowest in the address space) among them; not so for a PIE started
+// through its loader (`ld.so ./python`: the heap's, then libc's lines come first), where the
+// search for the runtime reads the rest (runtime.c, known_executable); under a long path only
+// its first lines (a first line longer than this is read on to its end). The rest is read
+// when asked for (target_impl.h, maps_partial): the kernel makes each line read (a path
+// lookup for a file's), and the whole map of a small Python process was 40% of opening and
+// walking it.
 #define MAPS_PREFIX 1024u
 
 static bool open_mem(struct proc_backend *p)
@@ -315,8 +319,9 @@ static struct pyu_error *add_maps_text(struct pyu_target *t, char *text, size_t 
 }
 
 // Reads /proc/PID/maps into @t: all of it, or (@prefix) its first MAPS_PREFIX bytes alone in
-// one read (the kernel makes only the lines asked for, each costing it a path lookup), its
-// whole lines then setting t->maps_partial and t->maps_stale.
+// one read (the kernel makes only the lines asked for, each costing it a path lookup), read on
+// until they hold a whole line (a file's path may be up to 4 KiB long), its whole lines then
+// setting t->maps_partial and t->maps_stale.
 static struct pyu_error *read_maps(struct pyu_target *t, bool prefix)
 {
 	const struct proc_backend *p = t->backend_data;
@@ -326,32 +331,32 @@ static struct pyu_error *read_maps(struct pyu_target *t, bool prefix)
 		return err;
 	size_t cap = prefix ? MAPS_PREFIX + 1 : MAPS_BUFFER, len = 0;
 	char *text = malloc(cap);
-	bool end = false;
-	while (!err && !end && text) {
+	bool end = false, line = false;
+	if (!text)
+		err = &pyu_error_nomem;
+	while (!err && !end && !(prefix && line)) {
 		if (cap - len < (prefix ? MAPS_PREFIX : MAPS_BUFFER / 2) + 1) {
 			char *more = realloc(text, cap * 2);
-			if (!more)
+			if (!more) {
+				err = &pyu_error_nomem;
 				break;
+			}
 			text = more;
 			cap *= 2;
 		}
 		ssize_t r = read(fd, text + len, cap - len - 1); // a byte kept for the last NUL
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
+		if (r < 0) {
 			err = pyu_error_create(PYU_ERR_IO, "cannot read /proc/%d/maps: %s",
 					       (int)p->pid, strerror(errno));
-		else
-			len += (size_t)r;
-		end = r == 0;
-		if (prefix)
 			break;
+		}
+		line = line || memchr(text + len, '\n', (size_t)r);
+		len += (size_t)r;
+		end = r == 0;
 	}
 	close(fd);
-	if (!text || (!err && !end && !prefix)) {
-		free(text);
-		return err ? err : &pyu_error_nomem;
-	}
 	if (!err)
 		err = add_maps_text(t, text, len, end);
 	free(text);

@@ -1196,6 +1196,147 @@ START_TEST(test_live_no_such_process)
 }
 END_TEST
 
+// Page-aligned, so that the units a test reads of it are its own to choose; written by a
+// child as told (start_page_child).
+static volatile unsigned char live_page[4096] __attribute__((aligned(4096)));
+
+// A child that, for each offset and byte read from @to, writes the byte at that offset of
+// live_page and answers one byte on @from.
+static pid_t start_page_child(int *to, int *from)
+{
+	int a[2], b[2];
+	ck_assert_int_eq(pipe(a), 0);
+	ck_assert_int_eq(pipe(b), 0);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(a[1]);
+		close(b[0]);
+		uint16_t cmd[2];
+		while (read(a[0], cmd, sizeof(cmd)) == sizeof(cmd)) {
+			live_page[cmd[0] % sizeof(live_page)] = (unsigned char)cmd[1];
+			if (write(b[1], "", 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(a[0]);
+	close(b[1]);
+	*to = a[1];
+	*from = b[0];
+	return pid;
+}
+
+static void poke_page(int to, int from, uint16_t off, uint8_t value)
+{
+	uint16_t cmd[2] = {off, value};
+	char ch;
+	ck_assert_int_eq(write(to, cmd, sizeof(cmd)), sizeof(cmd));
+	ck_assert_int_eq(read(from, &ch, 1), 1);
+}
+
+// The next snapshot of a live process gathers only the units of a page the last walk read:
+// those are read from the cache, and any other byte of that page (still in the slot from
+// before, or never read) is a miss read from the process, new values and all.
+START_TEST(test_live_gathered_units)
+{
+	int to, from;
+	pid_t pid = start_page_child(&to, &from);
+	poke_page(to, from, 0, 7);
+	struct pyu_target *t = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(pid, &t));
+	const uint64_t base = (uint64_t)(uintptr_t)live_page;
+	uint8_t b = 0;
+	unsigned char buf[10];
+	pyu_target_begin_snapshot(t);
+	ck_assert_ptr_null(pyu_target_read_u8(t, base, &b)); // the walk reads its first unit
+	ck_assert_uint_eq(b, 7);
+	pyu_target_note_used_pages(t);
+	ck_assert_ptr_null(pyu_target_read_u8(t, base + 2048, &b)); // after the walk
+	ck_assert_uint_eq(b, 0);
+	poke_page(to, from, 0, 1);
+	poke_page(to, from, 70, 3);
+	poke_page(to, from, 2048, 2);
+	pyu_target_begin_snapshot(t);
+	uint64_t reads = pyu_target_backend_reads(t);
+	ck_assert_ptr_null(pyu_target_read_u8(t, base, &b));
+	ck_assert_uint_eq(b, 1); // gathered as the snapshot began
+	ck_assert_uint_eq(pyu_target_backend_reads(t), reads);
+	// From the gathered unit into the next one: a miss.
+	ck_assert_ptr_null(pyu_target_read(t, base + 62, buf, sizeof(buf)));
+	ck_assert_uint_eq(buf[8], 3);
+	ck_assert_uint_gt(pyu_target_backend_reads(t), reads);
+	ck_assert_ptr_null(pyu_target_read_u8(t, base + 2048, &b));
+	ck_assert_uint_eq(b, 2);
+	close(to);
+	close(from);
+	waitpid(pid, NULL, 0);
+	pyu_target_destroy(t);
+}
+END_TEST
+
+// A process whose lowest mapping is a file with a path so long that its line of
+// /proc/PID/maps is longer than what an open reads first: the open reads on to the line's
+// end, rather than find no mapping at all and call the process a kernel thread.
+START_TEST(test_live_long_first_line)
+{
+	char dir[2048] = "/tmp/pyu-check-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char top[sizeof(dir)];
+	strcpy(top, dir);
+	char part[201];
+	memset(part, 'd', 200);
+	part[200] = '\0';
+	for (int i = 0; i < 6; i++) {
+		size_t n = strlen(dir);
+		snprintf(dir + n, sizeof(dir) - n, "/%s", part);
+		ck_assert_int_eq(mkdir(dir, 0700), 0);
+	}
+	char file[sizeof(dir) + 8];
+	snprintf(file, sizeof(file), "%s/f", dir);
+	ck_assert_uint_gt(strlen(file), 1100);
+	int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 4096), 0);
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	const uint64_t low = 0x100000; // below any executable's, at or above mmap_min_addr
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		void *p = mmap((void *)(uintptr_t)low, 4096, PROT_READ,
+			       MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+		char ch = p == (void *)(uintptr_t)low;
+		if (write(ready[1], &ch, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	char ch = 0;
+	ck_assert_int_eq(read(ready[0], &ch, 1), 1);
+	ck_assert_int_eq(ch, 1);
+	struct pyu_target *t = NULL;
+	struct pyu_error *err = pyu_target_open_pid(pid, &t);
+	ck_assert_msg(!err, "%s", pyu_error_message(err));
+	ck_assert(pyu_target_known_mapping_count(t) >= 1);
+	const struct pyu_mapping *m = pyu_target_mapping(t, 0);
+	ck_assert_uint_eq(m->start, low);
+	ck_assert_str_eq(m->path, file);
+	pyu_target_destroy(t);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(ready[0]);
+	close(fd);
+	unlink(file);
+	for (size_t n = strlen(dir); n > strlen(top); n = strlen(dir)) {
+		ck_assert_int_eq(rmdir(dir), 0);
+		*strrchr(dir, '/') = '\0';
+	}
+	ck_assert_int_eq(rmdir(top), 0);
+}
+END_TEST
+
 static Suite *target_suite(void)
 {
 	Suite *s = suite_create("target");
@@ -1223,6 +1364,8 @@ static Suite *target_suite(void)
 	tcase_add_test(live, test_live_permission_denied);
 	tcase_add_test(live, test_live_no_such_process);
 	tcase_add_test(live, test_live_snapshots);
+	tcase_add_test(live, test_live_long_first_line);
+	tcase_add_test(live, test_live_gathered_units);
 	suite_add_tcase(s, live);
 	return s;
 }
