@@ -1280,7 +1280,8 @@ class Target:
     def held(self) -> int:
         """How many threads of a live process :meth:`stopped` holds now (0 outside it, for a
         core, or when a debugger already traces the process)."""
-        return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
+        with self._lock:  # stopped() frees the hold under it, in the thread that holds
+            return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
 
     @contextlib.contextmanager
     def stopped(self) -> Iterator["Target"]:
@@ -1545,7 +1546,7 @@ def _size(size: Union[int, str]) -> int:
     digits = text[:len(text) - len(unit)]
     if not digits.isdigit():
         raise ArgumentError("a size is digits and K, M, G or T, not %r" % (size,), 8)
-    return int(digits) * _SIZE_UNITS[unit]
+    return _integer(int(digits) * _SIZE_UNITS[unit], "a size")  # ctypes would wrap past 2^64
 
 
 def _quiet(threads: List[Thread], activity: bool, details: bool) -> List[Thread]:
