@@ -259,17 +259,21 @@ class _NativeWalk(object):
 
     def sp_register(self, frame):
         """The architecture's own stack pointer: gdb's "sp" is an alias it looks up among
-        every register name at each read (12 us a frame, against 4 for "rsp")."""
+        every register name at each read (12 us a frame, against 4 for "rsp"). gdb's Python
+        does not say which register "sp" stands for (gdbarch_sp_regnum): a register named as
+        the known architectures name it is taken only when it reads as "sp" does (its value
+        in the innermost frame), else "sp" itself, right on any architecture."""
         if self.sp is None:
             self.sp = "sp"
             try:
                 names = set(r.name for r in frame.architecture().registers())
-            except (AttributeError, gdb.error):  # a gdb without register descriptors
-                names = ()
-            for name in _SP_REGISTERS:
-                if name in names:
-                    self.sp = name
-                    break
+                want = int(frame.read_register("sp"))
+                for name in _SP_REGISTERS:
+                    if name in names and int(frame.read_register(name)) == want:
+                        self.sp = name
+                        break
+            except (AttributeError, gdb.error, ValueError):  # no register descriptors
+                pass
         return self.sp
 
     def close(self):

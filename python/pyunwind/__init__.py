@@ -802,44 +802,38 @@ class Snapshot:
         finally:
             self._release()
 
-    def _release(self, wait: bool = True) -> None:
-        # Under the target's lock: the library runs without the GIL, and another thread may
-        # be collecting from the target or formatting this snapshot meanwhile. A finalizer
-        # (@wait False) that would have to wait for the lock - another thread uses the target,
-        # and waiting might deadlock with it - leaves the release to the target's next call.
+    def _release(self, wait: bool = True, keep: bool = False) -> None:
+        """Lets the library's snapshot go, under the target's lock: another thread may be
+        formatting this snapshot (close() reaches it through its weak set) or using the target.
+        A finalizer (@wait False) that would have to wait for the lock - and might deadlock
+        with its holder - hands the snapshot to the target's next call (its orphans) instead.
+        @keep (the finalizer): the newest snapshot of an open target is kept (without its
+        target, which would make a cycle) for target.print(frame, ...) and frame.line_table()
+        of a frame the script kept without it; the one kept before goes. Everything of
+        _kept is touched under the lock."""
         target = self._target
         if not target._lock.acquire(blocking=wait):
             stacks, self._stacks = self._stacks, None
             if stacks is not None:
-                target._orphans.append(stacks)
+                target._orphans.append(stacks)  # list.append is atomic; popped under the lock
             return
         try:
             stacks, self._stacks = self._stacks, None
-            if stacks is not None:
-                native = target._native
-                if native:
-                    native.destroy(stacks.value)
-                else:
-                    target._lib.lib.pyu_stacks_destroy(stacks)
+            if stacks is None:
+                return
+            if keep and self._serial == target._taken and target._handle:
+                state = dict(self.__dict__, _stacks=stacks)
+                del state["_target"]
+                target._drop_kept()
+                target._kept = state
+            else:
+                target._destroy(stacks)
         finally:
             target._lock.release()
 
     def __del__(self) -> None:
         try:
-            target = self._target
-            if self._stacks is not None and self._serial == target._taken and \
-                    target._handle:
-                # The newest snapshot of an open target is kept (without its target, which
-                # would make a cycle) for target.print(frame, ...) and frame.line_table() of
-                # a frame the script kept without it; the one kept before goes.
-                state = dict(self.__dict__)
-                del state["_target"]
-                self._stacks = None
-                old, target._kept = target._kept, state
-                if old is not None and old["_stacks"] is not None:
-                    target._orphans.append(old["_stacks"])
-                return
-            self._release(wait=False)
+            self._release(wait=False, keep=True)
         except Exception:
             pass
 
@@ -1209,21 +1203,30 @@ class Target:
                     except Error:
                         snap._release()
                 self._drop_kept()
-                self._free_orphans()
                 handle, self._handle = self._handle, None
                 with _open_targets_lock:
                     _open_targets.discard(self)
                 if handle:
                     self._lib.lib.pyu_target_destroy(handle)
+            # Also once closed: a snapshot finalized while close() held the lock left its
+            # stacks here after (a snapshot's memory is its own: freed after its target too).
+            self._free_orphans()
+
+    def _destroy(self, stacks: Any) -> None:
+        """pyu_stacks_destroy(), through the native module when there is one."""
+        if self._native:
+            self._native.destroy(stacks.value)
+        else:
+            self._lib.lib.pyu_stacks_destroy(stacks)
 
     def _free_orphans(self) -> None:
         while self._orphans:
-            self._lib.lib.pyu_stacks_destroy(self._orphans.pop())
+            self._destroy(self._orphans.pop())
 
     def _drop_kept(self) -> None:
         kept, self._kept = self._kept, None
         if kept is not None and kept["_stacks"] is not None:
-            self._lib.lib.pyu_stacks_destroy(kept["_stacks"])
+            self._destroy(kept["_stacks"])
 
     def _need_open(self) -> None:
         if not self._handle:
@@ -1277,7 +1280,8 @@ class Target:
     def held(self) -> int:
         """How many threads of a live process :meth:`stopped` holds now (0 outside it, for a
         core, or when a debugger already traces the process)."""
-        return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
+        with self._lock:  # stopped() frees the hold under it, in the thread that holds
+            return int(self._lib.lib.pyu_hold_count(self._hold)) if self._hold else 0
 
     @contextlib.contextmanager
     def stopped(self) -> Iterator["Target"]:
@@ -1375,7 +1379,7 @@ class Target:
             if doc is not None and activity and details:
                 snap._doc = doc  # what document() would format again
         except BaseException:
-            lib.lib.pyu_stacks_destroy(stacks)
+            self._destroy(stacks)
             raise
         self._taken += 1
         snap._serial = self._taken
@@ -1542,7 +1546,7 @@ def _size(size: Union[int, str]) -> int:
     digits = text[:len(text) - len(unit)]
     if not digits.isdigit():
         raise ArgumentError("a size is digits and K, M, G or T, not %r" % (size,), 8)
-    return int(digits) * _SIZE_UNITS[unit]
+    return _integer(int(digits) * _SIZE_UNITS[unit], "a size")  # ctypes would wrap past 2^64
 
 
 def _quiet(threads: List[Thread], activity: bool, details: bool) -> List[Thread]:

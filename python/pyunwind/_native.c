@@ -635,6 +635,10 @@ static int set_activity(PyObject *d, void *s, uint32_t thread)
 		syscall = str_or_none(name);
 	else
 		syscall = PyUnicode_FromFormat("%lld", (long long)a[0]);
+	// Each value set as soon as it is made: a failure leaks none made before it.
+	if (set(d, K_SYSCALL, syscall) ||
+	    set(d, K_STATE, str_or_none(api.activity_text(s, thread, 1))))
+		return -1;
 	PyObject *signal;
 	const char *sig = api.activity_text(s, thread, 2);
 	if (a[1] == ABSENT)
@@ -643,9 +647,7 @@ static int set_activity(PyObject *d, void *s, uint32_t thread)
 		signal = str_or_none(sig);
 	else
 		signal = PyUnicode_FromFormat("signal %lld", (long long)a[1]);
-	return set(d, K_SYSCALL, syscall) ||
-	       set(d, K_STATE, str_or_none(api.activity_text(s, thread, 1))) ||
-	       set(d, K_SIGNAL, signal) ||
+	return set(d, K_SIGNAL, signal) ||
 	       set(d, K_FAULT_ADDRESS, a[2] == ABSENT ? (Py_INCREF(Py_None), Py_None)
 						      : PyLong_FromUnsignedLongLong((uint64_t)a[2])) ||
 	       set(d, K_CPU_SECONDS, a[3] == ABSENT ? (Py_INCREF(Py_None), Py_None)
@@ -718,6 +720,20 @@ static PyObject *thread_object(PyTypeObject *thread_type, void *s, uint32_t t, c
 	return th;
 }
 
+// The library's object whose address @obj (an int) is; NULL with an exception when the
+// module is not bound yet or the address is 0 (@what names the object in the error).
+static void *address_arg(PyObject *obj, const char *what)
+{
+	if (!bound) {
+		PyErr_SetString(PyExc_RuntimeError, "bind() first");
+		return NULL;
+	}
+	void *p = PyLong_AsVoidPtr(obj);
+	if (!p && !PyErr_Occurred())
+		PyErr_Format(PyExc_ValueError, "no %s", what);
+	return p;
+}
+
 // threads(stacks, Thread, Frame, activity, details, cache) -> ([Thread, ...], [indexes of
 // threads with an exception]): every thread of the snapshot at address @stacks, frames
 // innermost first, objects equal to those of the last snapshots through @cache given again.
@@ -733,16 +749,9 @@ static PyObject *threads(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "OO!O!ppO!", &stacks_obj, &PyType_Type, &thread_type,
 			      &PyType_Type, &frame_type, &activity, &details, &CacheType, &c))
 		return NULL;
-	if (!bound) {
-		PyErr_SetString(PyExc_RuntimeError, "bind() first");
+	void *s = address_arg(stacks_obj, "stacks");
+	if (!s)
 		return NULL;
-	}
-	void *s = PyLong_AsVoidPtr(stacks_obj);
-	if (!s) {
-		if (!PyErr_Occurred())
-			PyErr_SetString(PyExc_ValueError, "no stacks");
-		return NULL;
-	}
 	uint32_t n = api.thread_count(s), ncodes = api.code_count(s);
 	size_t nframes = 0;
 	for (uint32_t t = 0; t < n; t++) {
@@ -810,31 +819,15 @@ fail:
 	return NULL;
 }
 
-// A snapshot's address from @obj (an int); NULL with an exception when it is none.
-static void *stacks_of(PyObject *obj)
-{
-	void *s = PyLong_AsVoidPtr(obj);
-	if (!s && !PyErr_Occurred())
-		PyErr_SetString(PyExc_ValueError, "no stacks");
-	return s;
-}
-
 // collect(target) -> (error, stacks): pyu_stacks_collect() on the open target at address
 // @target, without holding the GIL (as ctypes calls it), minus ctypes' cost per call. Each
 // address is 0 when there is none; the caller raises the error and owns the stacks.
 static PyObject *collect(PyObject *self, PyObject *arg)
 {
 	(void)self;
-	if (!bound) {
-		PyErr_SetString(PyExc_RuntimeError, "bind() first");
+	void *t = address_arg(arg, "target");
+	if (!t)
 		return NULL;
-	}
-	void *t = PyLong_AsVoidPtr(arg);
-	if (!t) {
-		if (!PyErr_Occurred())
-			PyErr_SetString(PyExc_ValueError, "no target");
-		return NULL;
-	}
 	void *s = NULL, *err;
 	Py_BEGIN_ALLOW_THREADS
 	err = api.collect(t, &s);
@@ -847,9 +840,9 @@ static PyObject *collect(PyObject *self, PyObject *arg)
 static PyObject *destroy(PyObject *self, PyObject *arg)
 {
 	(void)self;
-	void *s = bound ? stacks_of(arg) : NULL;
+	void *s = address_arg(arg, "stacks");
 	if (!s)
-		return bound ? NULL : (PyErr_SetString(PyExc_RuntimeError, "bind() first"), NULL);
+		return NULL;
 	api.destroy(s);
 	Py_RETURN_NONE;
 }
@@ -858,9 +851,9 @@ static PyObject *destroy(PyObject *self, PyObject *arg)
 static PyObject *info(PyObject *self, PyObject *arg)
 {
 	(void)self;
-	void *s = bound ? stacks_of(arg) : NULL;
+	void *s = address_arg(arg, "stacks");
 	if (!s)
-		return bound ? NULL : (PyErr_SetString(PyExc_RuntimeError, "bind() first"), NULL);
+		return NULL;
 	const char *v = api.version(s);
 	return Py_BuildValue("(NKk)", str_or_none(v), (unsigned long long)api.hexversion(s),
 			     (unsigned long)api.build_flags(s));
