@@ -1075,9 +1075,9 @@ START_TEST(test_live_permission_denied)
 }
 END_TEST
 
-// A child that, for each byte read from @to, adds one to live_marker and maps one more
-// page, then writes that page's address to @from.
-static pid_t start_changing_child(int *to, int *from)
+// Forks a child that runs @serve(its end of the request pipe, its end of the answer pipe)
+// and exits 0 when it returns; the parent's ends go to @to and @from.
+static pid_t start_serving_child(int *to, int *from, void (*serve)(int in, int out))
 {
 	int a[2], b[2];
 	ck_assert_int_eq(pipe(a), 0);
@@ -1087,21 +1087,35 @@ static pid_t start_changing_child(int *to, int *from)
 	if (pid == 0) {
 		close(a[1]);
 		close(b[0]);
-		live_marker = 1;
-		char ch = 0;
-		while (read(a[0], &ch, 1) == 1) {
-			live_marker++;
-			void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			uint64_t at = (uint64_t)(uintptr_t)p;
-			if (p == MAP_FAILED || write(b[1], &at, 8) != 8)
-				_exit(1);
-		}
+		serve(a[0], b[1]);
 		_exit(0);
 	}
 	close(a[0]);
 	close(b[1]);
 	*to = a[1];
 	*from = b[0];
+	return pid;
+}
+
+// For each byte read from @in, adds one to live_marker and maps one more page, then writes
+// that page's address to @out.
+static void serve_changing(int in, int out)
+{
+	live_marker = 1;
+	char ch = 0;
+	while (read(in, &ch, 1) == 1) {
+		live_marker++;
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint64_t at = (uint64_t)(uintptr_t)p;
+		if (p == MAP_FAILED || write(out, &at, 8) != 8)
+			_exit(1);
+	}
+}
+
+// A child that changes as serve_changing says, once already (live_marker 2) when this returns.
+static pid_t start_changing_child(int *to, int *from)
+{
+	pid_t pid = start_serving_child(to, from, serve_changing);
 	char ch = 0;
 	uint64_t at;
 	ck_assert_int_eq(write(*to, &ch, 1), 1); // marker 2 once it answers
@@ -1200,31 +1214,22 @@ END_TEST
 // child as told (start_page_child).
 static volatile unsigned char live_page[4096] __attribute__((aligned(4096)));
 
-// A child that, for each offset and byte read from @to, writes the byte at that offset of
-// live_page and answers one byte on @from.
+// For each offset and byte read from @in, writes the byte at that offset of live_page and
+// answers one byte on @out.
+static void serve_page(int in, int out)
+{
+	uint16_t cmd[2];
+	while (read(in, cmd, sizeof(cmd)) == sizeof(cmd)) {
+		live_page[cmd[0] % sizeof(live_page)] = (unsigned char)cmd[1];
+		if (write(out, "", 1) != 1)
+			_exit(1);
+	}
+}
+
+// A child that writes live_page as serve_page says.
 static pid_t start_page_child(int *to, int *from)
 {
-	int a[2], b[2];
-	ck_assert_int_eq(pipe(a), 0);
-	ck_assert_int_eq(pipe(b), 0);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		close(a[1]);
-		close(b[0]);
-		uint16_t cmd[2];
-		while (read(a[0], cmd, sizeof(cmd)) == sizeof(cmd)) {
-			live_page[cmd[0] % sizeof(live_page)] = (unsigned char)cmd[1];
-			if (write(b[1], "", 1) != 1)
-				_exit(1);
-		}
-		_exit(0);
-	}
-	close(a[0]);
-	close(b[1]);
-	*to = a[1];
-	*from = b[0];
-	return pid;
+	return start_serving_child(to, from, serve_page);
 }
 
 static void poke_page(int to, int from, uint16_t off, uint8_t value)
