@@ -81,6 +81,8 @@ static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 		if (r <= 0)
 			break;
 		done += (uint64_t)r;
+		if ((size_t)r < chunk)
+			break; // it stopped at a page it cannot read: another call would fail there
 	}
 	return done;
 }
@@ -133,7 +135,8 @@ static void proc_destroy(struct pyu_target *t)
 		close(p->mem_fd);
 	if (p->task_fd >= 0)
 		close(p->task_fd);
-	free_mappings(p->retired, p->retired_count);
+	for (size_t k = 0; k < 2; k++)
+		free_mappings(p->retired[k], p->retired_count[k]);
 	free(p);
 }
 
@@ -534,26 +537,26 @@ static bool same_mapping(const struct pyu_mapping *a, const struct pyu_mapping *
 	       (!a->path || strcmp(a->path, b->path) == 0);
 }
 
-// The target's reread_maps hook (target_impl.h): the process mapped and unmapped since the
-// mappings were read. They are read again, a mapping unchanged keeping what was learnt of its
-// file (which local file reads it, whether it is the one mapped); the old list is kept until
-// the next snapshot begins (proc_refresh). When the map cannot be read (the process is gone),
-// the old one stays: the reads will say what is wrong.
-static void proc_reread_maps(struct pyu_target *t)
+// Reads the map again (all of it, or its start when @prefix) in place of the mappings known,
+// a mapping unchanged keeping what was learnt of its file (which local file reads it, whether
+// it is the one mapped); the old list is kept until the next snapshot begins (proc_refresh).
+// When the map cannot be read (the process is gone), the old one stays (false): the reads
+// will say what is wrong.
+static bool reread_maps(struct pyu_target *t, bool prefix)
 {
 	struct proc_backend *p = t->backend_data;
 	struct pyu_mapping *old = t->mappings;
 	size_t old_count = t->mapping_count, old_cap = t->mapping_cap;
 	t->mappings = NULL;
 	t->mapping_count = t->mapping_cap = 0;
-	struct pyu_error *err = read_maps(t, false, NULL);
+	struct pyu_error *err = read_maps(t, prefix, NULL);
 	if (err) {
 		pyu_error_destroy(err);
 		free_mappings(t->mappings, t->mapping_count);
 		t->mappings = old;
 		t->mapping_count = old_count;
 		t->mapping_cap = old_cap;
-		return;
+		return false;
 	}
 	// Both lists are sorted by start: one merge pass.
 	size_t j = 0;
@@ -570,9 +573,40 @@ static void proc_reread_maps(struct pyu_target *t)
 		m->local_path_fixed = old[j].local_path_fixed;
 		m->local_check = old[j].local_check;
 	}
-	free_mappings(p->retired, p->retired_count); // at most one reading a snapshot: none
-	p->retired = old;
-	p->retired_count = old_count;
+	// At most two readings a snapshot (the start, then all of it): lists looked up in it
+	// stay valid until it ends.
+	for (size_t k = 0; k < 2 && old; k++) {
+		if (!p->retired[k]) {
+			p->retired[k] = old;
+			p->retired_count[k] = old_count;
+			old = NULL;
+		}
+	}
+	if (old) { // a third: the oldest goes
+		free_mappings(p->retired[0], p->retired_count[0]);
+		p->retired[0] = p->retired[1];
+		p->retired_count[0] = p->retired_count[1];
+		p->retired[1] = old;
+		p->retired_count[1] = old_count;
+	}
+	return true;
+}
+
+// The target's reread_maps hook (target_impl.h): the process mapped and unmapped since the
+// mappings were read.
+static void proc_reread_maps(struct pyu_target *t)
+{
+	reread_maps(t, false);
+}
+
+// The target's read_map_start hook (target_impl.h): the open took the executable's lines
+// kept from an earlier open and read nothing of the map; its start now, as such an open
+// otherwise reads it (whole lines of its first 1 KiB: the heap's among them).
+static void proc_read_map_start(struct pyu_target *t)
+{
+	t->maps_partial = t->maps_stale = false; // read_maps sets them again when it stops short
+	if (!reread_maps(t, true))
+		t->maps_partial = t->maps_stale = true;
 }
 
 // The target's refresh hook (target_impl.h), as a snapshot begins: the process started or
@@ -586,9 +620,11 @@ static void proc_refresh(struct pyu_target *t)
 	struct proc_backend *p = t->backend_data;
 	t->thread_count = 0;
 	t->list_threads = proc_list_threads;
-	free_mappings(p->retired, p->retired_count);
-	p->retired = NULL;
-	p->retired_count = 0;
+	for (size_t k = 0; k < 2; k++) {
+		free_mappings(p->retired[k], p->retired_count[k]);
+		p->retired[k] = NULL;
+		p->retired_count[k] = 0;
+	}
 	t->maps_stale = true;
 	t->maps_partial = false;
 }
@@ -673,8 +709,14 @@ static struct pyu_error *open_maps_prefix(struct pyu_target *t, int pid)
 	if (!lines)
 		return &pyu_error_nomem;
 	struct pyu_file_id id;
-	if (have_exe)
+	if (have_exe) {
 		pyu_file_id_of(&st, &id);
+		t->exe_id_known = true;
+		t->exe_id = id;
+		t->exe_inode = (uint64_t)st.st_ino;
+		t->exe_dev_major = major(st.st_dev);
+		t->exe_dev_minor = minor(st.st_dev);
+	}
 	struct pyu_error *err = NULL;
 	bool exec = false;
 	if (have_exe && exe_lines_kept(&id, lines)) {
@@ -684,6 +726,7 @@ static struct pyu_error *open_maps_prefix(struct pyu_target *t, int pid)
 			err = probe_access(t, pid, &exec);
 		if (!err && exec && t->mapping_count > 0) {
 			t->maps_partial = t->maps_stale = true;
+			t->read_map_start = proc_read_map_start;
 			free(lines);
 			return NULL;
 		}
@@ -718,8 +761,10 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	p->use_mem = false;
 	p->mem_fd = -1;
 	p->task_fd = -1;
-	p->retired = NULL;
-	p->retired_count = 0;
+	for (size_t k = 0; k < 2; k++) {
+		p->retired[k] = NULL;
+		p->retired_count[k] = 0;
+	}
 	struct pyu_target *t;
 	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, "the live process",
 						  &t);
