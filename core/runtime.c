@@ -349,25 +349,29 @@ static void keep_facts(const struct pyu_file_id *id, const struct file_facts *ff
 static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, struct found *f,
 			 char *errs, size_t errs_len)
 {
-	// A local file of another build (a core from another machine, a library updated since)
-	// would give wrong addresses: leave it to the in-memory route.
-	if (!pyu_target_file_matches(t, m)) {
-		pyu_appendf(errs, errs_len, "%s: the file here is another build than the target's "
-			"(build IDs differ); ", m->path);
-		return;
-	}
 	struct file_facts ff;
 	struct pyu_file_id id;
 	struct pyu_error *err = NULL;
-	if (!pyu_file_id(m->local_path, &id) || !facts_kept(&id, &ff)) {
-		struct pyu_symsrc src = {0};
-		err = pyu_elf_open(m->local_path, &src.elf);
-		if (!err) {
-			file_facts(&src, &ff);
-			pyu_elf_load_info(src.elf, &ff.load);
-			pyu_elf_file_id(src.elf, &id); // what was read, whatever the path is now
-			keep_facts(&id, &ff);
-			pyu_elf_close(src.elf);
+	// A live process's executable, its identity from /proc/PID/exe (the very file it runs):
+	// facts kept of that file need neither the file here nor a look at it (two stat()s).
+	if (!pyu_target_exe_id(t, m, &id) || !facts_kept(&id, &ff)) {
+		// A local file of another build (a core from another machine, a library updated
+		// since) would give wrong addresses: leave it to the in-memory route.
+		if (!pyu_target_file_matches(t, m)) {
+			pyu_appendf(errs, errs_len, "%s: the file here is another build than the "
+				"target's (build IDs differ); ", m->path);
+			return;
+		}
+		if (!pyu_file_id(m->local_path, &id) || !facts_kept(&id, &ff)) {
+			struct pyu_symsrc src = {0};
+			err = pyu_elf_open(m->local_path, &src.elf);
+			if (!err) {
+				file_facts(&src, &ff);
+				pyu_elf_load_info(src.elf, &ff.load);
+				pyu_elf_file_id(src.elf, &id); // what was read, whatever the path is now
+				keep_facts(&id, &ff);
+				pyu_elf_close(src.elf);
+			}
 		}
 	}
 	uint64_t bias = 0;
@@ -700,6 +704,9 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 	// 3.13+: the runtime starts with its own description.
 	bool have_layout = false;
 	if (best.runtime) {
+		// The cookie and the block it starts (use_debug_offsets): their pages in one read,
+		// not the cookie's page first and the block's next one (two system calls).
+		pyu_target_prefetch(t, best.runtime, PYU_DEBUG_OFFSETS_MAX);
 		char cookie[8];
 		struct pyu_error *rerr = pyu_target_read(t, best.runtime, cookie, 8);
 		bool has_cookie = !rerr && memcmp(cookie, "xdebugpy", 8) == 0;

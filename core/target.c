@@ -522,6 +522,26 @@ static const struct pyu_mapping *page_mapping(const struct pyu_target *t, uint64
 	return t->maps_partial ? find_known_mapping(t, addr) : pyu_target_find_mapping(t, addr);
 }
 
+// page_mapping() for a readahead down from @addr, which stays inside a known mapping only. A
+// live open that took the executable's lines kept from an earlier one (target_proc.c) read
+// none of the map: its start is read the first time this finds no mapping for an address it
+// may hold, the brk heap's (a read up from an address needs no mapping: it stops where memory
+// does). The start of the map is its lowest addresses: the executable's, then the heap's, which
+// begins at most 32 MiB past them (1 GiB on AArch64); mmap's area is terabytes above.
+#define MAP_START_REACH (1ull << 40)
+static const struct pyu_mapping *page_mapping_below(struct pyu_target *t, uint64_t addr)
+{
+	const struct pyu_mapping *m = page_mapping(t, addr);
+	if (!m && t->maps_partial && t->read_map_start && t->mapping_count > 0 &&
+	    addr < t->mappings[t->mapping_count - 1].end + MAP_START_REACH) {
+		void (*read_map_start)(struct pyu_target *) = t->read_map_start;
+		t->read_map_start = NULL;
+		read_map_start(t);
+		m = find_known_mapping(t, addr);
+	}
+	return m;
+}
+
 // After a miss on @page, how many pages to read and from where: consecutive misses (a walk
 // through contiguous memory, either way) double the window, kept inside @page's mapping when
 // the target declares mappings, since a read starting on an unmapped page fails whole.
@@ -547,7 +567,7 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 		n *= 2;
 	if (n == 1)
 		return page;
-	const struct pyu_mapping *m = page_mapping(t, page);
+	const struct pyu_mapping *m = run < 0 ? page_mapping_below(t, page) : page_mapping(t, page);
 	uint64_t lo = m ? m->start & ~(uint64_t)(PYU_PAGE_SIZE - 1) : page;
 	uint64_t hi = m ? m->end : page + (uint64_t)n * PYU_PAGE_SIZE;
 	if (hi < page + PYU_PAGE_SIZE)
@@ -1641,12 +1661,23 @@ static bool current_mappings(const struct pyu_target *ct)
 	t->maps_stale = false;
 	t->reread_maps(t);
 	t->maps_partial = false;
+	t->read_map_start = NULL; // all of it read
 	return true;
 }
 
 bool pyu_target_mappings_partial(const struct pyu_target *t)
 {
 	return t->maps_partial;
+}
+
+bool pyu_target_exe_id(const struct pyu_target *t, const struct pyu_mapping *m,
+		       struct pyu_file_id *ret)
+{
+	if (!t->exe_id_known || !m || !m->path || m->deleted || m->inode != t->exe_inode ||
+	    m->dev_major != t->exe_dev_major || m->dev_minor != t->exe_dev_minor)
+		return false;
+	*ret = t->exe_id;
+	return true;
 }
 
 size_t pyu_target_known_mapping_count(const struct pyu_target *t)

@@ -69,6 +69,12 @@ size_t pyu_target_mapping_count(const struct pyu_target *t);
 bool pyu_target_mappings_partial(const struct pyu_target *t);
 // How many mappings are known now (pyu_target_mapping(t, i) below it), without reading the
 // rest or a stale map again. Cannot fail.
+// Whether @m maps the executable of a live process, as /proc/PID/exe reaches it (the very
+// file the process runs), and that file's identity (elf.h) in *@ret. False for other targets
+// and mappings, or when the open could not look at it.
+struct pyu_file_id;
+bool pyu_target_exe_id(const struct pyu_target *t, const struct pyu_mapping *m,
+		       struct pyu_file_id *ret);
 size_t pyu_target_known_mapping_count(const struct pyu_target *t);
 const struct pyu_mapping *pyu_target_mapping(const struct pyu_target *t, size_t i);
 // The mapping containing @addr, or NULL.

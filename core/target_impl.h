@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "elf.h"
 #include "target.h"
 
 #define PYU_PAGE_SIZE 4096u
@@ -119,6 +120,13 @@ struct pyu_target {
 	// The main executable as the target names it, and the file to read for it here (set by an
 	// explicit executable argument); both NULL when not given.
 	char *exe_target_path, *exe_local_path;
+	// A live process's executable as /proc/PID/exe reaches it (pyu_target_exe_id): the file
+	// it runs, whatever is at its path now. @exe_id_known false for other targets, or when it
+	// could not be looked at.
+	bool exe_id_known;
+	struct pyu_file_id exe_id;
+	uint64_t exe_inode;
+	uint32_t exe_dev_major, exe_dev_minor;
 
 	char *notice; // see pyu_target_notice(); owned, may be NULL
 	// What an upper layer keeps from one snapshot to the next (pyu_target_keep): opaque
@@ -177,6 +185,11 @@ struct pyu_target {
 	// cache does without the rest (a mapping it does not know bounds its readahead less).
 	bool maps_partial;
 	void (*reread_maps)(struct pyu_target *t);
+	// A live open that took the executable's lines kept from an earlier open of the same
+	// file read nothing of the map: this reads its start (as such an open otherwise does:
+	// the heap's line is among it) the first time the page cache wants a readahead down
+	// from an address no known mapping holds, and is then cleared. NULL otherwise.
+	void (*read_map_start)(struct pyu_target *t);
 	uint64_t snapshots; // begun so far (pyu_target_snapshot)
 
 	// The page cache: PYU_CACHE_PAGES slots in sets of PYU_CACHE_WAYS, a page's set chosen by

@@ -4,10 +4,14 @@
 // It does not stop or attach to the process; a debugger (or the caller) does that.
 #include "target_proc.h"
 
+#include "bytes.h"
+#include "elf.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +81,8 @@ static uint64_t proc_read(struct pyu_target *t, uint64_t addr, void *buf, uint64
 		if (r <= 0)
 			break;
 		done += (uint64_t)r;
+		if ((size_t)r < chunk)
+			break; // it stopped at a page it cannot read: another call would fail there
 	}
 	return done;
 }
@@ -129,7 +135,8 @@ static void proc_destroy(struct pyu_target *t)
 		close(p->mem_fd);
 	if (p->task_fd >= 0)
 		close(p->task_fd);
-	free_mappings(p->retired, p->retired_count);
+	for (size_t k = 0; k < 2; k++)
+		free_mappings(p->retired[k], p->retired_count[k]);
 	free(p);
 }
 
@@ -318,11 +325,125 @@ static struct pyu_error *add_maps_text(struct pyu_target *t, char *text, size_t 
 	return err;
 }
 
+// The start of /proc/PID/maps as an open read it, its whole lines (the text is parsed again
+// from this copy: add_maps_text writes into what it parses).
+#define EXE_TEXT_MAX 2048
+struct exe_lines {
+	size_t len;
+	char text[EXE_TEXT_MAX];
+};
+
+static void copy_lines(struct exe_lines *lines, const char *text, size_t len)
+{
+	size_t whole = len;
+	while (whole > 0 && text[whole - 1] != '\n')
+		whole--;
+	lines->len = whole <= sizeof(lines->text) ? whole : 0;
+	memcpy(lines->text, text, lines->len);
+}
+
+// The lines of /proc/PID/maps that map a non-PIE executable (ET_EXEC: at the addresses its
+// program headers name, the same in every process that runs it), kept for the life of the
+// library by the file's identity (device, inode, size, times: pyu_file_id, from a stat() of
+// /proc/PID/exe, which reaches the very file the process runs): a sampler opens a fresh
+// handle per snapshot, and the open's read of the start of the map was 15% of such a handle
+// on two threads (17 us, the kernel making each line; a stat of /proc/PID/exe costs 3). A
+// file replaced, rewritten, renamed or linked again has another identity (the status-change
+// time moves), and its lines are read again. Only the executable's own lines are kept, and
+// the anonymous one right past them (the rest of its .bss); the heap's and the libraries'
+// are placed anew in each process.
+#define EXES_KEPT 4
+static struct kept_exe {
+	bool used;
+	uint64_t last; // kept_exe_clock when last used: the least recent is replaced
+	struct pyu_file_id id;
+	struct exe_lines lines;
+} kept_exes[EXES_KEPT];
+static uint64_t kept_exe_clock;
+static pthread_mutex_t kept_exe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool exe_lines_kept(const struct pyu_file_id *id, struct exe_lines *ret)
+{
+	bool hit = false;
+	pthread_mutex_lock(&kept_exe_lock);
+	for (size_t i = 0; i < EXES_KEPT && !hit; i++) {
+		struct kept_exe *k = &kept_exes[i];
+		if (k->used && pyu_file_id_equal(&k->id, id)) {
+			ret->len = k->lines.len;
+			memcpy(ret->text, k->lines.text, k->lines.len);
+			k->last = ++kept_exe_clock;
+			hit = true;
+		}
+	}
+	pthread_mutex_unlock(&kept_exe_lock);
+	return hit;
+}
+
+static void keep_exe_lines(const struct pyu_file_id *id, const char *text, size_t len)
+{
+	pthread_mutex_lock(&kept_exe_lock);
+	struct kept_exe *victim = &kept_exes[0];
+	for (size_t i = 0; i < EXES_KEPT; i++) {
+		struct kept_exe *k = &kept_exes[i];
+		if (k->used && pyu_file_id_equal(&k->id, id)) {
+			victim = k;
+			break;
+		}
+		if (!k->used || (victim->used && k->last < victim->last))
+			victim = k;
+	}
+	victim->used = true;
+	victim->last = ++kept_exe_clock;
+	victim->id = *id;
+	victim->lines.len = len;
+	memcpy(victim->lines.text, text, len);
+	pthread_mutex_unlock(&kept_exe_lock);
+}
+
+// Whether @t's mapping @i starts where @line (ended by a newline) says.
+static bool line_starts_mapping(const struct pyu_target *t, size_t i, char *line)
+{
+	uint64_t start;
+	return parse_num(&line, 16, '-', &start) && start == t->mappings[i].start;
+}
+
+// After an open read the start of the map into @t (@lines, its text) and found the first
+// mapping to hold an ET_EXEC ELF header: keeps the leading lines of the file @st names (the
+// executable), and the anonymous line right after them, for the next open of a process of
+// that file. Each kept line is checked against the mapping parsed from it.
+static void keep_exe_prefix(const struct pyu_target *t, struct exe_lines *lines,
+			    const struct stat *st)
+{
+	size_t off = 0, keep = 0, i = 0;
+	for (; i < t->mapping_count && off < lines->len; i++) {
+		const struct pyu_mapping *m = &t->mappings[i];
+		char *line = lines->text + off;
+		const char *nl = memchr(line, '\n', lines->len - off);
+		if (!nl || !line_starts_mapping(t, i, line))
+			break;
+		bool exe = m->path && m->inode == (uint64_t)st->st_ino &&
+			   m->dev_major == major(st->st_dev) && m->dev_minor == minor(st->st_dev);
+		bool tail = !exe && !m->path && i > 0 && keep > 0 &&
+			    t->mappings[i - 1].end == m->start;
+		if (!exe && !tail)
+			break;
+		off = (size_t)(nl - lines->text) + 1;
+		keep = off;
+		if (tail)
+			break;
+	}
+	if (keep == 0 || !t->mappings[0].path || t->mappings[0].offset != 0)
+		return;
+	struct pyu_file_id id;
+	pyu_file_id_of(st, &id);
+	keep_exe_lines(&id, lines->text, keep);
+}
+
 // Reads /proc/PID/maps into @t: all of it, or (@prefix) its first MAPS_PREFIX bytes alone in
 // one read (the kernel makes only the lines asked for, each costing it a path lookup), read on
 // until they hold a whole line (a file's path may be up to 4 KiB long), its whole lines then
 // setting t->maps_partial and t->maps_stale.
-static struct pyu_error *read_maps(struct pyu_target *t, bool prefix)
+static struct pyu_error *read_maps(struct pyu_target *t, bool prefix, struct exe_lines *lines)
 {
 	const struct proc_backend *p = t->backend_data;
 	int fd = -1;
@@ -357,6 +478,8 @@ static struct pyu_error *read_maps(struct pyu_target *t, bool prefix)
 		end = r == 0;
 	}
 	close(fd);
+	if (!err && lines)
+		copy_lines(lines, text, len);
 	if (!err)
 		err = add_maps_text(t, text, len, end);
 	free(text);
@@ -414,26 +537,26 @@ static bool same_mapping(const struct pyu_mapping *a, const struct pyu_mapping *
 	       (!a->path || strcmp(a->path, b->path) == 0);
 }
 
-// The target's reread_maps hook (target_impl.h): the process mapped and unmapped since the
-// mappings were read. They are read again, a mapping unchanged keeping what was learnt of its
-// file (which local file reads it, whether it is the one mapped); the old list is kept until
-// the next snapshot begins (proc_refresh). When the map cannot be read (the process is gone),
-// the old one stays: the reads will say what is wrong.
-static void proc_reread_maps(struct pyu_target *t)
+// Reads the map again (all of it, or its start when @prefix) in place of the mappings known,
+// a mapping unchanged keeping what was learnt of its file (which local file reads it, whether
+// it is the one mapped); the old list is kept until the next snapshot begins (proc_refresh).
+// When the map cannot be read (the process is gone), the old one stays (false): the reads
+// will say what is wrong.
+static bool reread_maps(struct pyu_target *t, bool prefix)
 {
 	struct proc_backend *p = t->backend_data;
 	struct pyu_mapping *old = t->mappings;
 	size_t old_count = t->mapping_count, old_cap = t->mapping_cap;
 	t->mappings = NULL;
 	t->mapping_count = t->mapping_cap = 0;
-	struct pyu_error *err = read_maps(t, false);
+	struct pyu_error *err = read_maps(t, prefix, NULL);
 	if (err) {
 		pyu_error_destroy(err);
 		free_mappings(t->mappings, t->mapping_count);
 		t->mappings = old;
 		t->mapping_count = old_count;
 		t->mapping_cap = old_cap;
-		return;
+		return false;
 	}
 	// Both lists are sorted by start: one merge pass.
 	size_t j = 0;
@@ -450,9 +573,40 @@ static void proc_reread_maps(struct pyu_target *t)
 		m->local_path_fixed = old[j].local_path_fixed;
 		m->local_check = old[j].local_check;
 	}
-	free_mappings(p->retired, p->retired_count); // at most one reading a snapshot: none
-	p->retired = old;
-	p->retired_count = old_count;
+	// At most two readings a snapshot (the start, then all of it): lists looked up in it
+	// stay valid until it ends.
+	for (size_t k = 0; k < 2 && old; k++) {
+		if (!p->retired[k]) {
+			p->retired[k] = old;
+			p->retired_count[k] = old_count;
+			old = NULL;
+		}
+	}
+	if (old) { // a third: the oldest goes
+		free_mappings(p->retired[0], p->retired_count[0]);
+		p->retired[0] = p->retired[1];
+		p->retired_count[0] = p->retired_count[1];
+		p->retired[1] = old;
+		p->retired_count[1] = old_count;
+	}
+	return true;
+}
+
+// The target's reread_maps hook (target_impl.h): the process mapped and unmapped since the
+// mappings were read.
+static void proc_reread_maps(struct pyu_target *t)
+{
+	reread_maps(t, false);
+}
+
+// The target's read_map_start hook (target_impl.h): the open took the executable's lines
+// kept from an earlier open and read nothing of the map; its start now, as such an open
+// otherwise reads it (whole lines of its first 1 KiB: the heap's among them).
+static void proc_read_map_start(struct pyu_target *t)
+{
+	t->maps_partial = t->maps_stale = false; // read_maps sets them again when it stops short
+	if (!reread_maps(t, true))
+		t->maps_partial = t->maps_stale = true;
 }
 
 // The target's refresh hook (target_impl.h), as a snapshot begins: the process started or
@@ -466,42 +620,50 @@ static void proc_refresh(struct pyu_target *t)
 	struct proc_backend *p = t->backend_data;
 	t->thread_count = 0;
 	t->list_threads = proc_list_threads;
-	free_mappings(p->retired, p->retired_count);
-	p->retired = NULL;
-	p->retired_count = 0;
+	for (size_t k = 0; k < 2; k++) {
+		free_mappings(p->retired[k], p->retired_count[k]);
+		p->retired[k] = NULL;
+		p->retired_count[k] = 0;
+	}
 	t->maps_stale = true;
 	t->maps_partial = false;
 }
 
-// Reads one byte of the first readable mapping to find out early whether we may read this
-// process at all, so the caller gets "permission denied" instead of empty stacks.
-static struct pyu_error *probe_access(struct pyu_target *t, int pid)
+// Reads the first bytes of the first readable mapping to find out early whether we may read
+// this process at all, so the caller gets "permission denied" instead of empty stacks. Sets
+// *@exec when that is the lowest mapping and its bytes are a 64-bit little-endian ET_EXEC ELF
+// header at file offset 0 (e_type at byte 16): a non-PIE executable's first line.
+static struct pyu_error *probe_access(struct pyu_target *t, int pid, bool *exec)
 {
 	struct proc_backend *p = t->backend_data;
+	*exec = false;
 	for (size_t i = 0; i < t->mapping_count; i++) {
 		const struct pyu_mapping *m = &t->mappings[i];
 		if (!m->readable || (m->path && m->path[0] == '['))
 			continue;
-		unsigned char b;
-		struct iovec local = {&b, 1}, remote = {(void *)(uintptr_t)m->start, 1};
-		if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1)
-			return NULL;
-		int e = errno;
-		if (e == ESRCH)
-			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
-		if (e != EPERM && e != ENOSYS)
+		unsigned char b[18];
+		size_t want = m->end - m->start < sizeof(b) ? 1 : sizeof(b);
+		struct iovec local = {b, want}, remote = {(void *)(uintptr_t)m->start, want};
+		ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (got < 0 && errno != ESRCH && errno != EPERM && errno != ENOSYS)
 			return NULL; // that page is odd; reads report their own faults
-		p->use_mem = true;
-		if (!open_mem(p)) {
-			if (errno == EACCES || errno == EPERM)
+		if (got < 0 && errno == ESRCH)
+			return pyu_error_create(PYU_ERR_IO, "no such process: %d", pid);
+		if (got < 0) {
+			p->use_mem = true;
+			if (!open_mem(p)) {
+				if (errno == EACCES || errno == EPERM)
+					return permission_error(pid, "the memory");
+				return pyu_error_create(PYU_ERR_IO, "cannot open /proc/%d/mem: %s",
+							pid, strerror(errno));
+			}
+			got = pread(p->mem_fd, b, want, (off_t)m->start);
+			if (got < 0 && (errno == EACCES || errno == EPERM))
 				return permission_error(pid, "the memory");
-			return pyu_error_create(PYU_ERR_IO, "cannot open /proc/%d/mem: %s", pid,
-						strerror(errno));
 		}
-		if (pread(p->mem_fd, &b, 1, (off_t)m->start) == 1)
-			return NULL;
-		if (errno == EACCES || errno == EPERM)
-			return permission_error(pid, "the memory");
+		*exec = i == 0 && got == (ssize_t)sizeof(b) && m->offset == 0 && m->path &&
+			memcmp(b, "\177ELF", 4) == 0 && b[4] == 2 /* 64-bit */ &&
+			b[5] == 1 /* little-endian */ && pyu_le16(b + 16) == 2 /* ET_EXEC */;
 		return NULL;
 	}
 	return NULL;
@@ -534,6 +696,60 @@ static struct pyu_error *no_memory_error(int pid)
 				"(a kernel thread)", pid);
 }
 
+// The start of the map of process @pid into @t, and may we read it: the executable's lines
+// kept from an earlier open of a process of the same non-PIE file (keep_exe_prefix), else
+// read from /proc/PID/maps (and kept for the next open when they are such a file's).
+static struct pyu_error *open_maps_prefix(struct pyu_target *t, int pid)
+{
+	char exe[64];
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	struct stat st;
+	bool have_exe = stat(exe, &st) == 0 && S_ISREG(st.st_mode);
+	struct exe_lines *lines = malloc(sizeof(*lines));
+	if (!lines)
+		return &pyu_error_nomem;
+	struct pyu_file_id id;
+	if (have_exe) {
+		pyu_file_id_of(&st, &id);
+		t->exe_id_known = true;
+		t->exe_id = id;
+		t->exe_inode = (uint64_t)st.st_ino;
+		t->exe_dev_major = major(st.st_dev);
+		t->exe_dev_minor = minor(st.st_dev);
+	}
+	struct pyu_error *err = NULL;
+	bool exec = false;
+	if (have_exe && exe_lines_kept(&id, lines)) {
+		err = add_maps_text(t, lines->text, lines->len, false);
+		// The first line must still hold an ET_EXEC header where the kept line says.
+		if (!err)
+			err = probe_access(t, pid, &exec);
+		if (!err && exec && t->mapping_count > 0) {
+			t->maps_partial = t->maps_stale = true;
+			t->read_map_start = proc_read_map_start;
+			free(lines);
+			return NULL;
+		}
+		free_mappings(t->mappings, t->mapping_count);
+		t->mappings = NULL;
+		t->mapping_count = t->mapping_cap = 0;
+		if (err) {
+			free(lines);
+			return err;
+		}
+	}
+	lines->len = 0;
+	err = read_maps(t, true, lines); // ENOENT: "no such process"
+	if (!err && t->mapping_count == 0)
+		err = no_memory_error(pid);
+	if (!err)
+		err = probe_access(t, pid, &exec);
+	if (!err && exec && have_exe && t->maps_partial)
+		keep_exe_prefix(t, lines, &st);
+	free(lines);
+	return err;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target **ret)
 {
 	if (!ret || pid <= 0)
@@ -545,8 +761,10 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	p->use_mem = false;
 	p->mem_fd = -1;
 	p->task_fd = -1;
-	p->retired = NULL;
-	p->retired_count = 0;
+	for (size_t k = 0; k < 2; k++) {
+		p->retired[k] = NULL;
+		p->retired_count[k] = 0;
+	}
 	struct pyu_target *t;
 	struct pyu_error *err = pyu_target_create(proc_read, proc_destroy, p, "the live process",
 						  &t);
@@ -562,11 +780,7 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_pid(int32_t pid, struct pyu_target 
 	t->changes = true;
 	t->refresh = proc_refresh;
 	t->reread_maps = proc_reread_maps;
-	err = read_maps(t, true); // ENOENT: "no such process"
-	if (!err && t->mapping_count == 0)
-		err = no_memory_error(pid);
-	if (!err)
-		err = probe_access(t, pid);
+	err = open_maps_prefix(t, pid);
 	if (err) {
 		pyu_target_destroy(t);
 		return err;

@@ -15,11 +15,11 @@ struct proc_backend {
 	bool use_mem; // process_vm_readv is unavailable or refused: use /proc/PID/mem
 	int mem_fd;   // -1 until first needed
 	int task_fd;  // /proc/PID/task, for the threads' status files; -1 until first needed
-	// The mappings replaced by the last reading of /proc/PID/maps, freed when the next
-	// snapshot begins: one read in the middle of a snapshot leaves what was looked up before
-	// valid until that snapshot ends.
-	struct pyu_mapping *retired;
-	size_t retired_count;
+	// The mappings replaced by the last readings of /proc/PID/maps (at most two a snapshot:
+	// its start, then all of it), freed when the next snapshot begins: a read in the middle
+	// of a snapshot leaves what was looked up before valid until that snapshot ends.
+	struct pyu_mapping *retired[2];
+	size_t retired_count[2];
 };
 
 // The target's read_statuses hook (target_impl.h) for a live process: fills @ret[i] for each

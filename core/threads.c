@@ -125,12 +125,41 @@ static struct pyu_error *walk_pending(struct pyu_walk *w, struct pending_thread 
 	return err;
 }
 
+// A hint before the reads below: @interp's id and the fields that lead to the GIL's state
+// (gil_holder) and to the first thread state, in one gathered read (3.15's are on two pages),
+// then those two in one more, rather than each read after the one before.
+static void prefetch_gil_and_head(struct pyu_walk *w, uint64_t interp)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	bool gil_struct = !w->rt->free_threaded && l->gil == PYU_GIL_INTERP_STRUCT &&
+			  l->interp.ceval_gil != PYU_NO_FIELD;
+	uint64_t fields[3] = {interp + (uint64_t)l->interp.threads_head,
+			      gil_struct ? interp + (uint64_t)l->interp.ceval_gil : 0,
+			      l->interp.id != PYU_NO_FIELD ? interp + (uint64_t)l->interp.id : 0};
+	pyu_target_prefetch_scattered(w->t, fields, 3, 8); // 0: none
+	uint64_t head = 0, gil = 0, addrs[3], lens[3];
+	size_t n = 0;
+	if (pyu_target_peek_u64(w->t, fields[0], &head) && head && l->tstate.size > 0) {
+		addrs[n] = head;
+		lens[n++] = (uint64_t)l->tstate.size;
+	}
+	if (gil_struct && pyu_target_peek_u64(w->t, fields[1], &gil) && gil) {
+		addrs[n] = gil + (uint64_t)l->interp.gil_locked;
+		lens[n++] = 4;
+		addrs[n] = gil + (uint64_t)l->interp.gil_holder;
+		lens[n++] = 8;
+	}
+	if (n > 1)
+		pyu_target_prefetch_ranges(w->t, addrs, lens, n);
+}
+
 static struct pyu_error *walk_interp_threads(struct pyu_walk *w, uint64_t interp,
 					     uint32_t *cap)
 {
 	const struct pyu_layout *l = &w->rt->layout;
 	struct pyu_stacks *s = w->s;
 	int64_t interp_id = -1;
+	prefetch_gil_and_head(w, interp);
 	if (l->interp.id != PYU_NO_FIELD) {
 		uint64_t id;
 		struct pyu_error *err = pyu_target_read_u64(w->t, interp + (uint64_t)l->interp.id,

@@ -245,6 +245,57 @@ def one_path_case():
     return go
 
 
+def is_non_pie(path):
+    """Whether @path is an ET_EXEC ELF file (a non-PIE executable: mapped at the addresses its
+    program headers name)."""
+    with open(path, "rb") as f:
+        head = f.read(18)
+    return head[:4] == b"\x7fELF" and head[5] == 1 and head[16:18] == b"\x02\x00"
+
+
+def non_pie_case():
+    """Non-PIE interpreters (Debian's) at one path in turn, copied over each other in place
+    (the same inode), two processes of each one after the other, each read through a fresh
+    handle in this one process: the library keeps the start of /proc/PID/maps of a non-PIE
+    executable for the next open of a process of the same file (by its identity, from
+    /proc/PID/exe), and must not give one file's lines to another; the second process of a
+    file is read through the lines kept from the first."""
+    def go():
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        import pyunwind
+        pys = [py for py in static_interpreters() if is_non_pie(py.path)]
+        assert len(pys) >= 2, "fewer than two non-PIE interpreters in the matrix: %s" \
+            % [py.label for py in static_interpreters()]
+        a, b = pys[0], pys[-1]
+        bindir = tempfile.mkdtemp(prefix="non-pie-", dir=WORK)
+        path = os.path.join(bindir, "python3")
+        for py in (a, b, a):
+            prefix = run([py.path, "-c", "import sys; print(sys.prefix)"])[1].strip()
+            if os.path.exists(path):
+                with open(py.path, "rb") as src, open(path, "r+b") as dst:
+                    shutil.copyfileobj(src, dst)  # in place: the same inode
+                    dst.truncate()
+            else:
+                shutil.copyfile(py.path, path)
+                os.chmod(path, 0o755)
+            for _ in range(2):
+                with Target(py, "scenario", command=[path],
+                            env={"PYTHONHOME": prefix}) as t:
+                    with t.stopped():
+                        with pyunwind.open_process(t.pid) as target:
+                            snap = target.collect()
+                            version, doc = snap.python.version, snap.document()
+                            notes = snap.notes
+                    assert version == py.version, "%s at %s read as %s" % (
+                        py.label, path, version)
+                    assert any("in %s;" % path in n for n in notes), \
+                        "%s at %s: the notes name another file: %s" % (py.label, path, notes)
+                    problems = compare(t.truth, doc, fields=FIELDS)
+                    assert not problems, "%s at %s: %s" % (py.label, path,
+                                                          "\n".join(problems[:5]))
+    return go
+
+
 LINETABLE = os.path.join(REPO, "tests", "targets", "linetable.py")
 
 
@@ -522,6 +573,8 @@ def main():
     cases += [("pyapi cython %s" % py.label, cython_case(py)) for py in selected()]
     cases.append(("pyapi mypy --strict", mypy_case))
     cases.append(("pyapi one path, two interpreters in turn", one_path_case()))
+    cases.append(("pyapi one path, two non-PIE interpreters in turn, two processes each",
+                  non_pie_case()))
     cases += [("pyapi %s (the checkout's package from this host's Python)" % py.label,
                old_case(py)) for py in selected() if py not in pys]
     if pys:
