@@ -1167,6 +1167,7 @@ class Target:
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache: Any = None  # the native module's objects shared by this target's snapshots
         self._python: Optional[PythonInfo] = None  # given again while the library says the same
+        self._python_raw: Any = None  # what the native module said that _python was made of
         # The library's target and its snapshots are used by one call at a time: Python
         # threads sharing a target take turns (calls on other targets run in parallel).
         self._lock = threading.RLock()
@@ -1341,11 +1342,41 @@ class Target:
             with self.stopped():
                 return self.collect(locals, native, activity, limits, details, False, limit)
         with self._lock:
-            self._need_open()
-            self._drop_kept()  # a new snapshot is the newest
-            self._free_orphans()
+            if not self._handle:
+                self._need_open()
+            if self._kept is not None:
+                self._drop_kept()  # a new snapshot is the newest
+            if self._orphans:
+                self._free_orphans()
+            if self._native and not (locals or native or bounds or limit):
+                return self._collect_native(bool(activity), bool(details))
             return self._collect(bool(locals), native, bool(activity), bounds, bool(details),
                                  limit)
+
+    def _collect_native(self, activity: bool, details: bool) -> Snapshot:
+        """_collect() of the native module, without locals, native stacks, bounds or a
+        frame limit: what a sampler asks for again and again, in as few Python steps as
+        it takes."""
+        native = self._native
+        err, address = native.collect(self._handle.value)
+        if err:
+            _check(self._lib, err)
+        stacks = ctypes.c_void_p(address)
+        try:
+            if self._cache is None:
+                self._cache = native.Cache()
+            threads, with_exception = native.threads(address, Thread, Frame, activity,
+                                                     details, self._cache)
+            if with_exception:
+                threads = self._with_exceptions(stacks, threads, with_exception)
+            snap = Snapshot(self, stacks, threads)
+        except BaseException:
+            self._destroy(stacks)
+            raise
+        self._taken += 1
+        snap._serial = self._taken
+        self._snapshots.add(snap)
+        return snap
 
     def _collect(self, locals: bool, native: Union[bool, str], activity: bool,
                  bounds: List[Tuple[int, int]], details: bool, limit: int) -> Snapshot:
@@ -1397,6 +1428,10 @@ class Target:
         threads: List[Thread]
         threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity),
                                                  bool(details), self._cache)
+        return self._with_exceptions(stacks, threads, with_exception)
+
+    def _with_exceptions(self, stacks: Any, threads: List[Thread],
+                         with_exception: Iterable[int]) -> List[Thread]:
         for i in with_exception:
             # A thread's exception and its traceback: that thread's document alone.
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, i,
@@ -1450,7 +1485,10 @@ class Target:
 
     def _python_info(self, stacks: Any) -> PythonInfo:
         if self._native:
-            version, hexversion, flags = self._native.info(stacks.value)
+            raw = self._native.info(stacks.value)
+            if raw == self._python_raw and self._python is not None:
+                return self._python  # what the library said last time: the same object
+            version, hexversion, flags = self._python_raw = raw
         else:
             lib = self._lib.lib
             version, hexversion, flags = (lib.pyu_stacks_version(stacks).decode(),
