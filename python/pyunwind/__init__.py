@@ -833,7 +833,8 @@ class Snapshot:
 
     def __del__(self) -> None:
         try:
-            self._release(wait=False, keep=True)
+            self._target._snapshots.pop(self._serial, None)
+            self._release(False, True)
         except Exception:
             pass
 
@@ -1163,7 +1164,9 @@ class Target:
         self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
         with _open_targets_lock:
             _open_targets.add(self)
-        self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
+        # The snapshots taken and not yet finalized, by serial (each drops its own entry as it
+        # goes: a weak set's Python-level bookkeeping cost a sampler a microsecond a snapshot).
+        self._snapshots: "Dict[int, weakref.ref[Snapshot]]" = {}
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache: Any = None  # the native module's objects shared by this target's snapshots
         self._python: Optional[PythonInfo] = None  # given again while the library says the same
@@ -1198,7 +1201,10 @@ class Target:
             if self._handle:
                 # Snapshots still held keep what they say: formatted now, before the target
                 # goes.
-                for snap in list(self._snapshots):
+                for ref in list(self._snapshots.values()):
+                    snap = ref()
+                    if snap is None:
+                        continue
                     try:
                         snap._materialize()
                     except Error:
@@ -1336,8 +1342,9 @@ class Target:
         that object again: a sampler's parked frames cost no new objects."""
         if native not in (False, True, "native_all"):
             raise ArgumentError("native is False, True or \"native_all\", not %r" % (native,), 8)
-        limit = _integer(limit, "limit", 0, _U32)
-        bounds = _bounds(limits)
+        if limit.__class__ is not int or limit:  # the default 0 needs no checking
+            limit = _integer(limit, "limit", 0, _U32)
+        bounds = _bounds(limits) if limits is not None else _NO_BOUNDS
         if (stop or native) and self._pid is not None and self._hold is None:
             with self.stopped():
                 return self.collect(locals, native, activity, limits, details, False, limit)
@@ -1375,7 +1382,7 @@ class Target:
             raise
         self._taken += 1
         snap._serial = self._taken
-        self._snapshots.add(snap)
+        self._snapshots[snap._serial] = weakref.ref(snap)
         return snap
 
     def _collect(self, locals: bool, native: Union[bool, str], activity: bool,
@@ -1414,7 +1421,7 @@ class Target:
             raise
         self._taken += 1
         snap._serial = self._taken
-        self._snapshots.add(snap)
+        self._snapshots[snap._serial] = weakref.ref(snap)
         return snap
 
     def _threads(self, stacks: Any, activity: bool, details: bool) -> List[Thread]:
@@ -1475,8 +1482,9 @@ class Target:
                 snap = Snapshot.__new__(Snapshot)
                 snap.__dict__.update(kept)
                 snap._target = self
-                self._snapshots.add(snap)
-            snaps = sorted(self._snapshots, key=lambda s: -s._serial)
+                self._snapshots[snap._serial] = weakref.ref(snap)
+            snaps = [s for s in (r() for r in list(self._snapshots.values())) if s is not None]
+            snaps.sort(key=lambda s: -s._serial)
         for snap in snaps:
             if any(f is frame for th in snap.threads for f in th.frames):
                 return snap
@@ -1502,6 +1510,7 @@ class Target:
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
+_NO_BOUNDS: List[Tuple[int, int]] = []  # never changed: collect() without limits
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
