@@ -804,8 +804,8 @@ class Snapshot:
 
     def _release(self, wait: bool = True, keep: bool = False) -> None:
         """Lets the library's snapshot go, under the target's lock: another thread may be
-        formatting this snapshot (close() reaches it through its weak reference) or using the target.
-        A finalizer (@wait False) that would have to wait for the lock - and might deadlock
+        formatting this snapshot (close() reaches it through its weak reference) or using the
+        target. A finalizer (@wait False) that would have to wait for the lock - and might deadlock
         with its holder - hands the snapshot to the target's next call (its orphans) instead.
         @keep (the finalizer): the newest snapshot of an open target is kept (without its
         target, which would make a cycle) for target.print(frame, ...) and frame.line_table()
