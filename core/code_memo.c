@@ -100,10 +100,7 @@ struct pyu_code_memo *pyu_code_memo_create(const struct pyu_layout *l)
 
 static void free_info(struct pyu_code_info *ci)
 {
-	free(ci->name);
-	free(ci->qualname);
-	free(ci->filename);
-	free(ci->table);
+	pyu_code_info_free(ci);
 }
 
 static void clear_entry(struct memo_entry *e)
@@ -202,33 +199,40 @@ static bool make_room(struct pyu_code_memo *m)
 	return true;
 }
 
-static char *dup_or_null(const char *s)
+// Copies @s (NULL: none) to *@at, moving it on; the copy, or NULL.
+static char *put_str(char **at, const char *s, size_t len)
 {
-	return s ? strdup(s) : NULL;
+	if (!s)
+		return NULL;
+	char *d = *at;
+	memcpy(d, s, len + 1);
+	*at += len + 1;
+	return d;
 }
 
-// A copy of @src into *@dst, every string and the table its own; false when out of memory
-// (nothing left allocated).
+// A copy of @src into *@dst, its strings and table in one block of their own (dst->block);
+// false when out of memory (nothing left allocated).
 static bool copy_info(struct pyu_code_info *dst, const struct pyu_code_info *src)
 {
+	size_t name = src->name ? strlen(src->name) : 0,
+	       qualname = src->qualname ? strlen(src->qualname) : 0,
+	       filename = src->filename ? strlen(src->filename) : 0;
+	// The table first (bytes, any alignment is fine), then the strings.
+	size_t table = src->table ? src->table_len : 0;
+	char *block = malloc(table + name + qualname + filename + 3 + 1);
+	if (!block)
+		return false;
 	*dst = *src;
-	dst->name = dup_or_null(src->name);
-	dst->qualname = dup_or_null(src->qualname);
-	dst->filename = dup_or_null(src->filename);
+	dst->block = block;
 	dst->table = NULL;
 	if (src->table) {
-		dst->table = malloc(src->table_len ? src->table_len : 1);
-		if (dst->table)
-			memcpy(dst->table, src->table, src->table_len);
+		memcpy(block, src->table, table);
+		dst->table = (uint8_t *)block;
 	}
-	if ((src->name && !dst->name) || (src->qualname && !dst->qualname) ||
-	    (src->filename && !dst->filename) || (src->table && !dst->table)) {
-		free(dst->name);
-		free(dst->qualname);
-		free(dst->filename);
-		free(dst->table);
-		return false;
-	}
+	char *at = block + table;
+	dst->name = put_str(&at, src->name, name);
+	dst->qualname = put_str(&at, src->qualname, qualname);
+	dst->filename = put_str(&at, src->filename, filename);
 	return true;
 }
 

@@ -35,6 +35,7 @@ struct pyu_code_cache {
 	size_t used;
 	struct code_extra *extra; // parallel to pyu_stacks.codes
 	size_t extra_cap;
+	size_t extra_count; // entries set (each as its code object is added); the rest is not
 	struct pyu_types types; // PyCode_Type once known (a symbol, or learnt by structure)
 	uint64_t copied;    // bytes of names and tables held by the snapshot, against a budget
 	uint64_t last_addr; // the code object of the last lookup (0: none), at index last_index:
@@ -49,7 +50,7 @@ struct pyu_error *pyu_code_cache_create(const struct pyu_types *types,
 		return &pyu_error_nomem;
 	if (types)
 		c->types = *types;
-	c->slots = 256;
+	c->slots = 64; // doubles as it fills: most snapshots run a few dozen code objects
 	c->keys = calloc(c->slots, sizeof(*c->keys));
 	c->values = calloc(c->slots, sizeof(*c->values));
 	if (!c->keys || !c->values) {
@@ -64,7 +65,7 @@ void pyu_code_cache_destroy(struct pyu_code_cache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->extra_cap; i++)
+	for (size_t i = 0; i < c->extra_count; i++)
 		free(c->extra[i].ranges);
 	free(c->extra);
 	free(c->keys);
@@ -117,10 +118,7 @@ static struct pyu_error *cache_put(struct pyu_code_cache *c, uint64_t addr, int3
 
 static void free_code_info(struct pyu_code_info *ci)
 {
-	free(ci->name);
-	free(ci->qualname);
-	free(ci->filename);
-	free(ci->table);
+	pyu_code_info_free(ci);
 }
 
 // Reads the code object at @addr into a new pyu_code_info. On error, nothing is added.
@@ -224,7 +222,6 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 			free_code_info(&ci);
 			return &pyu_error_nomem;
 		}
-		memset(extra + c->extra_cap, 0, (n - c->extra_cap) * sizeof(*extra));
 		c->extra = extra;
 		c->extra_cap = n;
 	}
@@ -235,7 +232,8 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 		return err;
 	}
 	st->codes[index] = ci;
-	c->extra[index].firsttraceable = ft;
+	c->extra[index] = (struct code_extra){.firsttraceable = ft};
+	c->extra_count = (size_t)index + 1;
 	st->code_count++;
 	*ret = c->last_index = index;
 	c->last_addr = addr;

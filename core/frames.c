@@ -682,6 +682,13 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	uint32_t run_start = th->frame_count, cframe_steps = 0;
 	uint64_t cframe = by_cframe && !st->first_unknown ? st->cframe : 0;
 	bool cframe_ends = false, tailed = false;
+	// The code object of the last frame, and where in it that frame was: the frames of a
+	// recursion run one code object at one instruction, a deep stack mostly one after
+	// another (what codes.c answers for them, asked again, is the same).
+	uint64_t last_code = 0;
+	int32_t last_index = -1, last_first = 0;
+	int64_t last_offset = INT64_MIN;
+	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
@@ -779,14 +786,20 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next;
 			continue;
 		}
-		int32_t index;
-		err = pyu_code_get(w, code, &index);
-		if (err) {
-			err = push_error_from(th, cap, addr, err);
-			if (err)
-				return err;
-			addr = next;
-			continue;
+		int32_t index = last_index;
+		if (code != last_code || last_index < 0) {
+			err = pyu_code_get(w, code, &index);
+			if (err) {
+				err = push_error_from(th, cap, addr, err);
+				if (err)
+					return err;
+				addr = next;
+				continue;
+			}
+			last_code = code;
+			last_index = index;
+			last_first = pyu_code_firsttraceable(w, index);
+			last_offset = INT64_MIN;
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
 		uint64_t start = code + (uint64_t)l->code.code_adaptive;
@@ -813,7 +826,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		// CPython hides frames still in their prologue (before RESUME).
 		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)pyu_code_firsttraceable(w, index)) {
+		    q < 2 * (int64_t)last_first) {
 			addr = next;
 			continue;
 		}
@@ -823,7 +836,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f.frame_address = addr;
 		f.instruction_offset = q < 0 ? -1 : q;
 		f.entry_marker = by_cframe ? cframe : 0;
-		f.loc = pyu_code_locate(w, index, q < 0 ? -1 : q);
+		if (f.instruction_offset != last_offset) {
+			last_offset = f.instruction_offset;
+			last_loc = pyu_code_locate(w, index, last_offset);
+		}
+		f.loc = last_loc;
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
 		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&

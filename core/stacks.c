@@ -326,16 +326,24 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 	return NULL;
 }
 
+void pyu_code_info_free(struct pyu_code_info *ci)
+{
+	if (ci->block) {
+		free(ci->block);
+	} else {
+		free(ci->name);
+		free(ci->qualname);
+		free(ci->filename);
+		free(ci->table);
+	}
+}
+
 PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->code_count; i++) {
-		free(s->codes[i].name);
-		free(s->codes[i].qualname);
-		free(s->codes[i].filename);
-		free(s->codes[i].table);
-	}
+	for (uint32_t i = 0; i < s->code_count; i++)
+		pyu_code_info_free(&s->codes[i]);
 	free(s->codes);
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];

@@ -24,7 +24,13 @@ struct pyu_code_info {
 	uint8_t *table;  // copy of co_lnotab / co_linetable (owned)
 	size_t table_len;
 	uint64_t code_len; // bytecode length in bytes
+	// When set, the names and the table lie in this one allocation (code_memo.c's copies:
+	// one malloc a code object a snapshot rather than four), freed with it alone.
+	void *block;
 };
+
+// Frees what @ci owns (its strings and table, or the block holding them).
+void pyu_code_info_free(struct pyu_code_info *ci);
 
 enum pyu_frame_kind {
 	PYU_FRAME_PYTHON,

@@ -205,6 +205,13 @@ struct pyu_target {
 	// While a snapshot's walk goes on (t->recording), the units of each slot the walk read:
 	// what the next snapshot gathers first.
 	uint64_t *cache_touched;
+	// The slots given a page since the cache was last flushed (victim_slot), each once: a
+	// slot whose cache_used is at most @flush_clock is not among them yet. Flushing, and
+	// noting what a walk read, look at these alone rather than at every slot (a snapshot of
+	// a few threads fills a few dozen of the 2,048).
+	unsigned *live_slots;
+	unsigned live_count;
+	uint64_t flush_clock;
 	unsigned last_slot; // the slot a lookup found last (find_slot)
 	uint64_t cache_clock; // 64 bits: a hit counts, and a long-lived target must not wrap
 	// What the last snapshot's walk read (pyu_target_note_used_pages), as pages and the

@@ -804,8 +804,8 @@ class Snapshot:
 
     def _release(self, wait: bool = True, keep: bool = False) -> None:
         """Lets the library's snapshot go, under the target's lock: another thread may be
-        formatting this snapshot (close() reaches it through its weak set) or using the target.
-        A finalizer (@wait False) that would have to wait for the lock - and might deadlock
+        formatting this snapshot (close() reaches it through its weak reference) or using the
+        target. A finalizer (@wait False) that would have to wait for the lock - and might deadlock
         with its holder - hands the snapshot to the target's next call (its orphans) instead.
         @keep (the finalizer): the newest snapshot of an open target is kept (without its
         target, which would make a cycle) for target.print(frame, ...) and frame.line_table()
@@ -833,7 +833,8 @@ class Snapshot:
 
     def __del__(self) -> None:
         try:
-            self._release(wait=False, keep=True)
+            self._target._snapshots.pop(self._serial, None)
+            self._release(False, True)
         except Exception:
             pass
 
@@ -1163,10 +1164,13 @@ class Target:
         self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
         with _open_targets_lock:
             _open_targets.add(self)
-        self._snapshots: "weakref.WeakSet[Snapshot]" = weakref.WeakSet()
+        # The snapshots taken and not yet finalized, by serial (each drops its own entry as it
+        # goes: a weak set's Python-level bookkeeping cost a sampler a microsecond a snapshot).
+        self._snapshots: "Dict[int, weakref.ref[Snapshot]]" = {}
         self._taken = 0        # snapshots taken: the newest holding a frame answers for it
         self._cache: Any = None  # the native module's objects shared by this target's snapshots
         self._python: Optional[PythonInfo] = None  # given again while the library says the same
+        self._python_raw: Any = None  # what the native module said that _python was made of
         # The library's target and its snapshots are used by one call at a time: Python
         # threads sharing a target take turns (calls on other targets run in parallel).
         self._lock = threading.RLock()
@@ -1197,7 +1201,10 @@ class Target:
             if self._handle:
                 # Snapshots still held keep what they say: formatted now, before the target
                 # goes.
-                for snap in list(self._snapshots):
+                for ref in list(self._snapshots.values()):
+                    snap = ref()
+                    if snap is None:
+                        continue
                     try:
                         snap._materialize()
                     except Error:
@@ -1335,17 +1342,48 @@ class Target:
         that object again: a sampler's parked frames cost no new objects."""
         if native not in (False, True, "native_all"):
             raise ArgumentError("native is False, True or \"native_all\", not %r" % (native,), 8)
-        limit = _integer(limit, "limit", 0, _U32)
-        bounds = _bounds(limits)
+        if limit.__class__ is not int or limit:  # the default 0 needs no checking
+            limit = _integer(limit, "limit", 0, _U32)
+        bounds = _bounds(limits) if limits is not None else _NO_BOUNDS
         if (stop or native) and self._pid is not None and self._hold is None:
             with self.stopped():
                 return self.collect(locals, native, activity, limits, details, False, limit)
         with self._lock:
-            self._need_open()
-            self._drop_kept()  # a new snapshot is the newest
-            self._free_orphans()
+            if not self._handle:
+                self._need_open()
+            if self._kept is not None:
+                self._drop_kept()  # a new snapshot is the newest
+            if self._orphans:
+                self._free_orphans()
+            if self._native and not (locals or native or bounds or limit):
+                return self._collect_native(bool(activity), bool(details))
             return self._collect(bool(locals), native, bool(activity), bounds, bool(details),
                                  limit)
+
+    def _collect_native(self, activity: bool, details: bool) -> Snapshot:
+        """_collect() of the native module, without locals, native stacks, bounds or a
+        frame limit: what a sampler asks for again and again, in as few Python steps as
+        it takes."""
+        native = self._native
+        err, address = native.collect(self._handle.value)
+        if err:
+            _check(self._lib, err)
+        stacks = ctypes.c_void_p(address)
+        try:
+            if self._cache is None:
+                self._cache = native.Cache()
+            threads, with_exception = native.threads(address, Thread, Frame, activity,
+                                                     details, self._cache)
+            if with_exception:
+                threads = self._with_exceptions(stacks, threads, with_exception)
+            snap = Snapshot(self, stacks, threads)
+        except BaseException:
+            self._destroy(stacks)
+            raise
+        self._taken += 1
+        snap._serial = self._taken
+        self._snapshots[snap._serial] = weakref.ref(snap)
+        return snap
 
     def _collect(self, locals: bool, native: Union[bool, str], activity: bool,
                  bounds: List[Tuple[int, int]], details: bool, limit: int) -> Snapshot:
@@ -1383,7 +1421,7 @@ class Target:
             raise
         self._taken += 1
         snap._serial = self._taken
-        self._snapshots.add(snap)
+        self._snapshots[snap._serial] = weakref.ref(snap)
         return snap
 
     def _threads(self, stacks: Any, activity: bool, details: bool) -> List[Thread]:
@@ -1397,6 +1435,10 @@ class Target:
         threads: List[Thread]
         threads, with_exception = native.threads(stacks.value, Thread, Frame, bool(activity),
                                                  bool(details), self._cache)
+        return self._with_exceptions(stacks, threads, with_exception)
+
+    def _with_exceptions(self, stacks: Any, threads: List[Thread],
+                         with_exception: Iterable[int]) -> List[Thread]:
         for i in with_exception:
             # A thread's exception and its traceback: that thread's document alone.
             doc = json.loads(_string(self._lib, self._lib.lib.pyu_format_bt, stacks, i,
@@ -1440,8 +1482,9 @@ class Target:
                 snap = Snapshot.__new__(Snapshot)
                 snap.__dict__.update(kept)
                 snap._target = self
-                self._snapshots.add(snap)
-            snaps = sorted(self._snapshots, key=lambda s: -s._serial)
+                self._snapshots[snap._serial] = weakref.ref(snap)
+            snaps = [s for s in (r() for r in list(self._snapshots.values())) if s is not None]
+            snaps.sort(key=lambda s: -s._serial)
         for snap in snaps:
             if any(f is frame for th in snap.threads for f in th.frames):
                 return snap
@@ -1450,7 +1493,10 @@ class Target:
 
     def _python_info(self, stacks: Any) -> PythonInfo:
         if self._native:
-            version, hexversion, flags = self._native.info(stacks.value)
+            raw = self._native.info(stacks.value)
+            if raw == self._python_raw and self._python is not None:
+                return self._python  # what the library said last time: the same object
+            version, hexversion, flags = self._python_raw = raw
         else:
             lib = self._lib.lib
             version, hexversion, flags = (lib.pyu_stacks_version(stacks).decode(),
@@ -1464,6 +1510,7 @@ class Target:
 
 
 _LIMITS = {"depth": 1, "items": 2, "chars": 3, "digits": 4, "repr": 5}
+_NO_BOUNDS: List[Tuple[int, int]] = []  # never changed: collect() without limits
 _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 
