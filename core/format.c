@@ -1131,15 +1131,39 @@ static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 static void json_frame_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 				const struct pyu_frame_info *f, struct json_codes *jc);
 
+// What goes before a frame in a list: nothing (a frame alone), the first's, the others'.
+enum json_sep { SEP_NONE, SEP_FIRST, SEP_NEXT };
+static const char sep_next[] = ",\n    "; // the first's is the same without its comma
+static const char frame_address_key[] = ", \"frame_address\": \"0x";
+
+// Keeps @pre (@pre_len bytes) and what @sb got since @at in @m (if any) for the frame @f.
+// Failing to keep it only costs time later.
+static void memo_keep_after(struct frame_memo *m, const char *pre, size_t pre_len,
+			    const struct pyu_strbuf *sb, size_t at, const struct pyu_frame_info *f)
+{
+	if (!m || sb->nomem || sb->too_long || sb->len < at)
+		return;
+	size_t len = sb->len - at;
+	char *text = malloc(pre_len + len + 1);
+	if (!text)
+		return;
+	memcpy(text, pre, pre_len);
+	memcpy(text + pre_len, sb->buf + at, len);
+	free(m->text);
+	*m = (struct frame_memo){true, f->loc, f->instruction_offset, text, pre_len + len};
+}
+
 // Frame @f after @sep (with PYU_FMT_LOCALS, its locals too).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		       const struct pyu_frame_info *f, uint32_t flags, struct json_codes *jc,
-		       const char *sep)
+		       enum json_sep sep)
 {
 	const struct pyu_code_info *c = code_of(s, f);
-	size_t sep_len = strlen(sep);
+	// SEP_FIRST's separator is SEP_NEXT's after its comma
+	const char *sep_text = sep == SEP_NONE ? "" : sep_next + (sep == SEP_FIRST);
+	size_t sep_len = sep == SEP_NONE ? 0 : sizeof(sep_next) - 1 - (sep == SEP_FIRST);
 	if (!c) {
-		pyu_strbuf_append(sb, sep, sep_len);
+		pyu_strbuf_append(sb, sep_text, sep_len);
 		pyu_strbuf_puts(sb, "{\"kind\": \"error\", \"reason\": ");
 		pyu_strbuf_json_cstr(sb, f->reason ? f->reason
 					    : f->kind == PYU_FRAME_ERROR ? "unreadable frame"
@@ -1147,30 +1171,28 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_printf(sb, ", \"address\": \"0x%" PRIx64 "\"}", f->frame_address);
 		return;
 	}
-	// This runs once per frame of a document, and a deep stack repeats a few locations: the
-	// separator, the location's text (made once) and the frame address go in one write.
-	static const char key[] = ", \"frame_address\": \"0x";
+	// This runs once per frame of a document, and a deep stack repeats a few locations: a
+	// memo holds the separator, the location's text and the frame address's key (made once),
+	// copied with the address in one write.
 	struct frame_memo *slot;
-	const struct frame_memo *m = memo_find(jc ? &jc->memos : NULL, f, &slot);
-	if (!m) {
-		pyu_strbuf_append(sb, sep, sep_len);
+	const struct frame_memo *m = memo_find(jc && sep != SEP_NONE ? &jc->memos : NULL, f, &slot);
+	char *p, *q;
+	if (m) {
+		size_t skip = sep == SEP_FIRST; // the comma
+		if (!(p = pyu_strbuf_room(sb, m->len - skip + 16 + 2)))
+			return;
+		memcpy(p, m->text + skip, m->len - skip);
+		q = p + m->len - skip;
+	} else {
+		pyu_strbuf_append(sb, sep_text, sep_len);
 		size_t at = sb->len;
 		json_frame_location(sb, c, f, jc);
-		memo_keep(slot, sb, at, f);
-		sep_len = 0;
+		pyu_strbuf_append(sb, frame_address_key, sizeof(frame_address_key) - 1);
+		memo_keep_after(slot, sep_next, sizeof(sep_next) - 1, sb, at, f);
+		if (!(p = q = pyu_strbuf_room(sb, 16 + 2)))
+			return;
 	}
-	size_t text_len = m ? m->len : 0;
-	char *p = pyu_strbuf_room(sb, sep_len + text_len + sizeof(key) + 16 + 2);
-	if (!p)
-		return;
-	char *q = p;
-	memcpy(q, sep, sep_len);
-	q += sep_len;
-	if (m)
-		memcpy(q, m->text, text_len);
-	q += text_len;
-	memcpy(q, key, sizeof(key) - 1);
-	q = pyu_hex_digits(q + sizeof(key) - 1, f->frame_address);
+	q = pyu_hex_digits(q, f->frame_address);
 	*q++ = '"';
 	if (!(flags & PYU_FMT_LOCALS)) {
 		*q++ = '}';
@@ -1414,12 +1436,12 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 		const struct pyu_merge_item *it = &m.items[i];
 		if (!m.merged && !it->python)
 			continue;
-		const char *sep = listed++ ? ",\n    " : "\n    ";
+		enum json_sep sep = listed++ ? SEP_NEXT : SEP_FIRST;
 		if (it->python) {
 			json_frame(sb, s, &th->frames[it->index], flags, jc, sep);
 			continue;
 		}
-		pyu_strbuf_puts(sb, sep);
+		pyu_strbuf_puts(sb, sep == SEP_NEXT ? ",\n    " : "\n    ");
 		if (it->cython)
 			json_cython_frame(sb, &th->native[it->index], it->index);
 		else
@@ -1455,7 +1477,7 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	json_thread_head(sb, s, th, th->frame_count - shown);
 	pyu_strbuf_puts(sb, "   \"frames\": [");
 	for (uint32_t i = 0; i < shown; i++)
-		json_frame(sb, s, &th->frames[i], flags, jc, i ? ",\n    " : "\n    ");
+		json_frame(sb, s, &th->frames[i], flags, jc, i ? SEP_NEXT : SEP_FIRST);
 	pyu_strbuf_puts(sb, "]}");
 }
 
@@ -1962,13 +1984,13 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, 0, NULL, "");
+	json_frame(sb, s, f, 0, NULL, SEP_NONE);
 }
 
 void pyu_format_json_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 				  const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, PYU_FMT_LOCALS, NULL, "");
+	json_frame(sb, s, f, PYU_FMT_LOCALS, NULL, SEP_NONE);
 }
 
 void pyu_format_text_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
