@@ -514,25 +514,32 @@ static bool same_location(const struct pyu_location *a, const struct pyu_locatio
 // A memo of frame @f's code object that holds the text for @f's location: appended to @sb,
 // true. Otherwise false, and *@slot is where to keep the text about to be made (NULL when
 // there is no memo for it).
-static bool memo_put(struct pyu_strbuf *sb, struct frame_memos *fm, const struct pyu_frame_info *f,
-		     struct frame_memo **slot)
+static const struct frame_memo *memo_find(struct frame_memos *fm, const struct pyu_frame_info *f,
+					  struct frame_memo **slot)
 {
 	*slot = NULL;
 	if (!fm || f->code < 0 || (uint32_t)f->code >= fm->count)
-		return false;
+		return NULL;
 	struct frame_memo *ways = &fm->m[(size_t)f->code * MEMO_WAYS];
 	for (unsigned w = 0; w < MEMO_WAYS; w++) {
 		struct frame_memo *m = &ways[w];
 		if (m->valid && m->offset == f->instruction_offset &&
-		    same_location(&m->loc, &f->loc)) {
-			pyu_strbuf_append(sb, m->text, m->len);
-			return true;
-		}
+		    same_location(&m->loc, &f->loc))
+			return m;
 	}
 	uint8_t *next = &fm->next[f->code];
 	*slot = &ways[*next];
 	*next = (uint8_t)((*next + 1) % MEMO_WAYS);
-	return false;
+	return NULL;
+}
+
+static bool memo_put(struct pyu_strbuf *sb, struct frame_memos *fm, const struct pyu_frame_info *f,
+		     struct frame_memo **slot)
+{
+	const struct frame_memo *m = memo_find(fm, f, slot);
+	if (m)
+		pyu_strbuf_append(sb, m->text, m->len);
+	return m != NULL;
 }
 
 // Keeps what @sb got since @at in @m (if any) for the frame @f. Failing to keep it only costs
@@ -1074,20 +1081,6 @@ static void json_codes_put(struct pyu_strbuf *sb, struct json_codes *jc, int32_t
 	pyu_strbuf_append(sb, jc->text.buf + jc->off[index], jc->len[index]);
 }
 
-// @v in lowercase hex digits, no prefix, at @out (room for 16). Returns how many.
-static size_t hex_digits(char *out, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-	char tmp[16]; // made backwards in one pass: counting the digits first was a second one
-	size_t at = sizeof(tmp);
-	do {
-		tmp[--at] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	memcpy(out, tmp + at, sizeof(tmp) - at);
-	return sizeof(tmp) - at;
-}
-
 static void json_addr(struct pyu_strbuf *sb, uint64_t addr)
 {
 	pyu_strbuf_putc(sb, '"');
@@ -1138,12 +1131,39 @@ static void json_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 static void json_frame_location(struct pyu_strbuf *sb, const struct pyu_code_info *c,
 				const struct pyu_frame_info *f, struct json_codes *jc);
 
-// Frame @f (with PYU_FMT_LOCALS, its locals too).
+// What goes before a frame in a list: nothing (a frame alone), the first's, the others'.
+enum json_sep { SEP_NONE, SEP_FIRST, SEP_NEXT };
+static const char sep_next[] = ",\n    "; // the first's is the same without its comma
+static const char frame_address_key[] = ", \"frame_address\": \"0x";
+
+// Keeps @pre (@pre_len bytes) and what @sb got since @at in @m (if any) for the frame @f.
+// Failing to keep it only costs time later.
+static void memo_keep_after(struct frame_memo *m, const char *pre, size_t pre_len,
+			    const struct pyu_strbuf *sb, size_t at, const struct pyu_frame_info *f)
+{
+	if (!m || sb->nomem || sb->too_long || sb->len < at)
+		return;
+	size_t len = sb->len - at;
+	char *text = malloc(pre_len + len + 1);
+	if (!text)
+		return;
+	memcpy(text, pre, pre_len);
+	memcpy(text + pre_len, sb->buf + at, len);
+	free(m->text);
+	*m = (struct frame_memo){true, f->loc, f->instruction_offset, text, pre_len + len};
+}
+
+// Frame @f after @sep (with PYU_FMT_LOCALS, its locals too).
 static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
-		       const struct pyu_frame_info *f, uint32_t flags, struct json_codes *jc)
+		       const struct pyu_frame_info *f, uint32_t flags, struct json_codes *jc,
+		       enum json_sep sep)
 {
 	const struct pyu_code_info *c = code_of(s, f);
+	// SEP_FIRST's separator is SEP_NEXT's after its comma
+	const char *sep_text = sep == SEP_NONE ? "" : sep_next + (sep == SEP_FIRST);
+	size_t sep_len = sep == SEP_NONE ? 0 : sizeof(sep_next) - 1 - (sep == SEP_FIRST);
 	if (!c) {
+		pyu_strbuf_append(sb, sep_text, sep_len);
 		pyu_strbuf_puts(sb, "{\"kind\": \"error\", \"reason\": ");
 		pyu_strbuf_json_cstr(sb, f->reason ? f->reason
 					    : f->kind == PYU_FRAME_ERROR ? "unreadable frame"
@@ -1151,25 +1171,35 @@ static void json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 		pyu_strbuf_printf(sb, ", \"address\": \"0x%" PRIx64 "\"}", f->frame_address);
 		return;
 	}
+	// This runs once per frame of a document, and a deep stack repeats a few locations: a
+	// memo holds the separator, the location's text and the frame address's key (made once),
+	// copied with the address in one write.
 	struct frame_memo *slot;
-	if (!memo_put(sb, jc ? &jc->memos : NULL, f, &slot)) {
+	const struct frame_memo *m = memo_find(jc && sep != SEP_NONE ? &jc->memos : NULL, f, &slot);
+	char *p, *q;
+	if (m) {
+		size_t skip = sep == SEP_FIRST; // the comma
+		if (!(p = pyu_strbuf_room(sb, m->len - skip + 16 + 2)))
+			return;
+		memcpy(p, m->text + skip, m->len - skip);
+		q = p + m->len - skip;
+	} else {
+		pyu_strbuf_append(sb, sep_text, sep_len);
 		size_t at = sb->len;
 		json_frame_location(sb, c, f, jc);
-		memo_keep(slot, sb, at, f);
+		pyu_strbuf_append(sb, frame_address_key, sizeof(frame_address_key) - 1);
+		memo_keep_after(slot, sep_next, sizeof(sep_next) - 1, sb, at, f);
+		if (!(p = q = pyu_strbuf_room(sb, 16 + 2)))
+			return;
 	}
-	// The rest in one append: this runs once per frame of a document.
-	static const char key[] = ", \"frame_address\": \"0x";
-	char tail[sizeof(key) + 20];
-	memcpy(tail, key, sizeof(key) - 1);
-	size_t n = sizeof(key) - 1;
-	n += hex_digits(tail + n, f->frame_address);
-	tail[n++] = '"';
+	q = pyu_hex_digits(q, f->frame_address);
+	*q++ = '"';
 	if (!(flags & PYU_FMT_LOCALS)) {
-		tail[n++] = '}';
-		pyu_strbuf_append(sb, tail, n);
+		*q++ = '}';
+		pyu_strbuf_commit(sb, (size_t)(q - p));
 		return;
 	}
-	pyu_strbuf_append(sb, tail, n);
+	pyu_strbuf_commit(sb, (size_t)(q - p));
 	json_locals(sb, s, f, false);
 	pyu_strbuf_putc(sb, '}');
 }
@@ -1406,10 +1436,13 @@ static struct pyu_error *json_thread_native(struct pyu_strbuf *sb, const struct 
 		const struct pyu_merge_item *it = &m.items[i];
 		if (!m.merged && !it->python)
 			continue;
-		pyu_strbuf_puts(sb, listed++ ? ",\n    " : "\n    ");
-		if (it->python)
-			json_frame(sb, s, &th->frames[it->index], flags, jc);
-		else if (it->cython)
+		enum json_sep sep = listed++ ? SEP_NEXT : SEP_FIRST;
+		if (it->python) {
+			json_frame(sb, s, &th->frames[it->index], flags, jc, sep);
+			continue;
+		}
+		pyu_strbuf_puts(sb, sep == SEP_NEXT ? ",\n    " : "\n    ");
+		if (it->cython)
 			json_cython_frame(sb, &th->native[it->index], it->index);
 		else
 			json_native_frame(sb, &th->native[it->index], it->index);
@@ -1443,10 +1476,8 @@ static void json_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 	uint32_t shown = limit && limit < th->frame_count ? limit : th->frame_count;
 	json_thread_head(sb, s, th, th->frame_count - shown);
 	pyu_strbuf_puts(sb, "   \"frames\": [");
-	for (uint32_t i = 0; i < shown; i++) {
-		pyu_strbuf_puts(sb, i ? ",\n    " : "\n    ");
-		json_frame(sb, s, &th->frames[i], flags, jc);
-	}
+	for (uint32_t i = 0; i < shown; i++)
+		json_frame(sb, s, &th->frames[i], flags, jc, i ? SEP_NEXT : SEP_FIRST);
 	pyu_strbuf_puts(sb, "]}");
 }
 
@@ -1953,13 +1984,13 @@ PYU_PUBLIC struct pyu_error *pyu_format_native_frame(const struct pyu_stacks *s,
 void pyu_format_json_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 			   const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, 0, NULL);
+	json_frame(sb, s, f, 0, NULL, SEP_NONE);
 }
 
 void pyu_format_json_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,
 				  const struct pyu_frame_info *f)
 {
-	json_frame(sb, s, f, PYU_FMT_LOCALS, NULL);
+	json_frame(sb, s, f, PYU_FMT_LOCALS, NULL, SEP_NONE);
 }
 
 void pyu_format_text_frame_locals(struct pyu_strbuf *sb, const struct pyu_stacks *s,

@@ -124,13 +124,107 @@ static bool is_none(struct pyu_values *v, uint64_t addr)
 	return none;
 }
 
+// Frames at the bottom of a thread looked at for threading.py's (a Thread's thread starts in
+// _bootstrap, _bootstrap_inner, run) or a module body's, and threads looked at.
+#define THREADING_FRAMES 4
+#define THREADING_THREADS 64
+#define THREADING_TRIES 8 // frames whose globals are looked into
+
+static bool is_threading_file(const char *file)
+{
+	static const char name[] = "threading.py";
+	size_t n = file ? strlen(file) : 0, k = sizeof(name) - 1;
+	return n >= k && !strcmp(file + n - k, name) && (n == k || file[n - k - 1] == '/');
+}
+
+// Whether the str object @name reads "threading". Cannot fail.
+static bool names_threading(const struct pyu_stacks *s, uint64_t name)
+{
+	char *text = NULL;
+	struct pyu_error *err = pyu_read_str(s->target, &s->runtime->layout, name, 64, &text);
+	bool ok = !err && !strcmp(text, "threading");
+	pyu_error_destroy(err);
+	free(text);
+	return ok;
+}
+
+// threading._active from the globals @globals of frame @f when they are the threading module's
+// own (threading.py's code) or hold it (a module body's, as __main__'s that imported it); 0
+// when not. Cannot fail.
+static uint64_t active_from_globals(const struct pyu_stacks *s, struct pyu_values *v,
+				    const struct pyu_code_info *c, uint64_t globals)
+{
+	uint64_t name = 0, module = 0, active = 0;
+	struct pyu_error *err;
+	if (is_threading_file(c->filename)) {
+		err = pyu_dict_get_str(v, globals, "__name__", &name);
+		if (!err && names_threading(s, name))
+			err = pyu_dict_get_str(v, globals, "_active", &active);
+	} else {
+		err = pyu_dict_get_str(v, globals, "threading", &module);
+		if (!err)
+			err = pyu_object_getattr(v, module, "__name__", &name, NULL);
+		if (!err && names_threading(s, name))
+			err = pyu_object_getattr(v, module, "_active", &active, NULL);
+	}
+	uint64_t ret = err ? 0 : active;
+	pyu_error_destroy(err);
+	return ret;
+}
+
+// threading._active found from a frame at the bottom of a thread of the interpreter at @interp
+// (threading.py's, or a module body's that imported threading): so found without sys.modules,
+// whose keys' pages (41 of them, at half a microsecond each, for 61 modules) were most of what
+// thread names cost. 0 when no such frame. Cannot fail.
+static uint64_t active_from_frames(const struct pyu_stacks *s, struct pyu_values *v,
+				   uint64_t interp)
+{
+	const struct pyu_layout *l = &s->runtime->layout;
+	int32_t off = l->chain == PYU_CHAIN_FRAME_OBJECT ? l->frame.f_globals : l->iframe.f_globals;
+	if (off == PYU_NO_FIELD)
+		return 0;
+	uint32_t tries = 0;
+	for (uint32_t i = 0, seen = 0; i < s->thread_count && seen < THREADING_THREADS &&
+				       tries < THREADING_TRIES; i++) {
+		const struct pyu_thread_info *th = &s->threads[i];
+		if (th->interp_address != interp || !th->frame_count)
+			continue;
+		seen++;
+		for (uint32_t k = 0; k < THREADING_FRAMES && k < th->frame_count &&
+				    tries < THREADING_TRIES; k++) {
+			const struct pyu_frame_info *f = &th->frames[th->frame_count - 1 - k];
+			if (f->kind != PYU_FRAME_PYTHON || f->code < 0 ||
+			    (uint32_t)f->code >= s->code_count)
+				continue;
+			const struct pyu_code_info *c = &s->codes[f->code];
+			if (!is_threading_file(c->filename) &&
+			    (!c->name || strcmp(c->name, "<module>") != 0))
+				continue;
+			tries++;
+			uint64_t globals = 0, active = 0;
+			struct pyu_error *err = pyu_target_read_u64(s->target, f->frame_address +
+								    (uint64_t)off, &globals);
+			if (!err && globals)
+				active = active_from_globals(s, v, c, globals);
+			pyu_error_destroy(err);
+			if (active)
+				return active;
+		}
+	}
+	return 0;
+}
+
 // threading._active of the interpreter at @interp, or 0. Cannot fail.
 static uint64_t threading_active(const struct pyu_stacks *s, struct pyu_values *v,
 				 uint64_t interp)
 {
 	const struct pyu_layout *l = &s->runtime->layout;
 	uint64_t modules = 0, module = 0, active = 0;
-	if (l->interp.modules == PYU_NO_FIELD || !interp)
+	if (!interp)
+		return 0;
+	if ((active = active_from_frames(s, v, interp)) != 0)
+		return active;
+	if (l->interp.modules == PYU_NO_FIELD)
 		return 0;
 	struct pyu_error *err = pyu_target_read_u64(s->target, interp + (uint64_t)l->interp.modules,
 						    &modules);

@@ -665,3 +665,20 @@ bool pyu_debug_offsets_field(const uint8_t *buf, size_t len, const char *name, u
 	struct dbg_block b = dbg_block_of(names, buf, len / 8);
 	return dbg_get(&b, name, ret);
 }
+
+void pyu_debug_offsets_fields(const uint8_t *buf, size_t len, const char *const *names,
+			      size_t n, uint64_t *rets, bool *found)
+{
+	memset(found, 0, n * sizeof(*found));
+	if (len < 24 || memcmp(buf, "xdebugpy", 8) != 0)
+		return;
+	uint64_t version;
+	memcpy(&version, buf + 8, 8);
+	const char *const *fields = fields_of(version);
+	if (!fields)
+		return;
+	// One block for all: each search starts after the last field found.
+	struct dbg_block b = dbg_block_of(fields, buf, len / 8);
+	for (size_t i = 0; i < n; i++)
+		found[i] = dbg_get(&b, names[i], &rets[i]);
+}

@@ -257,6 +257,11 @@ struct pyu_error *pyu_layout_from_debug_offsets(const uint8_t *buf, size_t len,
 // false when there is no cookie, the version is unknown or its block lacks the field. The
 // value is unchecked: callers bound it. Cannot fail.
 bool pyu_debug_offsets_field(const uint8_t *buf, size_t len, const char *name, uint64_t *ret);
+// The same for the @n fields @names at once, into @rets[i] when @found[i] (false: as above):
+// one search through the block when they are asked for in its order (one a field costs a
+// search from the block's start). Cannot fail.
+void pyu_debug_offsets_fields(const uint8_t *buf, size_t len, const char *const *names,
+			      size_t n, uint64_t *rets, bool *found);
 
 // Checks a layout (static or built) for offsets outside the walker's buffers. Used on every
 // table at attach and by the unit tests.

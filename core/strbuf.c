@@ -90,6 +90,11 @@ void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n)
 	sb->buf[sb->len] = '\0';
 }
 
+char *pyu_strbuf_room_grow(struct pyu_strbuf *sb, size_t n)
+{
+	return reserve(sb, n) ? sb->buf + sb->len : NULL;
+}
+
 void pyu_strbuf_i64(struct pyu_strbuf *sb, int64_t v)
 {
 	char tmp[24];
@@ -115,18 +120,36 @@ void pyu_strbuf_u64(struct pyu_strbuf *sb, uint64_t v)
 	pyu_strbuf_append(sb, tmp + at, sizeof(tmp) - at);
 }
 
+char *pyu_hex_digits(char *out, uint64_t v)
+{
+	static const char pairs[] =
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+		"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+		"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+		"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+		"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+		"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+		"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+		"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+	// How many digits first (the highest set bit), then two at a time, each where it belongs:
+	// no second copy. v | 1: zero has one digit.
+	unsigned n = (unsigned)(64 - __builtin_clzll(v | 1) + 3) / 4;
+	char *end = out + n;
+	for (; n >= 2; n -= 2, v >>= 8)
+		memcpy(out + n - 2, pairs + 2 * (v & 0xff), 2);
+	if (n)
+		out[0] = pairs[2 * v + 1];
+	return end;
+}
+
 void pyu_strbuf_hex(struct pyu_strbuf *sb, uint64_t v)
 {
-	static const char digits[] = "0123456789abcdef";
-	char tmp[20];
-	size_t at = sizeof(tmp);
-	do {
-		tmp[--at] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	tmp[--at] = 'x';
-	tmp[--at] = '0';
-	pyu_strbuf_append(sb, tmp + at, sizeof(tmp) - at);
+	char *p = pyu_strbuf_room(sb, 18);
+	if (!p)
+		return;
+	p[0] = '0';
+	p[1] = 'x';
+	pyu_strbuf_commit(sb, (size_t)(pyu_hex_digits(p + 2, v) - p));
 }
 
 void pyu_strbuf_puts(struct pyu_strbuf *sb, const char *s)

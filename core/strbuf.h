@@ -32,6 +32,24 @@ struct pyu_error *pyu_strbuf_finish(struct pyu_strbuf *sb, char **ret);
 // Cannot fail.
 void pyu_strbuf_reserve(struct pyu_strbuf *sb, size_t n);
 void pyu_strbuf_append(struct pyu_strbuf *sb, const char *s, size_t n);
+// Room for up to @n more bytes written in place (several pieces for the price of one bounds
+// check): where they go, or NULL when the builder has failed (past its bound, out of memory).
+// pyu_strbuf_commit() then counts the @n (at most as many as asked for) written there.
+// Cannot fail otherwise.
+char *pyu_strbuf_room_grow(struct pyu_strbuf *sb, size_t n);
+static inline char *pyu_strbuf_room(struct pyu_strbuf *sb, size_t n)
+{
+	if (!sb->nomem && !sb->too_long && sb->cap - sb->len > n && n <= sb->max - sb->len)
+		return sb->buf + sb->len; // the builder never holds more than its bound
+	return pyu_strbuf_room_grow(sb, n);
+}
+static inline void pyu_strbuf_commit(struct pyu_strbuf *sb, size_t n)
+{
+	if (sb->nomem || sb->too_long || !sb->buf || n >= sb->cap - sb->len)
+		return; // not room that pyu_strbuf_room() gave
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
 void pyu_strbuf_puts(struct pyu_strbuf *sb, const char *s);
 void pyu_strbuf_putc(struct pyu_strbuf *sb, char c);
 void pyu_strbuf_repeat(struct pyu_strbuf *sb, char c, size_t n);
@@ -40,6 +58,8 @@ void pyu_strbuf_repeat(struct pyu_strbuf *sb, char c, size_t n);
 void pyu_strbuf_i64(struct pyu_strbuf *sb, int64_t v);
 void pyu_strbuf_u64(struct pyu_strbuf *sb, uint64_t v);
 void pyu_strbuf_hex(struct pyu_strbuf *sb, uint64_t v);
+// @v as lowercase hex digits, no prefix, at @out, which has room for 16: returns the end.
+char *pyu_hex_digits(char *out, uint64_t v);
 void pyu_strbuf_printf(struct pyu_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

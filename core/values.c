@@ -214,35 +214,53 @@ static void shift_fields(struct pyu_value_layout *vl, int32_t shift)
 static struct pyu_error *apply_debug_offsets(struct pyu_values *v, const uint8_t *buf,
 					     size_t len)
 {
+	// Each group's size, then its fields, in the order of the blocks' field lists: looked up
+	// in one pass (a search from the block's start for each was a fifth of the instructions
+	// of a JSON document's thread names).
+	enum { GROUP = -1 };
 	static const struct {
-		const char *name, *group;
-		size_t field; // offsetof in struct pyu_value_layout
+		const char *name;
+		ptrdiff_t field; // offsetof in struct pyu_value_layout; GROUP: a group's size
 	} map[] = {
-		{"type_object.tp_basicsize", "type_object.size",
-		 offsetof(struct pyu_value_layout, type.basicsize)},
-		{"type_object.tp_dictoffset", "type_object.size",
-		 offsetof(struct pyu_value_layout, type.dictoffset)},
-		{"heap_type_object.ht_cached_keys", "heap_type_object.size",
+		{"type_object.size", GROUP},
+		{"type_object.tp_basicsize", offsetof(struct pyu_value_layout, type.basicsize)},
+		{"type_object.tp_dictoffset", offsetof(struct pyu_value_layout, type.dictoffset)},
+		{"heap_type_object.size", GROUP},
+		{"heap_type_object.ht_cached_keys",
 		 offsetof(struct pyu_value_layout, type.ht_cached_keys)},
-		{"list_object.ob_item", "list_object.size",
-		 offsetof(struct pyu_value_layout, list_item)},
-		{"dict_object.ma_keys", "dict_object.size",
-		 offsetof(struct pyu_value_layout, dict.keys)},
-		{"dict_object.ma_values", "dict_object.size",
-		 offsetof(struct pyu_value_layout, dict.values)},
-		{"float_object.ob_fval", "float_object.size",
-		 offsetof(struct pyu_value_layout, float_fval)},
-		{"long_object.ob_digit", "long_object.size",
-		 offsetof(struct pyu_value_layout, int_.digits)},
-		{"set_object.used", "set_object.size", offsetof(struct pyu_value_layout, set.used)},
-		{"set_object.table", "set_object.size", offsetof(struct pyu_value_layout, set.table)},
-		{"set_object.mask", "set_object.size", offsetof(struct pyu_value_layout, set.mask)},
+		{"list_object.size", GROUP},
+		{"list_object.ob_item", offsetof(struct pyu_value_layout, list_item)},
+		{"set_object.size", GROUP},
+		{"set_object.used", offsetof(struct pyu_value_layout, set.used)},
+		{"set_object.table", offsetof(struct pyu_value_layout, set.table)},
+		{"set_object.mask", offsetof(struct pyu_value_layout, set.mask)},
+		{"dict_object.size", GROUP},
+		{"dict_object.ma_keys", offsetof(struct pyu_value_layout, dict.keys)},
+		{"dict_object.ma_values", offsetof(struct pyu_value_layout, dict.values)},
+		{"float_object.size", GROUP},
+		{"float_object.ob_fval", offsetof(struct pyu_value_layout, float_fval)},
+		{"long_object.size", GROUP},
+		{"long_object.ob_digit", offsetof(struct pyu_value_layout, int_.digits)},
 	};
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		uint64_t off, size;
-		if (!pyu_debug_offsets_field(buf, len, map[i].name, &off))
+	enum { N = sizeof(map) / sizeof(map[0]) };
+	const char *names[N];
+	uint64_t vals[N];
+	bool found[N];
+	for (size_t i = 0; i < N; i++)
+		names[i] = map[i].name;
+	pyu_debug_offsets_fields(buf, len, names, N, vals, found);
+	bool group_found = false;
+	uint64_t size = 0;
+	for (size_t i = 0; i < N; i++) {
+		if (map[i].field == GROUP) {
+			group_found = found[i];
+			size = vals[i];
 			continue;
-		if (!pyu_debug_offsets_field(buf, len, map[i].group, &size) || size > 4096 ||
+		}
+		if (!found[i])
+			continue;
+		uint64_t off = vals[i];
+		if (!group_found || size > 4096 ||
 		    off + 8 > size + (strstr(map[i].name, "digit") ? 8 : 0))
 			return pyu_error_create(PYU_ERR_CORRUPT,
 						"_Py_DebugOffsets: %s = %" PRIu64

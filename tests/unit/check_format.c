@@ -2,6 +2,7 @@
 // null fields, error frames, limits), source lines with carets (non-ASCII, wide characters,
 // multi-line ranges, missing files), py-line with its table, py-list; plus the string builder
 // and the source-file reader they rest on.
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -717,6 +718,44 @@ START_TEST(test_strbuf_and_utf8)
 	ck_assert_uint_eq(cp, 0xFFFD);
 	ck_assert_uint_eq(pyu_utf8_next((const unsigned char *)"\xF4\x8F\xBF\xBF", 4, &cp), 4);
 	ck_assert_uint_eq(cp, 0x10FFFF);
+	// Hex as printf's "0x%" PRIx64 gives it, at every digit count (odd and even).
+	pyu_strbuf_init(&sb, PYU_STRBUF_MAX);
+	char want[4096] = "";
+	size_t wl = 0;
+	for (unsigned bits = 0; bits <= 64; bits++) {
+		uint64_t v = bits == 64 ? UINT64_MAX : bits ? (1ull << bits) - 1 : 0;
+		pyu_strbuf_hex(&sb, v);
+		pyu_strbuf_putc(&sb, ' ');
+		wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "0x%" PRIx64 " ", v);
+		if (bits >= 4) {
+			pyu_strbuf_hex(&sb, 1ull << (bits - 1));
+			pyu_strbuf_putc(&sb, ' ');
+			wl += (size_t)snprintf(want + wl, sizeof(want) - wl, "0x%" PRIx64 " ",
+					       (uint64_t)1 << (bits - 1));
+		}
+	}
+	ck_assert_ptr_null(pyu_strbuf_finish(&sb, &out));
+	expect_str(out, want);
+	free(out);
+	// Room written in place: counted up to what was asked for, and nothing once failed.
+	pyu_strbuf_init(&sb, 8);
+	char *p = pyu_strbuf_room(&sb, 5);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "abcde", 5);
+	pyu_strbuf_commit(&sb, 3);
+	ck_assert_ptr_null(pyu_strbuf_room(&sb, 6)); // 3 + 6 > 8
+	pyu_strbuf_commit(&sb, 1);                  // no room was given: nothing counted
+	err = pyu_strbuf_finish(&sb, &out);
+	ck_assert_ptr_nonnull(err);
+	pyu_error_destroy(err);
+	pyu_strbuf_init(&sb, 8);
+	p = pyu_strbuf_room(&sb, 8);
+	ck_assert_ptr_nonnull(p);
+	memcpy(p, "12345678", 8);
+	pyu_strbuf_commit(&sb, 8);
+	ck_assert_ptr_null(pyu_strbuf_finish(&sb, &out));
+	expect_str(out, "12345678");
+	free(out);
 }
 END_TEST
 
