@@ -160,6 +160,10 @@ struct pyu_target {
 	// Live processes: adds the thread ids on first use (pyu_target_thread_count); NULL when
 	// they were given, or once listed.
 	void (*list_threads)(struct pyu_target *t);
+	// The ids the last call of @list_threads listed, sorted, kept from one snapshot to the
+	// next (pyu_target_has_thread); none for a target whose threads were given.
+	int64_t *listed;
+	size_t listed_count;
 	// Whether the target's memory may change between snapshots (a live process, a debugger's
 	// reads); then pyu_target_begin_snapshot drops what an earlier one read, and calls
 	// @refresh (NULL when the backend lists nothing that changes) to read again what the
