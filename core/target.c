@@ -666,6 +666,40 @@ static int compare_use(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+// Sorts @uses by page. A radix sort, a byte of the page number a pass and only the bytes
+// in which pages differ (five passes for a process's heap and stacks): qsort's calls of
+// compare_use were a tenth of the library's instructions of 3.8's 100 x 50 (715 pages).
+static void sort_uses(struct pyu_page_use *uses, unsigned n)
+{
+	struct pyu_page_use *tmp = n > 1 ? malloc(n * sizeof(*tmp)) : NULL;
+	if (!tmp) {
+		if (n > 1)
+			qsort(uses, n, sizeof(*uses), compare_use);
+		return;
+	}
+	uint64_t differ = 0;
+	for (unsigned i = 1; i < n; i++)
+		differ |= uses[i].page ^ uses[0].page;
+	struct pyu_page_use *from = uses, *to = tmp;
+	for (unsigned shift = 12; shift < 64 && (differ >> shift) != 0; shift += 8) {
+		if (((differ >> shift) & 0xff) == 0)
+			continue;
+		unsigned start[257] = {0};
+		for (unsigned i = 0; i < n; i++)
+			start[((from[i].page >> shift) & 0xff) + 1]++;
+		for (unsigned d = 1; d < 257; d++)
+			start[d] += start[d - 1];
+		for (unsigned i = 0; i < n; i++)
+			to[start[(from[i].page >> shift) & 0xff]++] = from[i];
+		struct pyu_page_use *swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != uses)
+		memcpy(uses, from, n * sizeof(*uses));
+	free(tmp);
+}
+
 // The units [@first, @last] (@first <= @last < 64).
 static uint64_t units_between(unsigned first, unsigned last)
 {
@@ -716,7 +750,7 @@ static void gather_uses(struct pyu_target *t, struct pyu_page_use *uses, unsigne
 	const unsigned gap = PYU_USE_GAP_UNITS;
 	p->n = p->fails = 0;
 	// Each page once, its units merged, gaps filled.
-	qsort(uses, n, sizeof(*uses), compare_use);
+	sort_uses(uses, n);
 	unsigned m = 0;
 	for (unsigned i = 0; i < n; i++) {
 		if (m && uses[m - 1].page == uses[i].page)
