@@ -1955,16 +1955,16 @@ PYU_PUBLIC struct pyu_error *pyu_target_add_thread(struct pyu_target *t, int64_t
 	return NULL;
 }
 
-// A live process's threads are listed when first asked for: a snapshot of 3.11+ never needs
-// them (thread states carry their native ids), one of an older version only for an id its
-// last listing did not hold (pyu_target_has_thread; listing 100 threads again each snapshot
-// was a tenth of 3.8's 100 x 50).
 static int compare_tid(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
+// A live process's threads are listed when first asked for: a snapshot of 3.11+ never needs
+// them (thread states carry their native ids), one of an older version only for an id its
+// last listing did not hold (pyu_target_has_thread; listing 100 threads again each snapshot
+// was a tenth of 3.8's 100 x 50).
 static void list_threads(const struct pyu_target *t)
 {
 	if (t->list_threads) {
