@@ -83,6 +83,12 @@ const struct pyu_mapping *pyu_target_find_mapping(const struct pyu_target *t, ui
 // Kernel thread ids known to the target (from /proc/PID/task, NT_PRSTATUS or the debugger).
 size_t pyu_target_thread_count(const struct pyu_target *t);
 int64_t pyu_target_thread(const struct pyu_target *t, size_t i);
+// Whether @tid is a thread id of the target. A live process's threads are not listed again
+// for an id its last listing held, even at a later snapshot: this checks that an id read from
+// the target's memory (glibc's thread descriptor) names a thread of it at all, and a thread
+// that ended has that id cleared by the kernel as it ends. Any other id lists them again.
+// Cannot fail (false when the list cannot be read).
+bool pyu_target_has_thread(const struct pyu_target *t, int64_t tid);
 
 // How the process a core was taken of ended, from the notes of its first thread (the one the
 // kernel dumped for: NT_PRSTATUS's pr_cursig, NT_SIGINFO's si_signo/si_code/si_addr).

@@ -25,7 +25,7 @@
 #define PYU_UNIT 64u                // the bytes a bit of a slot's masks stands for (64 a page)
 #define PYU_USES_MAX 1536u          // pages of one snapshot's walk gathered again by the next
 #define PYU_USE_GAP_UNITS 8u        // unused units between two used runs read with them
-#define PYU_GATHER_BYTES_MAX (1u << 20) // what the last walk read, read again at once, at most
+#define PYU_GATHER_BYTES_MAX (4u << 20) // what the last walk read, read again at once, at most
 #define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
 #define PYU_MIN_SECTOR 512u         // the smallest unit a sector-reading target reads
 #define PYU_FILE_CACHE 16u          // open files kept for reads of mapped files
@@ -168,6 +168,10 @@ struct pyu_target {
 	// Live processes: adds the thread ids on first use (pyu_target_thread_count); NULL when
 	// they were given, or once listed.
 	void (*list_threads)(struct pyu_target *t);
+	// The ids the last call of @list_threads listed, sorted, kept from one snapshot to the
+	// next (pyu_target_has_thread); none for a target whose threads were given.
+	int64_t *listed;
+	size_t listed_count;
 	// Whether the target's memory may change between snapshots (a live process, a debugger's
 	// reads); then pyu_target_begin_snapshot drops what an earlier one read, and calls
 	// @refresh (NULL when the backend lists nothing that changes) to read again what the

@@ -13,15 +13,6 @@
 // value is accepted only when it names one of the target's threads.
 #define GLIBC_PTHREAD_TID_OFFSET 0x2d0
 
-static bool known_tid(const struct pyu_target *t, int64_t tid)
-{
-	size_t n = pyu_target_thread_count(t);
-	for (size_t i = 0; i < n; i++)
-		if (pyu_target_thread(t, i) == tid)
-			return true;
-	return false;
-}
-
 static int64_t derive_native_id(struct pyu_walk *w, uint64_t pthread_id)
 {
 	uint32_t tid;
@@ -31,7 +22,7 @@ static int64_t derive_native_id(struct pyu_walk *w, uint64_t pthread_id)
 		pyu_error_destroy(err);
 		return -1;
 	}
-	return tid && known_tid(w->t, (int64_t)tid) ? (int64_t)tid : -1;
+	return pyu_target_has_thread(w->t, (int64_t)tid) ? (int64_t)tid : -1;
 }
 
 // The thread state that holds the GIL for @interp, or 0 when none / unknown (*known false).

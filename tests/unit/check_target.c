@@ -963,6 +963,78 @@ START_TEST(test_live_self_threads)
 }
 END_TEST
 
+static void *report_tid(void *arg)
+{
+	*(int64_t *)arg = (int64_t)syscall(SYS_gettid);
+	return NULL;
+}
+
+struct idle_reporter {
+	int fds[2];   // the thread ends when a byte arrives
+	int ready[2]; // and writes one once its id is set
+	int64_t tid;
+};
+
+static void *idle_reporting(void *arg)
+{
+	struct idle_reporter *r = arg;
+	r->tid = (int64_t)syscall(SYS_gettid);
+	if (write(r->ready[1], "r", 1) != 1)
+		return NULL;
+	return idle_thread(r->fds);
+}
+
+// pyu_target_has_thread: an id of the last listing is taken at a later snapshot without
+// listing again (even one whose thread has ended since: its descriptor's copy of the id is
+// cleared by the kernel, which is what the check relies on), any other id lists again.
+START_TEST(test_live_has_thread)
+{
+	struct pyu_target *t = NULL;
+	ck_assert_ptr_null(pyu_target_open_pid(getpid(), &t));
+	int64_t me = (int64_t)syscall(SYS_gettid);
+	pyu_target_begin_snapshot(t);
+	ck_assert(pyu_target_has_thread(t, me));
+	ck_assert(!pyu_target_has_thread(t, 0));
+	ck_assert(!pyu_target_has_thread(t, -1));
+	ck_assert(!pyu_target_has_thread(t, INT64_C(1) << 40));
+	size_t before = pyu_target_thread_count(t);
+
+	pyu_target_begin_snapshot(t);
+	int64_t other = 0;
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, report_tid, &other), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_gt(other, 0);
+	ck_assert(pyu_target_has_thread(t, me));
+	pyu_target_begin_snapshot(t);
+	// Ended before this snapshot, never listed: listed again, and not there.
+	ck_assert(!pyu_target_has_thread(t, other));
+	ck_assert_uint_eq(pyu_target_thread_count(t), before);
+
+	// Started since the last listing and running: found by listing again.
+	struct idle_reporter r = {.tid = 0};
+	ck_assert_int_eq(pipe(r.fds), 0);
+	ck_assert_int_eq(pipe(r.ready), 0);
+	ck_assert_int_eq(pthread_create(&th, NULL, idle_reporting, &r), 0);
+	char ch;
+	ck_assert_int_eq(read(r.ready[0], &ch, 1), 1);
+	pyu_target_begin_snapshot(t);
+	ck_assert(pyu_target_has_thread(t, r.tid));
+	ck_assert_uint_eq(pyu_target_thread_count(t), before + 1);
+	ck_assert_int_eq(write(r.fds[1], "x", 1), 1);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	// Ended since, but held by the last listing: taken without listing again.
+	pyu_target_begin_snapshot(t);
+	ck_assert(pyu_target_has_thread(t, r.tid));
+	ck_assert_uint_eq(pyu_target_thread_count(t), before); // listed when asked for
+	for (int i = 0; i < 2; i++) {
+		close(r.fds[i]);
+		close(r.ready[i]);
+	}
+	pyu_target_destroy(t);
+}
+END_TEST
+
 static bool process_vm_readv_works(pid_t pid);
 
 // In a child: forbid process_vm_readv (as container seccomp profiles do, with EPERM), then
@@ -1365,6 +1437,7 @@ static Suite *target_suite(void)
 	tcase_set_timeout(live, 60);
 	tcase_add_test(live, test_live_child);
 	tcase_add_test(live, test_live_self_threads);
+	tcase_add_test(live, test_live_has_thread);
 	tcase_add_test(live, test_live_mem_fallback);
 	tcase_add_test(live, test_live_permission_denied);
 	tcase_add_test(live, test_live_no_such_process);
