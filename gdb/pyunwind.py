@@ -19,6 +19,33 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 _CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
+_ET_CORE = 4
+
+
+def _open_core_files():
+    """The ELF core files this gdb has open, by its file descriptors."""
+    found, seen = [], set()
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            path = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if not path.startswith("/") or path in seen or path.startswith(("/dev/", "/proc/")):
+            continue
+        seen.add(path)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and len(head) == 18 and \
+                int.from_bytes(head[16:18], "little") == _ET_CORE:
+            found.append(path)
+    return found
 
 
 class GdbView(core.DebuggerView):
@@ -42,6 +69,13 @@ class GdbView(core.DebuggerView):
         return conn.type if conn is not None else None
 
     def _core_file(self):
+        # gdb 13's Python does not name the core file. `info target` does, among every section
+        # of every file (1 ms); gdb keeps the core open, so with one inferior, one open core
+        # file is its core.
+        if len(gdb.inferiors()) == 1:
+            cores = _open_core_files()
+            if len(cores) == 1:
+                return cores[0]
         text = gdb.execute("info target", to_string=True)
         if "core dump file" not in text:
             return None
