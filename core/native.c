@@ -200,6 +200,66 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, ui
 	return NULL;
 }
 
+// String @k of a frame's record (0: none), or false when @k is past @strings.
+static bool record_string(const char *const *strings, uint32_t string_count, uint64_t k,
+			  const char **ret)
+{
+	if (k > string_count)
+		return false;
+	*ret = k ? strings[k - 1] : NULL;
+	return true;
+}
+
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_frames(struct pyu_stacks *s, uint32_t thread,
+							  const uint64_t *frames, uint32_t count,
+							  const char *const *strings,
+							  uint32_t string_count)
+{
+	struct pyu_thread_info *th = NULL;
+	struct pyu_error *err = thread_of(s, thread, &th);
+	if (err)
+		return err;
+	if ((count && !frames) || (string_count && !strings))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no native frames given");
+	if (count > PYU_MAX_NATIVE_FRAMES)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "more than %d native frames in a thread",
+					PYU_MAX_NATIVE_FRAMES);
+	clear_native(th);
+	uint64_t base = 0; // where the stack of the next frame out starts, when its sp is not given
+	for (uint32_t k = 0; k < count; k++) {
+		const uint64_t *f = frames + (size_t)k * PYU_NATIVE_FIELDS;
+		const char *function = NULL, *library = NULL, *file = NULL;
+		uint64_t sp = f[PYU_NATIVE_SP] ? f[PYU_NATIVE_SP] : base;
+		uint64_t line = f[PYU_NATIVE_LINE], kind = f[PYU_NATIVE_KIND];
+		if (!record_string(strings, string_count, f[PYU_NATIVE_FUNCTION], &function) ||
+		    !record_string(strings, string_count, f[PYU_NATIVE_LIBRARY], &library) ||
+		    !record_string(strings, string_count, f[PYU_NATIVE_FILE], &file))
+			err = pyu_error_create(PYU_ERR_ARGUMENT,
+					       "native frame %u names string past the %u given", k,
+					       string_count);
+		else if (kind > PYU_NATIVE_ARTIFICIAL)
+			err = pyu_error_create(PYU_ERR_ARGUMENT, "unknown native frame kind %" PRIu64,
+					       kind);
+		else
+			err = pyu_stacks_add_native_frame(s, thread, f[PYU_NATIVE_PC], sp,
+							  f[PYU_NATIVE_CFA], function, library, file,
+							  line && line <= INT64_MAX ? (int64_t)line : -1);
+		if (!err && kind)
+			err = pyu_stacks_set_native_kind(s, thread, (uint32_t)kind);
+		if (err) {
+			clear_native(th);
+			return err;
+		}
+		// Inlined and artificial frames have no stack of their own: the frames around them
+		// share it.
+		if (kind != PYU_NATIVE_INLINE && kind != PYU_NATIVE_ARTIFICIAL)
+			base = f[PYU_NATIVE_CFA];
+		else if (!base)
+			base = sp;
+	}
+	return NULL;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message)
 {

@@ -2,7 +2,6 @@
 # py-heap, py-up and py-down.
 # Load with `source /path/to/gdb/pyunwind.py`. This file only translates between gdb and the C
 # core (through python/pyunwind/pyunwind_core.py): which target, which thread, how to read memory.
-import bisect
 import os
 import re
 import sys
@@ -20,6 +19,33 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 _CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
+_ET_CORE = 4
+
+
+def _open_core_files():
+    """The ELF core files this gdb has open, by its file descriptors."""
+    found, seen = [], set()
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            path = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if not path.startswith("/") or path in seen or path.startswith(("/dev/", "/proc/")):
+            continue
+        seen.add(path)
+        try:
+            with open(path, "rb") as f:
+                head = f.read(18)
+        except OSError:
+            continue
+        if head[:4] == b"\x7fELF" and len(head) == 18 and \
+                int.from_bytes(head[16:18], "little") == _ET_CORE:
+            found.append(path)
+    return found
 
 
 class GdbView(core.DebuggerView):
@@ -43,6 +69,13 @@ class GdbView(core.DebuggerView):
         return conn.type if conn is not None else None
 
     def _core_file(self):
+        # gdb 13's Python does not name the core file. `info target` does, among every section
+        # of every file (1 ms); gdb keeps the core open, so with one inferior, one open core
+        # file is its core.
+        if len(gdb.inferiors()) == 1:
+            cores = _open_core_files()
+            if len(cores) == 1:
+                return cores[0]
         text = gdb.execute("info target", to_string=True)
         if "core dump file" not in text:
             return None
@@ -222,36 +255,20 @@ _KINDS = {getattr(gdb, "INLINE_FRAME", -1): core.NATIVE_INLINE,
 _MAX_NATIVE_FRAMES = 8000000  # the core's PYU_MAX_NATIVE_FRAMES
 
 
-class _Libraries(object):
-    """Which mapped file holds an address, from `info proc mappings` (live or core); falls back
-    to gdb's shared-library list."""
-
-    def __init__(self, mappings):
-        self.maps = sorted((m[0], m[1], m[4]) for m in mappings if m[4] and
-                           m[4].startswith("/"))
-        self.starts = [m[0] for m in self.maps]
-
-    def __call__(self, pc):
-        i = bisect.bisect_right(self.starts, pc) - 1
-        if i >= 0 and pc < self.maps[i][1]:
-            return self.maps[i][2]
-        return gdb.solib_name(pc)
-
-
 class _NativeWalk(object):
     """What gdb's unwinding of every thread of one command shares, set up at its first thread:
-    the libraries, the stack pointer's register and `backtrace past-main` (unwinding past main,
-    as lldb and the CLI do, so that all three list the same frames; restored by close())."""
+    the stack pointer's register and `backtrace past-main` (unwinding past main, as lldb and
+    the CLI do, so that all three list the same frames; restored by close())."""
 
     def __init__(self, view):
         self.view = view
-        self.libraries = None
+        self.started = False
         self.sp = None
         self.restore = None
 
     def frames(self, thread):
-        if self.libraries is None:
-            self.libraries = _Libraries(self.view._mappings())
+        if not self.started:
+            self.started = True
             if self.view.past_main and not gdb.parameter("backtrace past-main"):
                 gdb.execute("set backtrace past-main on", to_string=True)
                 self.restore = "set backtrace past-main off"
@@ -291,7 +308,10 @@ def _native_frames(thread, walk):
     """gdb's own unwinding of @thread: (pc, sp, cfa, function, library, file, line, kind) per
     frame, innermost first. Leaves @thread selected: the caller restores the selection."""
     frames = []
-    libraries = walk.libraries
+    # The file of each frame: the core names it by the target's own mapping of its pc (the
+    # same list `info proc mappings` gives, which cost 1 ms a command to ask gdb for), so
+    # gdb's shared-library list is only what the core falls back on.
+    solib_name = gdb.current_progspace().solib_name
     try:
         current = gdb.selected_thread()
         if current is None or current.ptid != thread.ptid:
@@ -305,12 +325,14 @@ def _native_frames(thread, walk):
             except (gdb.error, ValueError):
                 sp = 0
             name = f.name()
-            sal = f.find_sal()
+            # A frame with no name has no debug information, so no line (most frames of a
+            # stripped interpreter).
+            sal = f.find_sal() if name is not None else None
             # The full name (the compilation directory joined), as lldb gives it: a relative
             # name cannot be opened, and the core reads Cython's generated C files.
             path = sal.symtab.fullname() if sal is not None and sal.symtab is not None \
                 else None
-            frames.append((pc, sp, 0, name if name not in _UNNAMED else None, libraries(pc),
+            frames.append((pc, sp, 0, name if name not in _UNNAMED else None, solib_name(pc),
                            path, sal.line if path else 0, _KINDS.get(f.type(), 0)))
             try:
                 f = f.older()

@@ -276,6 +276,30 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_add_native_frame(struct pyu_stacks *s, u
 #define PYU_NATIVE_ARTIFICIAL 2u
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_kind(struct pyu_stacks *s, uint32_t thread,
 							uint32_t kind);
+// All the native frames of @thread in one call, replacing those it had: @count records of
+// PYU_NATIVE_FIELDS integers in @frames, innermost frame first, each as
+// pyu_stacks_add_native_frame() and pyu_stacks_set_native_kind() take it: pc, stack pointer, cfa,
+// line (0: unknown), kind (0: a stack frame), and function, library and file as numbers into
+// @strings (k: strings[k - 1]; 0: unknown), so that a name repeated costs nothing. A stack
+// pointer of 0 is where the frame's stack starts as unwinders see it: the cfa of the nearest
+// stack frame inner to it (inlined and artificial frames have no stack of their own), or the
+// innermost frame's stack pointer; so a debugger that knows each frame's cfa need give only the
+// innermost frame's. On error @thread is left with no native frames.
+enum pyu_native_field {
+	PYU_NATIVE_PC,
+	PYU_NATIVE_SP,
+	PYU_NATIVE_CFA,
+	PYU_NATIVE_LINE,
+	PYU_NATIVE_KIND,
+	PYU_NATIVE_FUNCTION,
+	PYU_NATIVE_LIBRARY,
+	PYU_NATIVE_FILE,
+	PYU_NATIVE_FIELDS
+};
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_frames(struct pyu_stacks *s, uint32_t thread,
+							  const uint64_t *frames, uint32_t count,
+							  const char *const *strings,
+							  uint32_t string_count);
 // Records why the native frames of @thread could not be had (shown instead of them).
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message);

@@ -7,6 +7,7 @@
 # pyunwind/__init__.py, so a user's `mypy --strict` (which checks every module of an
 # imported package found on MYPYPATH) is not told about this file's insides.
 # mypy: ignore-errors
+import array
 import ctypes
 import os
 import threading
@@ -158,6 +159,9 @@ class Library(object):
                                                 ctypes.c_uint64, ctypes.c_uint64,
                                                 ctypes.c_char_p, ctypes.c_char_p,
                                                 ctypes.c_char_p, ctypes.c_int64]),
+            "pyu_stacks_set_native_frames": (P, [P, ctypes.c_uint32, P, ctypes.c_uint32,
+                                                 ctypes.POINTER(ctypes.c_char_p),
+                                                 ctypes.c_uint32]),
             "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
             "pyu_stacks_set_native_kind": (P, [P, ctypes.c_uint32, ctypes.c_uint32]),
             "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
@@ -404,19 +408,47 @@ class Stacks(_Handle):
         self.lib.check(fn(self.handle, *(args + (ctypes.byref(out),))))
         return self.lib.take_string(out)
 
-    def add_native_frames(self, thread, frames):
-        """Hands the core the native frames of snapshot thread @thread, innermost first:
-        (pc, sp, cfa, function, library, file, line[, kind]), unknowns None/0; kind:
-        NATIVE_INLINE, NATIVE_ARTIFICIAL (a frame the debugger made up for a tail call) or 0."""
-        lib = self.lib.lib
-        self.lib.check(lib.pyu_stacks_clear_native(self.handle, thread))
-        for frame in frames:
-            pc, sp, cfa, function, library, file, line = frame[:7]
-            self.lib.check(lib.pyu_stacks_add_native_frame(
-                self.handle, thread, pc or 0, sp or 0, cfa or 0, _enc(function),
-                _enc(library), _enc(file), line if line and line > 0 else -1))
-            if len(frame) > 7 and frame[7]:
-                self.lib.check(lib.pyu_stacks_set_native_kind(self.handle, thread, frame[7]))
+    def add_native_frames(self, threads):
+        """Hands the core the native frames of snapshot threads: (thread, frames) pairs, each
+        frame (pc, sp, cfa, function, library, file, line, kind), innermost first, unknowns
+        None/0; kind: NATIVE_INLINE, NATIVE_ARTIFICIAL (a frame the debugger made up for a
+        tail call) or 0. An sp of 0 beside a known cfa is where the frame's stack starts as
+        the core works it out (pyu_stacks_set_native_frames). Returns (thread, message) for
+        each thread the core refused. One call into the core a thread, the numbers of all
+        packed by `array` and each distinct name encoded once for all: a call a frame cost
+        4-5 us, ctypes arrays filled an element at a time as much, and a table a thread
+        cost more than the calls it saved where threads have few frames."""
+        index = {None: 0}
+        numbers = []
+        add = numbers.extend
+        spans = []
+        for thread, frames in threads:
+            spans.append((thread, len(numbers), len(frames)))
+            for pc, sp, cfa, function, library, file, line, kind in frames:
+                f = index.get(function)
+                if f is None:
+                    f = index[function] = len(index)
+                lib = index.get(library)
+                if lib is None:
+                    lib = index[library] = len(index)
+                p = index.get(file)
+                if p is None:
+                    p = index[file] = len(index)
+                add((pc or 0, sp or 0, cfa or 0, line if line and line > 0 else 0, kind or 0,
+                     f, lib, p))
+        packed = array.array("Q", numbers)
+        strings = [_enc(text) for text in index if text is not None]
+        table = (ctypes.c_char_p * len(strings))(*strings)
+        base, size = packed.buffer_info()[0], packed.itemsize
+        set_frames = self.lib.lib.pyu_stacks_set_native_frames
+        refused = []
+        for thread, start, count in spans:
+            try:
+                self.lib.check(set_frames(self.handle, thread, base + start * size, count,
+                                          table, len(strings)))
+            except PyunwindError as e:
+                refused.append((thread, str(e)))
+        return refused
 
     def set_native_error(self, thread, message):
         self.lib.check(self.lib.lib.pyu_stacks_set_native_error(self.handle, thread,
@@ -745,15 +777,18 @@ class Session(object):
         want = None if threads is None else set(threads) - self._native
         if want is not None and not want:
             return
+        unwound = []
         for tid, pthread_id, frames in view.native_threads():
             idx = stacks.find_thread(tid, pthread_id)
             if idx < 0 or idx in self._native or (want is not None and idx not in want):
                 continue
             try:
-                stacks.add_native_frames(idx, frames())
+                unwound.append((idx, frames()))
             except PyunwindError as e:
                 stacks.set_native_error(idx, str(e))
             self._native.add(idx)
+        for idx, message in stacks.add_native_frames(unwound):
+            stacks.set_native_error(idx, message)
 
     def native_text(self, view, level, tid=None, pthread_id=0):
         """The Python frames native frame @level of thread @tid (default: the selected one)

@@ -109,6 +109,64 @@ START_TEST(test_cut_stack)
 }
 END_TEST
 
+// A thread's frames in one call: strings by number, and a stack pointer of 0 taken from the cfa
+// of the nearest stack frame inner to it (an inlined or artificial frame has none of its own).
+START_TEST(test_frames_in_one_call)
+{
+	uint64_t markers[] = {0x8180, 0x8350};
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, markers, 2);
+	const char *strings[] = {"read", "libc.so.6", "inlined_helper", "python3",
+				 "_PyEval_EvalFrameDefault", "tail", "main"};
+	enum { READ = 1, LIBC, HELPER, PYTHON3, EVAL, TAIL, MAIN };
+#define F(pc, sp, cfa, kind, fn, lib) {pc, sp, cfa, 0, kind, fn, lib, 0}
+	uint64_t frames[][PYU_NATIVE_FIELDS] = {
+		F(0x1000, 0x8000, 0x8100, 0, READ, LIBC),                   // N0
+		F(0x1100, 0, 0x8200, PYU_NATIVE_INLINE, HELPER, PYTHON3),     // N1 [0x8100, 0x8200)
+		F(0x1200, 0, 0x8200, 0, EVAL, PYTHON3),                      // N2 [0x8100, 0x8200)
+		F(0x1300, 0, 0x8200, PYU_NATIVE_ARTIFICIAL, TAIL, PYTHON3),   // N3 [0x8200, 0x8200)
+		F(0x1400, 0, 0x8400, 0, EVAL, PYTHON3),                      // N4 [0x8200, 0x8400)
+		F(0x1500, 0, 0, 0, MAIN, PYTHON3),                           // N5 [0x8400, ...)
+	};
+#undef F
+	ck_assert_ptr_null(pyu_stacks_set_native_frames(s, 0, &frames[0][0], 6, strings, 7));
+	const struct pyu_thread_info *th = &s->threads[0];
+	ck_assert_uint_eq(th->native_count, 6);
+	uint64_t want_sp[] = {0x8000, 0x8100, 0x8100, 0x8200, 0x8200, 0x8400};
+	for (uint32_t k = 0; k < 6; k++)
+		ck_assert_uint_eq(th->native[k].sp, want_sp[k]);
+	ck_assert_str_eq(th->native[2].function, "_PyEval_EvalFrameDefault");
+	ck_assert_str_eq(th->native[0].library, "libc.so.6");
+	ck_assert_ptr_null(th->native[0].file);
+	ck_assert_int_eq(th->native[0].line, -1);
+	ck_assert(th->native[1].inlined && th->native[3].artificial && !th->native[4].inlined);
+	merged(s, true, true, "N0 N1 P0 N2 P1 N4 N5"); // an artificial frame is never shown
+
+	// Handed in again, the frames replace those before; a bad record leaves none.
+	frames[1][PYU_NATIVE_FUNCTION] = 8; // past the 7 strings
+	struct pyu_error *bad = pyu_stacks_set_native_frames(s, 0, &frames[0][0], 6, strings, 7);
+	ck_assert_ptr_nonnull(bad);
+	ck_assert_int_eq(pyu_error_code(bad), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(bad);
+	ck_assert_uint_eq(th->native_count, 0);
+	ck_assert(!th->native_known);
+	frames[1][PYU_NATIVE_FUNCTION] = HELPER;
+	frames[1][PYU_NATIVE_KIND] = 9; // no such kind
+	bad = pyu_stacks_set_native_frames(s, 0, &frames[0][0], 6, strings, 7);
+	ck_assert_ptr_nonnull(bad);
+	pyu_error_destroy(bad);
+	ck_assert_uint_eq(th->native_count, 0);
+	bad = pyu_stacks_set_native_frames(s, 1, &frames[0][0], 6, strings, 7); // no thread #1
+	ck_assert_int_eq(pyu_error_code(bad), PYU_ERR_NOT_FOUND);
+	pyu_error_destroy(bad);
+	bad = pyu_stacks_set_native_frames(s, 0, NULL, 6, strings, 7);
+	ck_assert_int_eq(pyu_error_code(bad), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(bad);
+	ck_assert_ptr_null(pyu_stacks_set_native_frames(s, 0, NULL, 0, NULL, 0));
+	ck_assert_uint_eq(th->native_count, 0);
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
 // Markers must go outward; one missing marker, or an unreadable Python frame, stops the merge.
 START_TEST(test_bad_markers)
 {
@@ -247,6 +305,7 @@ static Suite *native_suite(void)
 	TCase *tc = tcase_create("merge");
 	tcase_add_test(tc, test_entry_frames);
 	tcase_add_test(tc, test_inline_frames);
+	tcase_add_test(tc, test_frames_in_one_call);
 	tcase_add_test(tc, test_cut_stack);
 	tcase_add_test(tc, test_bad_markers);
 	tcase_add_test(tc, test_eval_symbol);
