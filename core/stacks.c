@@ -208,6 +208,8 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 		    strcmp(m->path, k->path) == 0 &&
 		    (!k->from_offsets || same_offsets(t, k->rt.runtime_addr, k))) {
 			*rt = k->rt;
+			if (!k->memo) // a second snapshot: code objects worth keeping from now on
+				k->memo = pyu_code_memo_create(&rt->layout);
 			*memo = k->memo;
 			*scratch = &k->scratch;
 			return NULL;
@@ -237,9 +239,10 @@ static struct pyu_error *find_runtime(struct pyu_target *t, struct pyu_runtime *
 		free(k); // 3.13+ without offsets that build: nothing to check against
 		return NULL;
 	}
-	k->memo = pyu_code_memo_create(&rt->layout);
+	// No code memo yet: most handles take one snapshot (a fresh handle a snapshot, a core),
+	// and making its table was a tenth of a fresh handle's 1,000-frame snapshot; the second
+	// snapshot makes it.
 	k->scratch = take_scratch();
-	*memo = k->memo;
 	*scratch = &k->scratch;
 	pyu_target_keep(t, k, kept_free);
 	return NULL;
