@@ -19,7 +19,6 @@ for _d in (os.path.join(_HERE, os.pardir, "python", "pyunwind"),):
 import pyunwind_core as core  # noqa: E402
 
 _CORE_FILE_RE = re.compile(r"^\s*`(.*)', file type", re.M)
-_ET_CORE = 4
 
 
 def _open_core_files():
@@ -37,13 +36,7 @@ def _open_core_files():
         if not path.startswith("/") or path in seen or path.startswith(("/dev/", "/proc/")):
             continue
         seen.add(path)
-        try:
-            with open(path, "rb") as f:
-                head = f.read(18)
-        except OSError:
-            continue
-        if head[:4] == b"\x7fELF" and len(head) == 18 and \
-                int.from_bytes(head[16:18], "little") == _ET_CORE:
+        if core.is_core_file(path):
             found.append(path)
     return found
 

@@ -28,7 +28,6 @@ import pyunwind_core as core  # noqa: E402
 # miss needs; 512 and 1,024 were measured too and were no faster. A core file's bytes are not.
 _LLDB_LIVE_READ_COST = (70, 20)
 
-_ET_CORE = 4
 _SYSROOT_RE = re.compile(r"^ *Sysroot: (.*\S)", re.M)
 _FILE_LIST_ITEM_RE = re.compile(r" *\[(\d+)\]: ")
 
@@ -73,13 +72,7 @@ def _mapped_core_files():
         if path in skip:
             continue
         skip.add(path)
-        try:
-            with open(path, "rb") as f:
-                head = f.read(18)
-        except OSError:
-            continue
-        if head[:4] == b"\x7fELF" and len(head) == 18 and \
-                int.from_bytes(head[16:18], "little") == _ET_CORE:
+        if core.is_core_file(path):
             found.append(path)
     return found
 

@@ -341,6 +341,22 @@ def _enc(text):
     return text.encode("utf-8", "surrogateescape") if text else None
 
 
+_ET_CORE = 4
+
+
+def is_core_file(path):
+    """Whether the file at @path starts as a little-endian ELF core does (e_type ET_CORE):
+    how the adapters tell, among the files their debugger has open or mapped, the core it
+    reads, which neither debugger's Python names. False when unreadable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(18)
+    except OSError:
+        return False
+    return head[:4] == b"\x7fELF" and len(head) == 18 and \
+        int.from_bytes(head[16:18], "little") == _ET_CORE
+
+
 class ProgressBar(object):
     """The command line's progress bar (core/cli/progress.c), for a debugger's long command:
     drawn on stderr only when it is a terminal, at most ten times a second, and only for work
