@@ -1380,10 +1380,7 @@ class Target:
         except BaseException:
             self._destroy(stacks)
             raise
-        self._taken += 1
-        snap._serial = self._taken
-        self._snapshots[snap._serial] = weakref.ref(snap)
-        return snap
+        return self._register(snap)
 
     def _collect(self, locals: bool, native: Union[bool, str], activity: bool,
                  bounds: List[Tuple[int, int]], details: bool, limit: int) -> Snapshot:
@@ -1419,6 +1416,11 @@ class Target:
         except BaseException:
             self._destroy(stacks)
             raise
+        return self._register(snap)
+
+    def _register(self, snap: Snapshot) -> Snapshot:
+        """@snap numbered and kept (weakly) among the target's snapshots, which close()
+        reaches."""
         self._taken += 1
         snap._serial = self._taken
         self._snapshots[snap._serial] = weakref.ref(snap)
