@@ -193,6 +193,18 @@ def repeat_case(py):
     return go
 
 
+def copy_over(src_path, path):
+    """The file at @src_path copied to @path: in place when @path exists (the same inode),
+    else a new executable file."""
+    if os.path.exists(path):
+        with open(src_path, "rb") as src, open(path, "r+b") as dst:
+            shutil.copyfileobj(src, dst)
+            dst.truncate()
+    else:
+        shutil.copyfile(src_path, path)
+        os.chmod(path, 0o755)
+
+
 def static_interpreters():
     """Interpreters of the whole matrix whose executable holds the runtime (no libpython:
     what the library keeps of an interpreter file between handles is of that file), one per
@@ -224,13 +236,7 @@ def one_path_case():
         inode = None
         for py in (a, b, a):
             prefix = run([py.path, "-c", "import sys; print(sys.prefix)"])[1].strip()
-            if os.path.exists(path):
-                with open(py.path, "rb") as src, open(path, "r+b") as dst:
-                    shutil.copyfileobj(src, dst)  # in place: the same inode
-                    dst.truncate()
-            else:
-                shutil.copyfile(py.path, path)
-                os.chmod(path, 0o755)
+            copy_over(py.path, path)
             st = os.stat(path)
             assert inode in (None, st.st_ino), "the copy is another inode"
             inode = st.st_ino
@@ -271,13 +277,7 @@ def non_pie_case():
         path = os.path.join(bindir, "python3")
         for py in (a, b, a):
             prefix = run([py.path, "-c", "import sys; print(sys.prefix)"])[1].strip()
-            if os.path.exists(path):
-                with open(py.path, "rb") as src, open(path, "r+b") as dst:
-                    shutil.copyfileobj(src, dst)  # in place: the same inode
-                    dst.truncate()
-            else:
-                shutil.copyfile(py.path, path)
-                os.chmod(path, 0o755)
+            copy_over(py.path, path)
             for _ in range(2):
                 with Target(py, "scenario", command=[path],
                             env={"PYTHONHOME": prefix}) as t:
