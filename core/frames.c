@@ -79,6 +79,19 @@ static struct pyu_error *push_error_from(struct pyu_thread_info *th, uint32_t *c
 	return e;
 }
 
+// The walk's index of the code object at @code, or -1 with an error frame for the frame at
+// @addr in its place (the walk goes on past it); an error only when that could not be pushed.
+static struct pyu_error *code_or_error_frame(struct pyu_walk *w, struct pyu_thread_info *th,
+					     uint32_t *cap, uint64_t addr, uint64_t code,
+					     int32_t *index)
+{
+	struct pyu_error *err = pyu_code_get(w, code, index);
+	if (!err)
+		return NULL;
+	*index = -1;
+	return push_error_from(th, cap, addr, err);
+}
+
 // Brent's cycle detection over the frame addresses of one chain.
 struct cycle {
 	uint64_t saved;
@@ -203,11 +216,10 @@ static struct pyu_error *walk_frame_objects(struct pyu_walk *w, uint64_t addr,
 		int32_t lasti = pyu_get_i32(buf, l->frame.f_lasti);
 		uint64_t next = pyu_get_u64(buf, l->frame.f_back);
 		int32_t index;
-		err = pyu_code_get(w, code, &index);
-		if (err) {
-			err = push_error_from(th, cap, addr, err);
-			if (err)
-				return err;
+		err = code_or_error_frame(w, th, cap, addr, code, &index);
+		if (err)
+			return err;
+		if (index < 0) {
 			addr = next;
 			continue;
 		}
@@ -792,11 +804,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		int32_t index = last_index;
 		if (code != last_code || last_index < 0) {
-			err = pyu_code_get(w, code, &index);
-			if (err) {
-				err = push_error_from(th, cap, addr, err);
-				if (err)
-					return err;
+			err = code_or_error_frame(w, th, cap, addr, code, &index);
+			if (err)
+				return err;
+			if (index < 0) {
 				addr = next;
 				continue;
 			}
