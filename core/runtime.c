@@ -6,7 +6,6 @@
 // disk through their local path, so the same code serves live processes and core files.
 #include <ctype.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 
 #include "elf.h"
+#include "file_kept.h"
 #include "runtime.h"
 #include "symbols.h"
 
@@ -303,48 +303,7 @@ static void examine(const struct file_facts *ff, uint64_t bias, const char *name
 // (headers, dynamic symbols: 115 KB for Debian's python3.15) was a fifth of such a handle's
 // time. An entry serves only a file of the same device, inode, size and times (stat() of the
 // path at each use), so a file replaced or rewritten in place is examined again.
-#define FACTS_KEPT 8
-static struct kept_facts {
-	bool used;
-	uint64_t last; // kept_clock when last used: the least recent is replaced
-	struct pyu_file_id id;
-	struct file_facts facts;
-} kept_facts[FACTS_KEPT];
-static uint64_t kept_clock;
-static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool facts_kept(const struct pyu_file_id *id, struct file_facts *ret)
-{
-	bool hit = false;
-	pthread_mutex_lock(&kept_lock);
-	for (size_t i = 0; i < FACTS_KEPT && !hit; i++) {
-		struct kept_facts *k = &kept_facts[i];
-		if (k->used && pyu_file_id_equal(&k->id, id)) {
-			*ret = k->facts;
-			k->last = ++kept_clock;
-			hit = true;
-		}
-	}
-	pthread_mutex_unlock(&kept_lock);
-	return hit;
-}
-
-static void keep_facts(const struct pyu_file_id *id, const struct file_facts *ff)
-{
-	pthread_mutex_lock(&kept_lock);
-	struct kept_facts *victim = &kept_facts[0];
-	for (size_t i = 0; i < FACTS_KEPT; i++) {
-		struct kept_facts *k = &kept_facts[i];
-		if (k->used && pyu_file_id_equal(&k->id, id)) {
-			victim = k;
-			break;
-		}
-		if (!k->used || (victim->used && k->last < victim->last))
-			victim = k;
-	}
-	*victim = (struct kept_facts){true, ++kept_clock, *id, *ff};
-	pthread_mutex_unlock(&kept_lock);
-}
+PYU_KEPT_TABLE(kept_facts, 8, struct file_facts);
 
 static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, struct found *f,
 			 char *errs, size_t errs_len)
@@ -354,7 +313,7 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 	struct pyu_error *err = NULL;
 	// A live process's executable, its identity from /proc/PID/exe (the very file it runs):
 	// facts kept of that file need neither the file here nor a look at it (two stat()s).
-	if (!pyu_target_exe_id(t, m, &id) || !facts_kept(&id, &ff)) {
+	if (!pyu_target_exe_id(t, m, &id) || !pyu_kept_get(&kept_facts, &id, &ff)) {
 		// A local file of another build (a core from another machine, a library updated
 		// since) would give wrong addresses: leave it to the in-memory route.
 		if (!pyu_target_file_matches(t, m)) {
@@ -362,14 +321,14 @@ static void examine_file(struct pyu_target *t, const struct pyu_mapping *m, stru
 				"target's (build IDs differ); ", m->path);
 			return;
 		}
-		if (!pyu_file_id(m->local_path, &id) || !facts_kept(&id, &ff)) {
+		if (!pyu_file_id(m->local_path, &id) || !pyu_kept_get(&kept_facts, &id, &ff)) {
 			struct pyu_symsrc src = {0};
 			err = pyu_elf_open(m->local_path, &src.elf);
 			if (!err) {
 				file_facts(&src, &ff);
 				pyu_elf_load_info(src.elf, &ff.load);
 				pyu_elf_file_id(src.elf, &id); // what was read, whatever the path is now
-				keep_facts(&id, &ff);
+				pyu_kept_put(&kept_facts, &id, &ff, sizeof(ff));
 				pyu_elf_close(src.elf);
 			}
 		}

@@ -6,12 +6,12 @@
 
 #include "bytes.h"
 #include "elf.h"
+#include "file_kept.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,52 +352,13 @@ static void copy_lines(struct exe_lines *lines, const char *text, size_t len)
 // time moves), and its lines are read again. Only the executable's own lines are kept, and
 // the anonymous one right past them (the rest of its .bss); the heap's and the libraries'
 // are placed anew in each process.
-#define EXES_KEPT 4
-static struct kept_exe {
-	bool used;
-	uint64_t last; // kept_exe_clock when last used: the least recent is replaced
-	struct pyu_file_id id;
-	struct exe_lines lines;
-} kept_exes[EXES_KEPT];
-static uint64_t kept_exe_clock;
-static pthread_mutex_t kept_exe_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool exe_lines_kept(const struct pyu_file_id *id, struct exe_lines *ret)
-{
-	bool hit = false;
-	pthread_mutex_lock(&kept_exe_lock);
-	for (size_t i = 0; i < EXES_KEPT && !hit; i++) {
-		struct kept_exe *k = &kept_exes[i];
-		if (k->used && pyu_file_id_equal(&k->id, id)) {
-			ret->len = k->lines.len;
-			memcpy(ret->text, k->lines.text, k->lines.len);
-			k->last = ++kept_exe_clock;
-			hit = true;
-		}
-	}
-	pthread_mutex_unlock(&kept_exe_lock);
-	return hit;
-}
+PYU_KEPT_TABLE(kept_exes, 4, struct exe_lines);
 
 static void keep_exe_lines(const struct pyu_file_id *id, const char *text, size_t len)
 {
-	pthread_mutex_lock(&kept_exe_lock);
-	struct kept_exe *victim = &kept_exes[0];
-	for (size_t i = 0; i < EXES_KEPT; i++) {
-		struct kept_exe *k = &kept_exes[i];
-		if (k->used && pyu_file_id_equal(&k->id, id)) {
-			victim = k;
-			break;
-		}
-		if (!k->used || (victim->used && k->last < victim->last))
-			victim = k;
-	}
-	victim->used = true;
-	victim->last = ++kept_exe_clock;
-	victim->id = *id;
-	victim->lines.len = len;
-	memcpy(victim->lines.text, text, len);
-	pthread_mutex_unlock(&kept_exe_lock);
+	struct exe_lines kept = {.len = len};
+	memcpy(kept.text, text, len);
+	pyu_kept_put(&kept_exes, id, &kept, offsetof(struct exe_lines, text) + len);
 }
 
 // Whether @t's mapping @i starts where @line (ended by a newline) says.
@@ -719,7 +680,7 @@ static struct pyu_error *open_maps_prefix(struct pyu_target *t, int pid)
 	}
 	struct pyu_error *err = NULL;
 	bool exec = false;
-	if (have_exe && exe_lines_kept(&id, lines)) {
+	if (have_exe && pyu_kept_get(&kept_exes, &id, lines)) {
 		err = add_maps_text(t, lines->text, lines->len, false);
 		// The first line must still hold an ET_EXEC header where the kept line says.
 		if (!err)
