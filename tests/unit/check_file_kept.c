@@ -1,10 +1,10 @@
 // check_file_kept.c - values kept by a file's identity (file_kept.c), as the interpreter's
 // facts (runtime.c) and a non-PIE executable's map lines (target_proc.c) use them.
-#include <pthread.h>
 #include <string.h>
 
 #include "checkmain.h"
 #include "file_kept.h"
+#include "threads.h"
 
 struct value {
 	size_t len;
@@ -108,16 +108,7 @@ static void *churn(void *arg)
 
 START_TEST(test_concurrent)
 {
-	pthread_t th[4];
-	for (uintptr_t i = 0; i < 4; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, churn, (void *)i), 0);
-	uintptr_t wrong = 0;
-	for (size_t i = 0; i < 4; i++) {
-		void *ret;
-		ck_assert_int_eq(pthread_join(th[i], &ret), 0);
-		wrong += (uintptr_t)ret;
-	}
-	ck_assert_uint_eq(wrong, 0);
+	ck_assert_uint_eq(run_threads(churn, 4), 0);
 }
 END_TEST
 

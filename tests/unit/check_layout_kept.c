@@ -7,6 +7,7 @@
 #include "layout.h"
 
 #include "dbgoffsets.h"
+#include "threads.h"
 
 static void set_word(uint8_t *buf, size_t word, uint64_t v)
 {
@@ -74,16 +75,7 @@ START_TEST(test_debug_offsets_concurrent)
 	ck_assert_int_eq(blocks[3].l.tstate.current_frame, 96);
 	ck_assert_msg(strstr(blocks[3].notes, "thread_state.current_frame"), "%s",
 		      blocks[3].notes);
-	pthread_t th[CONCURRENT_THREADS];
-	for (uintptr_t i = 0; i < CONCURRENT_THREADS; i++)
-		ck_assert_int_eq(pthread_create(&th[i], NULL, parse_blocks, (void *)i), 0);
-	uintptr_t wrong = 0;
-	for (size_t i = 0; i < CONCURRENT_THREADS; i++) {
-		void *ret;
-		ck_assert_int_eq(pthread_join(th[i], &ret), 0);
-		wrong += (uintptr_t)ret;
-	}
-	ck_assert_uint_eq(wrong, 0);
+	ck_assert_uint_eq(run_threads(parse_blocks, CONCURRENT_THREADS), 0);
 }
 END_TEST
 
