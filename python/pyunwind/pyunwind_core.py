@@ -652,7 +652,9 @@ class DebuggerView(object):
     def native_threads(self):
         """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
         unwinds it: (pc, sp, cfa, function, library, file, line, kind) per frame, innermost
-        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0)."""
+        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0). The
+        pthread id may be a callable that gives it: it is asked for only when the kernel tid
+        (0 when unknown) finds no snapshot thread."""
         raise NotImplementedError
 
     def interrupted(self):
@@ -819,7 +821,14 @@ class Session(object):
             return
         unwound = []
         for tid, pthread_id, frames in view.native_threads():
-            idx = stacks.find_thread(tid, pthread_id)
+            # The kernel's id first: a debugger's pthread id may cost more to ask for than
+            # the lookup (gdb without libthread_db raises for it) and is asked only when the
+            # kernel's id finds no thread.
+            idx = stacks.find_thread(tid, 0) if tid else -1
+            if idx < 0:
+                pthread_id = pthread_id() if callable(pthread_id) else pthread_id
+                if pthread_id:
+                    idx = stacks.find_thread(tid, pthread_id)
             if idx < 0 or idx in self._native or (want is not None and idx not in want):
                 continue
             try:
