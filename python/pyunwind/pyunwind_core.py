@@ -371,12 +371,19 @@ _ET_CORE = 4
 def is_core_file(path):
     """Whether the file at @path starts as a little-endian ELF core does (e_type ET_CORE):
     how the adapters tell, among the files their debugger has open or mapped, the core it
-    reads, which neither debugger's Python names. False when unreadable."""
+    reads, which neither debugger's Python names. False when unreadable. Read with the
+    system's calls, not a file object (lldb looks at twenty files a command: 8 us each, 4);
+    a FIFO among them does not block the open."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(18)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        head = os.read(fd, 18)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return head[:4] == b"\x7fELF" and len(head) == 18 and \
         int.from_bytes(head[16:18], "little") == _ET_CORE
 
