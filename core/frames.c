@@ -361,7 +361,14 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 		return;
 	}
 	memcpy(sf->sorted, sf->addrs, sf->n * sizeof(*sf->sorted));
-	qsort(sf->sorted, sf->n, sizeof(*sf->sorted), cmp_u64);
+	// Frames rise within a chunk, so a data stack of one chunk (nearly every thread's) is
+	// listed in order already: sorting it anyway was 40% of a snapshot's instructions (100
+	// threads x 50 frames, qsort's 280 calls of cmp_u64 a thread).
+	bool ordered = true;
+	for (size_t k = 1; k < sf->n && ordered; k++)
+		ordered = sf->sorted[k - 1] < sf->sorted[k];
+	if (!ordered)
+		qsort(sf->sorted, sf->n, sizeof(*sf->sorted), cmp_u64);
 }
 
 static bool in_stack(const struct stack_frames *sf, uint64_t addr)

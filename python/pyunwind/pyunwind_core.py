@@ -65,6 +65,115 @@ def _candidate_libraries(adapter_dir):
     yield os.path.join(here, os.pardir, os.pardir, os.pardir, "lib", "pyunwind", "libpyunwind.so")
 
 
+# What ctypes is told of each function (result, arguments), by name: read when the function is
+# first asked for (_Functions).
+_P = ctypes.c_void_p
+_PP = ctypes.POINTER(ctypes.c_void_p)
+_SIGNATURES = {
+    "pyu_abi_version": (ctypes.c_uint32, []),
+    "pyu_error_message": (ctypes.c_char_p, [_P]),
+    "pyu_error_code": (ctypes.c_int32, [_P]),
+    "pyu_error_destroy": (None, [_P]),
+    "pyu_free": (None, [_P]),
+    "pyu_target_open_pid": (_P, [ctypes.c_int32, _PP]),
+    "pyu_target_open_core": (_P, [ctypes.c_char_p, ctypes.c_char_p, _PP]),
+    "pyu_target_open_callback": (_P, [READ_FN, _P, _PP]),
+    "pyu_target_set_read_cost": (None, [_P, ctypes.c_uint32, ctypes.c_uint32]),
+    "pyu_target_add_mapping": (_P, [_P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
+                                    ctypes.c_uint32, ctypes.c_char_p]),
+    "pyu_target_add_thread": (_P, [_P, ctypes.c_int64]),
+    "pyu_target_syscall_registers": (ctypes.c_char_p, [_P]),
+    "pyu_target_set_thread_registers": (_P, [_P, ctypes.c_int64,
+                                             ctypes.POINTER(ctypes.c_uint64),
+                                             ctypes.c_uint32]),
+    "pyu_target_set_auxv": (_P, [_P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]),
+    "pyu_target_add_path_map": (_P, [_P, ctypes.c_char_p, ctypes.c_char_p]),
+    "pyu_target_set_sysroot": (_P, [_P, ctypes.c_char_p]),
+    "pyu_target_add_search_dir": (_P, [_P, ctypes.c_char_p]),
+    "pyu_target_set_cwd": (_P, [_P, ctypes.c_char_p]),
+    "pyu_target_destroy": (None, [_P]),
+    "pyu_target_backend_reads": (ctypes.c_uint64, [_P]),
+    "pyu_target_cached_reads": (ctypes.c_uint64, [_P]),
+    "pyu_target_track_reads": (None, [_P]),
+    "pyu_target_memory_changed": (_P, [_P, ctypes.POINTER(ctypes.c_uint32)]),
+    "pyu_stacks_collect": (_P, [_P, _PP]),
+    "pyu_stacks_destroy": (None, [_P]),
+    "pyu_stacks_thread_count": (ctypes.c_uint32, [_P]),
+    "pyu_stacks_find_thread": (ctypes.c_int32, [_P, ctypes.c_int64, ctypes.c_uint64]),
+    "pyu_stacks_frame_count": (ctypes.c_uint32, [_P, ctypes.c_uint32]),
+    "pyu_format_bt": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, _PP]),
+    "pyu_format_line": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, _PP]),
+    "pyu_format_list": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64,
+                             ctypes.c_int64, _PP]),
+    "pyu_stacks_set_limit": (_P, [_P, ctypes.c_uint32, ctypes.c_uint64]),
+    "pyu_format_locals": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                               _PP]),
+    "pyu_format_print": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p,
+                              ctypes.c_uint32, _PP]),
+    "pyu_stacks_add_native_frame": (_P, [_P, ctypes.c_uint32, ctypes.c_uint64,
+                                         ctypes.c_uint64, ctypes.c_uint64,
+                                         ctypes.c_char_p, ctypes.c_char_p,
+                                         ctypes.c_char_p, ctypes.c_int64]),
+    "pyu_stacks_set_native_frames": (_P, [_P, ctypes.c_uint32, _P, ctypes.c_uint32,
+                                          ctypes.POINTER(ctypes.c_char_p),
+                                          ctypes.c_uint32]),
+    "pyu_stacks_set_native_error": (_P, [_P, ctypes.c_uint32, ctypes.c_char_p]),
+    "pyu_stacks_set_native_kind": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32]),
+    "pyu_stacks_clear_native": (_P, [_P, ctypes.c_uint32]),
+    "pyu_format_native_frame": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, _PP]),
+    "pyu_stacks_frame_steps": (_P, [_P, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64),
+                                    ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]),
+    "pyu_stacks_level_step": (ctypes.c_int64, [_P, ctypes.c_uint32, ctypes.c_uint32]),
+    "pyu_stacks_cython_string": (ctypes.c_char_p, [_P, ctypes.c_uint32, ctypes.c_uint32,
+                                                   ctypes.c_uint32]),
+    "pyu_stacks_cython_line": (ctypes.c_int64, [_P, ctypes.c_uint32, ctypes.c_uint32]),
+    "pyu_format_cython_frame": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
+                                     ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
+                                     _PP]),
+    "pyu_format_tasks": (_P, [_P, ctypes.c_int32, ctypes.c_uint32, _PP]),
+    "pyu_format_task_frame": (_P, [_P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                   ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
+                                   ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
+                                   _PP]),
+    "pyu_format_heap": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+                             ctypes.c_uint32, _PP]),
+    "pyu_format_heap_referrers": (_P, [_P, ctypes.c_uint64, ctypes.c_uint32, _PP]),
+    "pyu_format_heap_path": (_P, [_P, ctypes.c_uint64, ctypes.c_uint32, _PP]),
+    "pyu_stacks_set_progress": (None, [_P, PROGRESS_FN, _P]),
+}
+
+
+class _Functions(object):
+    """The library's functions by name, each given its prototype from _SIGNATURES when first
+    asked for, not all at once: a debugger's first command loads the library, and declaring
+    all fifty cost 0.3-0.5 ms of it, most for functions the command never calls. A function
+    the table does not list keeps ctypes' defaults for its caller to set. One the library
+    lacks raises _NotUsable (an AttributeError too): the library is not the one this binding
+    was written for, which the ABI version check at load should already have said."""
+
+    def __init__(self, cdll, path):
+        self._cdll = cdll
+        self._path = path
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            fn = getattr(self._cdll, name)
+        except AttributeError as e:
+            raise _NotUsable("%s is not a usable libpyunwind (%s); rebuild pyunwind"
+                             % (self._path, e))
+        sig = _SIGNATURES.get(name)
+        if sig is not None:
+            fn.restype, fn.argtypes = sig
+        setattr(self, name, fn)  # found in the instance from now on, without this call
+        return fn
+
+
+class _NotUsable(PyunwindError, AttributeError):
+    pass
+
+
 class Library(object):
     """The loaded libpyunwind with typed functions. Loaded once per debugger process."""
 
@@ -99,97 +208,12 @@ class Library(object):
             raise PyunwindError("cannot find libpyunwind.so (set PYUNWIND_LIB); tried: "
                                 + ", ".join(tried))
         self.path = path
-        try:
-            self._declare(lib)
-        except AttributeError as e:
-            raise PyunwindError("%s is not a usable libpyunwind (%s); rebuild pyunwind"
-                                % (path, e))
-        abi = lib.pyu_abi_version()
+        functions = _Functions(lib, path)
+        abi = functions.pyu_abi_version()
         if abi != ABI_VERSION:
             raise PyunwindError("%s has ABI version %d, this adapter needs %d; rebuild or "
                                 "reinstall pyunwind" % (path, abi, ABI_VERSION))
-        self.lib = lib
-
-    @staticmethod
-    def _declare(lib):
-        P = ctypes.c_void_p
-        PP = ctypes.POINTER(ctypes.c_void_p)
-        sigs = {
-            "pyu_abi_version": (ctypes.c_uint32, []),
-            "pyu_error_message": (ctypes.c_char_p, [P]),
-            "pyu_error_code": (ctypes.c_int32, [P]),
-            "pyu_error_destroy": (None, [P]),
-            "pyu_free": (None, [P]),
-            "pyu_target_open_pid": (P, [ctypes.c_int32, PP]),
-            "pyu_target_open_core": (P, [ctypes.c_char_p, ctypes.c_char_p, PP]),
-            "pyu_target_open_callback": (P, [READ_FN, P, PP]),
-            "pyu_target_set_read_cost": (None, [P, ctypes.c_uint32, ctypes.c_uint32]),
-            "pyu_target_add_mapping": (P, [P, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64,
-                                           ctypes.c_uint32, ctypes.c_char_p]),
-            "pyu_target_add_thread": (P, [P, ctypes.c_int64]),
-            "pyu_target_syscall_registers": (ctypes.c_char_p, [P]),
-            "pyu_target_set_thread_registers": (P, [P, ctypes.c_int64,
-                                                    ctypes.POINTER(ctypes.c_uint64),
-                                                    ctypes.c_uint32]),
-            "pyu_target_set_auxv": (P, [P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]),
-            "pyu_target_add_path_map": (P, [P, ctypes.c_char_p, ctypes.c_char_p]),
-            "pyu_target_set_sysroot": (P, [P, ctypes.c_char_p]),
-            "pyu_target_add_search_dir": (P, [P, ctypes.c_char_p]),
-            "pyu_target_set_cwd": (P, [P, ctypes.c_char_p]),
-            "pyu_target_destroy": (None, [P]),
-            "pyu_target_backend_reads": (ctypes.c_uint64, [P]),
-            "pyu_target_cached_reads": (ctypes.c_uint64, [P]),
-            "pyu_target_track_reads": (None, [P]),
-            "pyu_target_memory_changed": (P, [P, ctypes.POINTER(ctypes.c_uint32)]),
-            "pyu_stacks_collect": (P, [P, PP]),
-            "pyu_stacks_destroy": (None, [P]),
-            "pyu_stacks_thread_count": (ctypes.c_uint32, [P]),
-            "pyu_stacks_find_thread": (ctypes.c_int32, [P, ctypes.c_int64, ctypes.c_uint64]),
-            "pyu_stacks_frame_count": (ctypes.c_uint32, [P, ctypes.c_uint32]),
-            "pyu_format_bt": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, PP]),
-            "pyu_format_line": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, PP]),
-            "pyu_format_list": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int64,
-                                    ctypes.c_int64, PP]),
-            "pyu_stacks_set_limit": (P, [P, ctypes.c_uint32, ctypes.c_uint64]),
-            "pyu_format_locals": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                                      PP]),
-            "pyu_format_print": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_char_p,
-                                     ctypes.c_uint32, PP]),
-            "pyu_stacks_add_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint64,
-                                                ctypes.c_uint64, ctypes.c_uint64,
-                                                ctypes.c_char_p, ctypes.c_char_p,
-                                                ctypes.c_char_p, ctypes.c_int64]),
-            "pyu_stacks_set_native_frames": (P, [P, ctypes.c_uint32, P, ctypes.c_uint32,
-                                                 ctypes.POINTER(ctypes.c_char_p),
-                                                 ctypes.c_uint32]),
-            "pyu_stacks_set_native_error": (P, [P, ctypes.c_uint32, ctypes.c_char_p]),
-            "pyu_stacks_set_native_kind": (P, [P, ctypes.c_uint32, ctypes.c_uint32]),
-            "pyu_stacks_clear_native": (P, [P, ctypes.c_uint32]),
-            "pyu_format_native_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, PP]),
-            "pyu_stacks_frame_steps": (P, [P, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64),
-                                           ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32)]),
-            "pyu_stacks_level_step": (ctypes.c_int64, [P, ctypes.c_uint32, ctypes.c_uint32]),
-            "pyu_stacks_cython_string": (ctypes.c_char_p, [P, ctypes.c_uint32, ctypes.c_uint32,
-                                                           ctypes.c_uint32]),
-            "pyu_stacks_cython_line": (ctypes.c_int64, [P, ctypes.c_uint32, ctypes.c_uint32]),
-            "pyu_format_cython_frame": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,
-                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_uint32,
-                                            PP]),
-            "pyu_format_tasks": (P, [P, ctypes.c_int32, ctypes.c_uint32, PP]),
-            "pyu_format_task_frame": (P, [P, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
-                                          ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64,
-                                          ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint32),
-                                          PP]),
-            "pyu_format_heap": (P, [P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
-                                    ctypes.c_uint32, PP]),
-            "pyu_format_heap_referrers": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
-            "pyu_format_heap_path": (P, [P, ctypes.c_uint64, ctypes.c_uint32, PP]),
-            "pyu_stacks_set_progress": (None, [P, PROGRESS_FN, P]),
-        }
-        for name, (res, args) in sigs.items():
-            fn = getattr(lib, name)
-            fn.restype = res
-            fn.argtypes = args
+        self.lib = functions
 
     def check(self, err):
         """Raises PyunwindError for a non-NULL struct pyu_error *, releasing it."""
@@ -347,12 +371,19 @@ _ET_CORE = 4
 def is_core_file(path):
     """Whether the file at @path starts as a little-endian ELF core does (e_type ET_CORE):
     how the adapters tell, among the files their debugger has open or mapped, the core it
-    reads, which neither debugger's Python names. False when unreadable."""
+    reads, which neither debugger's Python names. False when unreadable. Read with the
+    system's calls, not a file object (lldb looks at twenty files a command: 8 us each, 4);
+    a FIFO among them does not block the open."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(18)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
+    try:
+        head = os.read(fd, 18)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return head[:4] == b"\x7fELF" and len(head) == 18 and \
         int.from_bytes(head[16:18], "little") == _ET_CORE
 
@@ -628,7 +659,9 @@ class DebuggerView(object):
     def native_threads(self):
         """(kernel tid, pthread id, frames) for each thread of the debugger, where frames()
         unwinds it: (pc, sp, cfa, function, library, file, line, kind) per frame, innermost
-        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0)."""
+        first (kind: NATIVE_INLINE, NATIVE_ARTIFICIAL - made up for a tail call - or 0). The
+        pthread id may be a callable that gives it: it is asked for only when the kernel tid
+        (0 when unknown) finds no snapshot thread."""
         raise NotImplementedError
 
     def interrupted(self):
@@ -795,7 +828,14 @@ class Session(object):
             return
         unwound = []
         for tid, pthread_id, frames in view.native_threads():
-            idx = stacks.find_thread(tid, pthread_id)
+            # The kernel's id first: a debugger's pthread id may cost more to ask for than
+            # the lookup (gdb without libthread_db raises for it) and is asked only when the
+            # kernel's id finds no thread.
+            idx = stacks.find_thread(tid, 0) if tid else -1
+            if idx < 0:
+                pthread_id = pthread_id() if callable(pthread_id) else pthread_id
+                if pthread_id:
+                    idx = stacks.find_thread(tid, pthread_id)
             if idx < 0 or idx in self._native or (want is not None and idx not in want):
                 continue
             try:
