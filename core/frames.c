@@ -34,6 +34,19 @@ static struct pyu_error *grow_frames(struct pyu_thread_info *th, uint32_t *cap)
 	return NULL;
 }
 
+// Room for @want frames in all (no less than *cap already holds); only a hint: on failure
+// the walk grows the array as it goes, and fails there if memory is short.
+static void reserve_frames(struct pyu_thread_info *th, uint32_t *cap, uint64_t want)
+{
+	if (want <= *cap)
+		return;
+	struct pyu_frame_info *frames = realloc(th->frames, (size_t)want * sizeof(*frames));
+	if (frames) {
+		th->frames = frames;
+		*cap = (uint32_t)want;
+	}
+}
+
 static inline struct pyu_error *push_frame(struct pyu_thread_info *th,
 					   const struct pyu_frame_info *f, uint32_t *cap)
 {
@@ -65,6 +78,8 @@ static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, u
 	struct pyu_error *err = push_frame(th, &f, cap);
 	if (err)
 		free(f.reason);
+	else
+		th->frames_with_reason++;
 	return err;
 }
 
@@ -695,6 +710,17 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
+	// A copied data stack holds at most a frame per iframe.size bytes of it: room for those
+	// at once, not a doubling at every power of two (a 1,000-frame stack reallocated seven
+	// times, copying what it had, was a sixth of its walk's instructions).
+	if (copy && copy->n && l->iframe.size > 0) {
+		uint64_t bytes = 0;
+		for (unsigned k = 0; k < copy->n; k++)
+			bytes += copy->chunk[k].hi - copy->chunk[k].lo;
+		uint64_t most = (uint64_t)depth_bound(w) + 2 * PYU_TAIL_FRAMES + 16;
+		uint64_t want = bytes / (uint64_t)l->iframe.size + 16;
+		reserve_frames(th, cap, th->frame_count + (want < most ? want : most));
+	}
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
 		addr = sf->n ? sf->addrs[sf->n - 1] : 0;
