@@ -740,6 +740,19 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
+	// The layout's fields the loop reads for every frame, as locals: stores into the frames
+	// array would otherwise make the compiler fetch each one again per frame.
+	const size_t fsize = (size_t)l->iframe.size;
+	const int32_t o_code = l->iframe.code, o_previous = l->iframe.previous,
+		      o_owner = l->iframe.owner, o_ip = l->iframe.instr_ptr,
+		      o_frame_obj = l->iframe.frame_obj;
+	const int32_t first_foreign = l->owner_first_foreign, generator = l->owner_generator;
+	const uint64_t tag_mask = l->stackref_mask, adaptive = (uint64_t)l->code.code_adaptive;
+	const bool tlbc = l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD;
+	const bool skip_incomplete = l->skip_incomplete;
+	const bool linenos = st->traced && o_frame_obj != PYU_NO_FIELD &&
+			     l->frame.f_lineno != PYU_NO_FIELD;
+	const uint32_t bound = depth_bound(w);
 	struct cycle cyc = {0, 1, 0};
 	uint8_t space[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
@@ -788,10 +801,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
-		if (depth >= depth_bound(w) + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
+		if (depth >= bound + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
 			if (tailed)
 				return push_error(th, cap, addr, "depth limit of %u frames reached",
-						  depth_bound(w));
+						  bound);
 			bool end;
 			err = pass_bound(w, th, cap, &addr, l->iframe.previous, base_frame, &tailed,
 					 &end);
@@ -808,16 +821,16 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		const uint8_t *buf = copied(copy, addr, (size_t)l->iframe.size);
+		const uint8_t *buf = copied(copy, addr, fsize);
 		err = NULL;
 		if (!buf) {
-			err = pyu_target_read(w->t, addr, space, (size_t)l->iframe.size);
+			err = pyu_target_read(w->t, addr, space, fsize);
 			buf = space;
 		}
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
-		bool zeroed = !err && pyu_get_u64(buf, l->iframe.code) == 0 &&
-			      pyu_get_u64(buf, l->iframe.previous) == 0;
+		bool zeroed = !err && pyu_get_u64(buf, o_code) == 0 &&
+			      pyu_get_u64(buf, o_previous) == 0;
 		if ((err || zeroed) && can_resume) {
 			if (!sf->loaded)
 				load_stack_frames(w, st, sf);
@@ -845,11 +858,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
 		last = addr;
-		uint64_t next = pyu_get_u64(buf, l->iframe.previous);
-		uint8_t owner = buf[l->iframe.owner];
+		uint64_t next = pyu_get_u64(buf, o_previous);
+		uint8_t owner = buf[o_owner];
 		if (by_cframe)
 			cframe_ends = buf[l->iframe.is_entry] != 0;
-		if (l->owner_first_foreign >= 0 && owner >= l->owner_first_foreign) {
+		if (first_foreign >= 0 && owner >= first_foreign) {
 			if (by_entry)
 				mark_run(th, run_start, addr);
 			run_start = th->frame_count;
@@ -857,10 +870,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}
-		uint64_t bits = pyu_get_u64(buf, l->iframe.code);
-		uint64_t code = bits & ~l->stackref_mask;
+		uint64_t bits = pyu_get_u64(buf, o_code);
+		uint64_t code = bits & ~tag_mask;
 		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
-		if (l->stackref_mask && (bits & 2)) {
+		if (tag_mask && (bits & 2)) {
 			err = push_error(th, cap, addr,
 					 "frame at 0x%" PRIx64 ": f_executable 0x%" PRIx64
 					 " is a tagged %s, not a code object", addr, bits,
@@ -886,8 +899,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_offset = INT64_MIN;
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
-		uint64_t start = code + (uint64_t)l->code.code_adaptive;
-		if (l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD) {
+		uint64_t start = code + adaptive;
+		if (tlbc) {
 			err = tlbc_start(w, code, pyu_get_i32(buf, l->iframe.tlbc_index), &start);
 			if (err) {
 				err = push_error_from(th, cap, addr, err);
@@ -897,7 +910,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				continue;
 			}
 		}
-		uint64_t ip = pyu_get_u64(buf, l->iframe.instr_ptr);
+		uint64_t ip = pyu_get_u64(buf, o_ip);
 		int64_t q = (int64_t)(ip - start);
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
@@ -909,30 +922,29 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		// CPython hides frames still in their prologue (before RESUME).
-		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)last_first) {
+		if (skip_incomplete && owner != generator && q < 2 * (int64_t)last_first) {
 			addr = next;
 			continue;
 		}
-		struct pyu_frame_info f = {0};
-		f.kind = PYU_FRAME_PYTHON;
-		f.code = index;
-		f.frame_address = addr;
-		f.instruction_offset = q < 0 ? -1 : q;
-		f.entry_marker = by_cframe ? cframe : 0;
-		if (f.instruction_offset != last_offset) {
-			last_offset = f.instruction_offset;
+		int64_t offset = q < 0 ? -1 : q;
+		if (offset != last_offset) {
+			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
-		f.loc = last_loc;
-		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
-			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
-		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&
-		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
-			return &pyu_error_nomem;
-		err = push_frame(th, &f, cap);
-		if (err)
+		if (linenos) {
+			uint64_t frame_obj = pyu_get_u64(buf, o_frame_obj);
+			if (frame_obj && !note_lineno(w, th, th->frame_count,
+						      frame_obj + (uint64_t)l->frame.f_lineno))
+				return &pyu_error_nomem;
+		}
+		// Made in place (a frame built aside and copied in cost a third more).
+		if (th->frame_count == *cap && (err = grow_frames(th, cap)) != NULL)
 			return err;
+		struct pyu_frame_info *f = &th->frames[th->frame_count++];
+		*f = (struct pyu_frame_info){.kind = PYU_FRAME_PYTHON, .code = index,
+					     .loc = last_loc, .instruction_offset = offset,
+					     .frame_address = addr,
+					     .entry_marker = by_cframe ? cframe : 0};
 		addr = next;
 	}
 	if (resumed)
