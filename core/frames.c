@@ -503,11 +503,6 @@ static void prefetch_data_stack(struct pyu_walk *w, const struct pyu_frame_start
 
 #define COPY_CHUNKS 256               // chunks copied per thread
 #define COPY_BATCH_MAX (8u << 20)     // bytes copied for one batch of threads; the rest is read
-// A batch's data stacks of this many bytes or more are read straight into the copy, past the
-// page cache: a 1,000-frame stack (about 120 KB in 16 KB chunks) was read into the cache by
-// the snapshot's gathered read and copied out of it again, page by page. Below, the pages
-// ride along with that read, which costs less than a system call of their own.
-#define COPY_DIRECT_MIN (32u << 10)
 
 void pyu_stack_copy_clear(struct pyu_stack_copy *c)
 {
@@ -541,11 +536,11 @@ static inline const uint8_t *copied(struct pyu_stack_copy *c, uint64_t addr, siz
 }
 
 // Plans the copy of @st's data stack into @c (empty): its chunks' used parts, at most
-// PYU_PREFETCH_MAX bytes and *budget, which it lowers, each prefetched (unless @direct: read
-// past the cache). Returns the bytes to copy (c->chunk[].off from 0); copy_chunks() then
-// reads them. Cannot fail: what is left out is read by the walk, which reports what cannot be.
+// PYU_PREFETCH_MAX bytes and *budget, which it lowers, each prefetched. Returns the bytes to
+// copy (c->chunk[].off from 0); copy_chunks() then reads them. Cannot fail: what is left out
+// is read by the walk, which reports what cannot be.
 static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
-			struct pyu_stack_copy *c, uint64_t *budget, bool direct)
+			struct pyu_stack_copy *c, uint64_t *budget)
 {
 	uint64_t chunk = st->chunk, end = st->top;
 	uint64_t left = *budget < PYU_PREFETCH_MAX ? *budget : PYU_PREFETCH_MAX;
@@ -555,7 +550,7 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 		return 0;
 	for (unsigned k = 0; chunk && k < COPY_CHUNKS; k++) {
 		// The smallest chunk CPython makes, with an older chunk's header: one read.
-		if (k > 0 && !direct)
+		if (k > 0)
 			pyu_target_prefetch(w->t, chunk, MIN_CHUNK);
 		uint64_t hdr[3]; // previous, size, top (slots)
 		struct pyu_error *err = pyu_target_read(w->t, chunk, hdr, sizeof(hdr));
@@ -575,8 +570,7 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 			c->chunk = grown;
 			cap = n;
 		}
-		if (!direct)
-			pyu_target_prefetch(w->t, chunk, end - chunk); // nothing when in the cache
+		pyu_target_prefetch(w->t, chunk, end - chunk); // nothing when in the cache
 		c->chunk[c->n++] = (struct pyu_copied_chunk){chunk, end, total};
 		total += (size_t)(end - chunk);
 		left -= end - chunk;
@@ -601,58 +595,16 @@ static void copy_chunks(struct pyu_walk *w, struct pyu_stack_copy *c, uint8_t *d
 	}
 }
 
-// The chunks of the @n copies, all in @data, read past the cache (pyu_target_read_ranges).
-static void copy_chunks_direct(struct pyu_walk *w, struct pyu_stack_copy *copies, size_t n,
-			       uint8_t *data)
-{
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++)
-		m += copies[i].n;
-	uint64_t *addrs = malloc(m * sizeof(*addrs));
-	uint32_t *lens = malloc(m * sizeof(*lens));
-	unsigned char **outs = malloc(m * sizeof(*outs));
-	bool *ok = malloc(m * sizeof(*ok));
-	if (!addrs || !lens || !outs || !ok) {
-		free(addrs);
-		free(lens);
-		free(outs);
-		free(ok);
-		for (size_t i = 0; i < n; i++)
-			copy_chunks(w, &copies[i], data);
-		return;
-	}
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		copies[i].data = data;
-		for (unsigned j = 0; j < copies[i].n; j++, k++) {
-			const struct pyu_copied_chunk *ch = &copies[i].chunk[j];
-			addrs[k] = ch->lo;
-			lens[k] = (uint32_t)(ch->hi - ch->lo); // at most PYU_PREFETCH_MAX
-			outs[k] = data + ch->off;
-		}
-	}
-	pyu_target_read_ranges(w->t, addrs, lens, m, outs, ok);
-	k = 0;
-	for (size_t i = 0; i < n; i++)
-		for (unsigned j = 0; j < copies[i].n; j++, k++)
-			if (!ok[k]) // holds nothing: its frames are read (and reported) one by one
-				copies[i].chunk[j].hi = copies[i].chunk[j].lo;
-	free(addrs);
-	free(lens);
-	free(outs);
-	free(ok);
-}
-
 // Copies the data stacks of the @n threads of @starts into @copies, in the walk's scratch
-// memory when it has some (else in an allocation copies[0] owns); @direct: read past the cache,
-// else through it. Cannot fail: a thread left without a copy has its frames read one by one.
+// memory when it has some (else in an allocation copies[0] owns). Cannot fail: a thread left
+// without a copy has its frames read one by one.
 static void copy_data_stacks(struct pyu_walk *w, const struct pyu_frame_start *starts,
-			     struct pyu_stack_copy *copies, size_t n, bool direct)
+			     struct pyu_stack_copy *copies, size_t n)
 {
 	uint64_t budget = COPY_BATCH_MAX;
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		size_t len = plan_copy(w, &starts[i], &copies[i], &budget, direct);
+		size_t len = plan_copy(w, &starts[i], &copies[i], &budget);
 		for (unsigned k = 0; k < copies[i].n; k++)
 			copies[i].chunk[k].off += total;
 		total += len;
@@ -667,12 +619,6 @@ static void copy_data_stacks(struct pyu_walk *w, const struct pyu_frame_start *s
 		data = w->scratch->data;
 	} else if (total) {
 		data = copies[0].own = malloc(total);
-	}
-	if (w->scratch)
-		w->scratch->last = total;
-	if (data && direct) {
-		copy_chunks_direct(w, copies, n, data);
-		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (data)
@@ -978,7 +924,7 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 		return;
 	}
 	size_t k = 0;
-	uint64_t budget = PYU_PREFETCH_MAX, used = 0;
+	uint64_t budget = PYU_PREFETCH_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const struct pyu_frame_start *st = &starts[i];
 		if (!st->chunk || st->top <= st->chunk || st->top - st->chunk > budget)
@@ -986,18 +932,9 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 		addrs[k] = st->chunk;
 		lens[k++] = st->top - st->chunk;
 		budget -= st->top - st->chunk;
-		used += st->top - st->chunk;
 	}
-	// Data stacks of COPY_DIRECT_MIN bytes or more (these threads' newest chunks, or what the
-	// last walk copied) are read past the cache, their chunks' headers alone through it;
-	// less is read with the snapshot's other pages (one gathered read of a reused handle).
-	bool direct = pyu_target_gathers(w->t) &&
-		      (used >= COPY_DIRECT_MIN || (w->scratch && w->scratch->last >= COPY_DIRECT_MIN));
-	if (direct)
-		pyu_target_prefetch_scattered(w->t, addrs, k, CHUNK_DATA);
-	else
-		pyu_target_prefetch_ranges(w->t, addrs, lens, k);
-	copy_data_stacks(w, starts, copies, n, direct);
+	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
+	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;

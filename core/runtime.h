@@ -111,7 +111,6 @@ struct pyu_walk {
 struct pyu_scratch {
 	uint8_t *data;
 	size_t cap;
-	size_t last; // bytes of data stacks the last walk copied (frames.c: how to read them)
 };
 #define PYU_SCRATCH_KEPT (1u << 20) // bytes kept between snapshots; more is freed after a walk
 

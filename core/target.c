@@ -1105,42 +1105,6 @@ void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 	prefetch_gathered(t, addrs, lens, n, 0, PYU_CACHE_PAGES / 2);
 }
 
-bool pyu_target_gathers(const struct pyu_target *t)
-{
-	return t->backend_gather && !(t->direct && t->backend_view);
-}
-
-void pyu_target_read_ranges(struct pyu_target *t, const uint64_t *addrs, const uint32_t *lens,
-			    size_t n, unsigned char *const *outs, bool *ok)
-{
-	size_t i = 0;
-	unsigned fails = 0;
-	memset(ok, 0, n * sizeof(*ok));
-	while (pyu_target_gathers(t) && i < n && fails < PYU_GATHER_FAILS) {
-		size_t m = n - i < PYU_GATHER_MAX ? n - i : PYU_GATHER_MAX;
-		t->backend_reads++; // one system call, however many ranges
-		uint64_t got = t->backend_gather(t, addrs + i, lens + i, m, outs + i);
-		if (got > m)
-			got = 0;
-		for (size_t k = i; k < i + got; k++) {
-			ok[k] = true;
-			log_read(t, addrs[k], outs[k], lens[k]);
-		}
-		i += (size_t)got;
-		if (got < m) {
-			i++; // the range the read stopped at: below, alone
-			fails++;
-		}
-	}
-	for (size_t k = 0; k < n; k++) {
-		if (ok[k])
-			continue;
-		struct pyu_error *err = pyu_target_read(t, addrs[k], outs[k], lens[k]);
-		ok[k] = !err;
-		pyu_error_destroy(err);
-	}
-}
-
 bool pyu_target_peek_u64(const struct pyu_target *t, uint64_t addr, uint64_t *ret)
 {
 	uint64_t page = addr & ~(uint64_t)(PYU_PAGE_SIZE - 1);

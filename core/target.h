@@ -200,19 +200,6 @@ void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, 
 void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 				const uint64_t *lens, size_t n);
 
-// Whether the backend reads many ranges in one go (a live process): then
-// pyu_target_read_ranges() reads past the cache. Cannot fail.
-bool pyu_target_gathers(const struct pyu_target *t);
-
-// Reads each range [@addrs[i], @addrs[i] + @lens[i]) of the @n into @outs[i]: with a backend
-// that gathers, in one backend read per PYU_GATHER_MAX ranges, past the page cache (neither
-// looked up nor put there, nor noted among the pages a snapshot used: for what a walk copies
-// whole every time, a thread's data stack, which then is not read twice, into the cache and
-// out of it); a range that read leaves out, and every range with any other backend, through
-// pyu_target_read(). @ok[i]: whether range i was read whole. Cannot fail.
-void pyu_target_read_ranges(struct pyu_target *t, const uint64_t *addrs, const uint32_t *lens,
-			    size_t n, unsigned char *const *outs, bool *ok);
-
 // The little-endian u64 at @addr when the page cache holds it (true), without reading the
 // target or counting a read; false (*ret unchanged) otherwise. For following pointers through
 // what a prefetch brought in, to prefetch what they lead to. Cannot fail.
