@@ -937,17 +937,30 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t addr = starts[i].first;
+		uint64_t addr = starts[i].first, base = starts[i].base_frame;
+		const uint64_t size = (uint64_t)l->iframe.size;
+		const int32_t o_previous = l->iframe.previous;
+		struct pyu_stack_copy *c = &copies[i];
 		// Through copied and cached frames only, a bounded number of steps, to the first
 		// frame that is neither: the entry frame below the run.
-		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
-					 steps < PYU_MAX_FRAMES; steps++) {
+		for (unsigned steps = 0; addr && addr != base && steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
-			const uint8_t *p = copied(&copies[i], addr, (size_t)l->iframe.size);
+			// A run of frames within one copied chunk, in a tight loop: this walks every
+			// frame of every thread, a 1,000-deep stack's as often as its main walk.
+			const struct pyu_copied_chunk *ch = c->n ? &c->chunk[c->last] : NULL;
+			if (ch && addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr) {
+				const uint8_t *at = c->data + ch->off;
+				do {
+					addr = pyu_get_u64(at + (addr - ch->lo), o_previous);
+				} while (addr && addr != base && ++steps < PYU_MAX_FRAMES &&
+					 addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr);
+				if (!addr || addr == base || steps >= PYU_MAX_FRAMES)
+					break;
+			}
+			const uint8_t *p = copied(c, addr, (size_t)size);
 			if (p) {
-				prev = pyu_get_u64(p, l->iframe.previous);
-			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
-							&prev)) {
+				prev = pyu_get_u64(p, o_previous);
+			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)o_previous, &prev)) {
 				addrs[k++] = addr;
 				break;
 			}
