@@ -1119,7 +1119,10 @@ static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 	if (!t) {
 		if (PyErr_Occurred())
 			return NULL;
-		return PyObject_CallMethodObjArgs(target, keys[M_NEED_OPEN], NULL); // raises
+		Py_XDECREF(PyObject_CallMethodObjArgs(target, keys[M_NEED_OPEN], NULL)); // raises
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError, "the target has no handle");
+		return NULL;
 	}
 	if (drop_kept(target) < 0)
 		return NULL;
