@@ -34,6 +34,19 @@ static struct pyu_error *grow_frames(struct pyu_thread_info *th, uint32_t *cap)
 	return NULL;
 }
 
+// Room for @want frames in all (no less than *cap already holds); only a hint: on failure
+// the walk grows the array as it goes, and fails there if memory is short.
+static void reserve_frames(struct pyu_thread_info *th, uint32_t *cap, uint64_t want)
+{
+	if (want <= *cap)
+		return;
+	struct pyu_frame_info *frames = realloc(th->frames, (size_t)want * sizeof(*frames));
+	if (frames) {
+		th->frames = frames;
+		*cap = (uint32_t)want;
+	}
+}
+
 static inline struct pyu_error *push_frame(struct pyu_thread_info *th,
 					   const struct pyu_frame_info *f, uint32_t *cap)
 {
@@ -65,6 +78,8 @@ static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, u
 	struct pyu_error *err = push_frame(th, &f, cap);
 	if (err)
 		free(f.reason);
+	else
+		th->frames_with_reason++;
 	return err;
 }
 
@@ -690,6 +705,19 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
+	// The layout's fields the loop reads for every frame, as locals: stores into the frames
+	// array would otherwise make the compiler fetch each one again per frame.
+	const size_t fsize = (size_t)l->iframe.size;
+	const int32_t o_code = l->iframe.code, o_previous = l->iframe.previous,
+		      o_owner = l->iframe.owner, o_ip = l->iframe.instr_ptr,
+		      o_frame_obj = l->iframe.frame_obj;
+	const int32_t first_foreign = l->owner_first_foreign, generator = l->owner_generator;
+	const uint64_t tag_mask = l->stackref_mask, adaptive = (uint64_t)l->code.code_adaptive;
+	const bool tlbc = l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD;
+	const bool skip_incomplete = l->skip_incomplete;
+	const bool linenos = st->traced && o_frame_obj != PYU_NO_FIELD &&
+			     l->frame.f_lineno != PYU_NO_FIELD;
+	const uint32_t bound = depth_bound(w);
 	struct cycle cyc = {0, 1, 0};
 	uint8_t space[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
@@ -714,6 +742,17 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
+	// A copied data stack holds at most a frame per iframe.size bytes of it: room for those
+	// at once, not a doubling at every power of two (a 1,000-frame stack reallocated seven
+	// times, copying what it had, was a sixth of its walk's instructions).
+	if (copy && copy->n && l->iframe.size > 0) {
+		uint64_t bytes = 0;
+		for (unsigned k = 0; k < copy->n; k++)
+			bytes += copy->chunk[k].hi - copy->chunk[k].lo;
+		uint64_t most = (uint64_t)depth_bound(w) + 2 * PYU_TAIL_FRAMES + 16;
+		uint64_t want = bytes / (uint64_t)l->iframe.size + 16;
+		reserve_frames(th, cap, th->frame_count + (want < most ? want : most));
+	}
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
 		addr = sf->n ? sf->addrs[sf->n - 1] : 0;
@@ -727,10 +766,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
-		if (depth >= depth_bound(w) + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
+		if (depth >= bound + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
 			if (tailed)
 				return push_error(th, cap, addr, "depth limit of %u frames reached",
-						  depth_bound(w));
+						  bound);
 			bool end;
 			err = pass_bound(w, th, cap, &addr, l->iframe.previous, base_frame, &tailed,
 					 &end);
@@ -747,16 +786,16 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		const uint8_t *buf = copied(copy, addr, (size_t)l->iframe.size);
+		const uint8_t *buf = copied(copy, addr, fsize);
 		err = NULL;
 		if (!buf) {
-			err = pyu_target_read(w->t, addr, space, (size_t)l->iframe.size);
+			err = pyu_target_read(w->t, addr, space, fsize);
 			buf = space;
 		}
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
-		bool zeroed = !err && pyu_get_u64(buf, l->iframe.code) == 0 &&
-			      pyu_get_u64(buf, l->iframe.previous) == 0;
+		bool zeroed = !err && pyu_get_u64(buf, o_code) == 0 &&
+			      pyu_get_u64(buf, o_previous) == 0;
 		if ((err || zeroed) && can_resume) {
 			if (!sf->loaded)
 				load_stack_frames(w, st, sf);
@@ -784,11 +823,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
 		last = addr;
-		uint64_t next = pyu_get_u64(buf, l->iframe.previous);
-		uint8_t owner = buf[l->iframe.owner];
+		uint64_t next = pyu_get_u64(buf, o_previous);
+		uint8_t owner = buf[o_owner];
 		if (by_cframe)
 			cframe_ends = buf[l->iframe.is_entry] != 0;
-		if (l->owner_first_foreign >= 0 && owner >= l->owner_first_foreign) {
+		if (first_foreign >= 0 && owner >= first_foreign) {
 			if (by_entry)
 				mark_run(th, run_start, addr);
 			run_start = th->frame_count;
@@ -796,10 +835,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}
-		uint64_t bits = pyu_get_u64(buf, l->iframe.code);
-		uint64_t code = bits & ~l->stackref_mask;
+		uint64_t bits = pyu_get_u64(buf, o_code);
+		uint64_t code = bits & ~tag_mask;
 		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
-		if (l->stackref_mask && (bits & 2)) {
+		if (tag_mask && (bits & 2)) {
 			err = push_error(th, cap, addr,
 					 "frame at 0x%" PRIx64 ": f_executable 0x%" PRIx64
 					 " is a tagged %s, not a code object", addr, bits,
@@ -824,8 +863,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_offset = INT64_MIN;
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
-		uint64_t start = code + (uint64_t)l->code.code_adaptive;
-		if (l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD) {
+		uint64_t start = code + adaptive;
+		if (tlbc) {
 			err = tlbc_start(w, code, pyu_get_i32(buf, l->iframe.tlbc_index), &start);
 			if (err) {
 				err = push_error_from(th, cap, addr, err);
@@ -835,7 +874,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				continue;
 			}
 		}
-		uint64_t ip = pyu_get_u64(buf, l->iframe.instr_ptr);
+		uint64_t ip = pyu_get_u64(buf, o_ip);
 		int64_t q = (int64_t)(ip - start);
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
@@ -847,30 +886,29 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		// CPython hides frames still in their prologue (before RESUME).
-		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)last_first) {
+		if (skip_incomplete && owner != generator && q < 2 * (int64_t)last_first) {
 			addr = next;
 			continue;
 		}
-		struct pyu_frame_info f = {0};
-		f.kind = PYU_FRAME_PYTHON;
-		f.code = index;
-		f.frame_address = addr;
-		f.instruction_offset = q < 0 ? -1 : q;
-		f.entry_marker = by_cframe ? cframe : 0;
-		if (f.instruction_offset != last_offset) {
-			last_offset = f.instruction_offset;
+		int64_t offset = q < 0 ? -1 : q;
+		if (offset != last_offset) {
+			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
-		f.loc = last_loc;
-		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
-			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
-		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&
-		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
-			return &pyu_error_nomem;
-		err = push_frame(th, &f, cap);
-		if (err)
+		if (linenos) {
+			uint64_t frame_obj = pyu_get_u64(buf, o_frame_obj);
+			if (frame_obj && !note_lineno(w, th, th->frame_count,
+						      frame_obj + (uint64_t)l->frame.f_lineno))
+				return &pyu_error_nomem;
+		}
+		// Made in place (a frame built aside and copied in cost a third more).
+		if (th->frame_count == *cap && (err = grow_frames(th, cap)) != NULL)
 			return err;
+		struct pyu_frame_info *f = &th->frames[th->frame_count++];
+		*f = (struct pyu_frame_info){.kind = PYU_FRAME_PYTHON, .code = index,
+					     .loc = last_loc, .instruction_offset = offset,
+					     .frame_address = addr,
+					     .entry_marker = by_cframe ? cframe : 0};
 		addr = next;
 	}
 	if (resumed)
@@ -917,17 +955,30 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t addr = starts[i].first;
+		uint64_t addr = starts[i].first, base = starts[i].base_frame;
+		const uint64_t size = (uint64_t)l->iframe.size;
+		const int32_t o_previous = l->iframe.previous;
+		struct pyu_stack_copy *c = &copies[i];
 		// Through copied and cached frames only, a bounded number of steps, to the first
 		// frame that is neither: the entry frame below the run.
-		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
-					 steps < PYU_MAX_FRAMES; steps++) {
+		for (unsigned steps = 0; addr && addr != base && steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
-			const uint8_t *p = copied(&copies[i], addr, (size_t)l->iframe.size);
+			// A run of frames within one copied chunk, in a tight loop: this walks every
+			// frame of every thread, a 1,000-deep stack's as often as its main walk.
+			const struct pyu_copied_chunk *ch = c->n ? &c->chunk[c->last] : NULL;
+			if (ch && addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr) {
+				const uint8_t *at = c->data + ch->off;
+				do {
+					addr = pyu_get_u64(at + (addr - ch->lo), o_previous);
+				} while (addr && addr != base && ++steps < PYU_MAX_FRAMES &&
+					 addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr);
+				if (!addr || addr == base || steps >= PYU_MAX_FRAMES)
+					break;
+			}
+			const uint8_t *p = copied(c, addr, (size_t)size);
 			if (p) {
-				prev = pyu_get_u64(p, l->iframe.previous);
-			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
-							&prev)) {
+				prev = pyu_get_u64(p, o_previous);
+			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)o_previous, &prev)) {
 				addrs[k++] = addr;
 				break;
 			}

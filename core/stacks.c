@@ -382,7 +382,7 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	free(s->codes);
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];
-		for (uint32_t k = 0; k < th->frame_count; k++)
+		for (uint32_t k = 0; th->frames_with_reason && k < th->frame_count; k++)
 			free(th->frames[k].reason);
 		free(th->frames);
 		free(th->name);

@@ -84,6 +84,10 @@ struct pyu_thread_info {
 	char *name;                 // NULL when unknown (read with values: JSON, --locals)
 	struct pyu_frame_info *frames; // innermost first
 	uint32_t frame_count;
+	// Of them, frames holding a reason (error frames): pyu_stacks_destroy() looks through the
+	// frames only when there is one (a deep stack's array, gone cold by then, is not read
+	// again to free nothing). Whatever gives a frame a reason counts it here.
+	uint32_t frames_with_reason;
 	uint64_t interp_address;    // the PyInterpreterState the thread state belongs to
 	// The exception sys.exc_info() gives in the thread (pyu_stacks_read_thread_values):
 	uint64_t exc_address;       // 0 when none / unknown

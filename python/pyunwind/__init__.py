@@ -213,6 +213,8 @@ def _native_for(lib: Any) -> Any:
                 try:
                     mod.bind(*[ctypes.cast(getattr(lib.lib, n), ctypes.c_void_p).value
                                for n in _NATIVE_FUNCTIONS])
+                    # What its take() builds; Snapshot's finalizer becomes its own.
+                    mod.classes(Snapshot, Thread, Frame, ctypes.c_void_p, _check)
                 except (AttributeError, TypeError, ValueError):
                     mod = None
             _native_state.append(mod)
@@ -1159,6 +1161,8 @@ class Target:
         # The native module bound to @lib (None: ctypes and JSON): a snapshot's library calls
         # through it cost a fraction of ctypes' (a sampler makes several a snapshot).
         self._native = _native_for(lib)
+        # collect()'s common case in one call of the native module (None: no module)
+        self._take = self._native.take if self._native else None
         self.description = description
         self._pid = pid        # a live process's; None for a core
         self._hold: Optional[ctypes.c_void_p] = None  # the library's hold (stopped())
@@ -1340,6 +1344,14 @@ class Target:
         snapshot is trusted): call it again for a new snapshot of the same open target.
         Frame (and Thread) objects equal in every field to one of the previous snapshot are
         that object again: a sampler's parked frames cost no new objects."""
+        take = self._take
+        if take is not None and locals is False and native is False and limits is None and \
+                stop is False and limit.__class__ is int and not limit:
+            # What a sampler asks for again and again: the native module does the steps of
+            # the path below (_collect_native, Snapshot(), _register) in one call.
+            with self._lock:
+                snap: Snapshot = take(self, activity, details)
+                return snap
         if native not in (False, True, "native_all"):
             raise ArgumentError("native is False, True or \"native_all\", not %r" % (native,), 8)
         if limit.__class__ is not int or limit:  # the default 0 needs no checking

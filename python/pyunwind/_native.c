@@ -14,7 +14,7 @@
 #define THREAD_FIELDS 7
 #define FRAME_FIELDS 8
 #define ACTIVITY_FIELDS 4
-#define FRAME_BATCH 256
+#define FRAME_BATCH 64 // frames compared at a time (frames_of)
 
 typedef uint32_t (*thread_count_fn)(void *s);
 typedef uint32_t (*thread_fields_fn)(void *s, uint32_t thread, int64_t *out, uint32_t n);
@@ -61,7 +61,12 @@ enum {
 	K_INSTRUCTION_OFFSET, K_CODE_ADDRESS, K_FRAME_ADDRESS, K_REASON, K_EXTRA,
 	K_THREAD_ID, K_NATIVE_THREAD_ID, K_HOLDS_GIL, K_NAME, K_INTERPRETER_ID, K_TSTATE_ADDRESS,
 	K_FRAMES, K_FRAMES_OMITTED, K_EXCEPTION, K_SYSCALL, K_STATE, K_SIGNAL, K_FAULT_ADDRESS,
-	K_CPU_SECONDS, K_COUNT
+	K_CPU_SECONDS,
+	// a Snapshot's attributes and the Target's take() and the finalizer use
+	A_TARGET, A_STACKS, A_DOC, A_TRIAGE, A_TEXTS, A_BT_FLAGS, A_LIMIT, A_THREADS, A_PYTHON,
+	A_SERIAL, A_ERRORS, A_HANDLE, A_KEPT, A_ORPHANS, A_CACHE, A_TAKEN, A_SNAPSHOTS, A_LIB,
+	A_LOCK, A_VALUE, A_DICT, M_PYTHON_INFO, M_WITH_EXCEPTIONS, M_FREE_ORPHANS, M_NEED_OPEN,
+	M_ACQUIRE, M_RELEASE, K_COUNT
 };
 static const char *const key_names[K_COUNT] = {
 	"kind", "function", "qualname", "file", "line", "end_line", "column", "end_column",
@@ -69,6 +74,10 @@ static const char *const key_names[K_COUNT] = {
 	"thread_id", "native_thread_id", "holds_gil", "name", "interpreter_id", "tstate_address",
 	"frames", "frames_omitted", "exception", "syscall", "state", "signal", "fault_address",
 	"cpu_seconds",
+	"_target", "_stacks", "_doc", "_triage", "_texts", "_bt_flags", "_limit", "threads",
+	"python", "_serial", "_errors", "_handle", "_kept", "_orphans", "_cache", "_taken",
+	"_snapshots", "_lib", "_lock", "value", "__dict__", "_python_info", "_with_exceptions",
+	"_free_orphans", "_need_open", "acquire", "release",
 };
 static PyObject *keys[K_COUNT];
 static PyObject *s_python, *s_error;
@@ -208,6 +217,11 @@ typedef struct {
 	uint64_t hits, misses; // frames given again / built (for tests and measurements)
 	int64_t *spare;        // a thread's frame keys are read into this, then compared with
 	size_t spare_len;      // its entry's: kept, so that an unchanged thread allocates nothing
+	// take(): the PythonInfo of the last snapshot and what the library said it was made of
+	PyObject *python;
+	char *py_version;
+	uint64_t py_hexversion;
+	uint32_t py_flags;
 } Cache;
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -400,6 +414,8 @@ static void cache_dealloc(Cache *c)
 	PyMem_Free(c->frames);
 	PyMem_Free(c->threads);
 	PyMem_Free(c->spare);
+	PyMem_Free(c->py_version);
+	Py_XDECREF(c->python);
 	Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -544,6 +560,39 @@ static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t
 			   struct thread_entry *e, int *same)
 {
 	*same = 0;
+	// A thread unchanged since its entry was made (a sampler's usual case): its frames
+	// compared with the entry's keys a batch at a time, through a buffer on the stack, so
+	// that nothing is written per frame (a 1,000-frame thread's 64 KB of keys, written anew
+	// each snapshot only to be found equal, was most of this module's time on cold caches).
+	if (e->frames && e->keys && e->nkeys == count) {
+		int64_t batch[FRAME_BATCH * FRAME_FIELDS];
+		uint32_t done = 0;
+		while (done < count) {
+			uint32_t m = count - done < FRAME_BATCH ? count - done : FRAME_BATCH;
+			if (api.frame_fields(s, thread, done, m, batch) != m)
+				break; // the full path below says what is wrong
+			uint32_t i = 0;
+			for (; i < m; i++) {
+				int64_t *g = batch + (size_t)i * FRAME_FIELDS;
+				if (g[0] != 0 || g[1] < 0 || (uint64_t)g[1] >= ncodes)
+					break; // not a Python frame: never given again whole
+				struct code_entry **ce = &codes[g[1]];
+				if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1])))
+					return NULL;
+				g[1] = (int64_t)(*ce)->serial;
+			}
+			if (i < m || memcmp(batch, e->keys + (size_t)done * FRAME_FIELDS,
+					    (size_t)m * FRAME_FIELDS * sizeof(int64_t)) != 0)
+				break;
+			done += m;
+		}
+		if (done == count) {
+			c->hits += count;
+			*same = 1;
+			Py_INCREF(e->frames);
+			return e->frames;
+		}
+	}
 	size_t size = (size_t)count * FRAME_FIELDS * sizeof(int64_t);
 	if (count && c->spare_len < size) {
 		int64_t *grown = PyMem_Realloc(c->spare, size);
@@ -734,24 +783,14 @@ static void *address_arg(PyObject *obj, const char *what)
 	return p;
 }
 
-// threads(stacks, Thread, Frame, activity, details, cache) -> ([Thread, ...], [indexes of
-// threads with an exception]): every thread of the snapshot at address @stacks, frames
-// innermost first, objects equal to those of the last snapshots through @cache given again.
-// @details: read each thread's name and whether it handles an exception (else both None).
-// The threads' exceptions are left None (the caller fills those it lists).
-static PyObject *threads(PyObject *self, PyObject *args)
+// Every thread of the snapshot @s, frames innermost first, objects equal to those of the last
+// snapshots through @c given again: a new reference to the list of Threads, and in
+// *with_exc one to the list of indexes of threads with an exception. NULL with an exception
+// on failure (*with_exc then NULL).
+static PyObject *build_threads(void *s, PyTypeObject *thread_type, PyTypeObject *frame_type,
+			       int activity, int details, Cache *c, PyObject **with_exc)
 {
-	(void)self;
-	PyObject *stacks_obj;
-	PyTypeObject *thread_type, *frame_type;
-	Cache *c;
-	int activity, details;
-	if (!PyArg_ParseTuple(args, "OO!O!ppO!", &stacks_obj, &PyType_Type, &thread_type,
-			      &PyType_Type, &frame_type, &activity, &details, &CacheType, &c))
-		return NULL;
-	void *s = address_arg(stacks_obj, "stacks");
-	if (!s)
-		return NULL;
+	*with_exc = NULL;
 	uint32_t n = api.thread_count(s), ncodes = api.code_count(s);
 	size_t nframes = 0;
 	for (uint32_t t = 0; t < n; t++) {
@@ -764,8 +803,9 @@ static PyObject *threads(PyObject *self, PyObject *args)
 	if (cache_reserve(c, ncodes, nframes, n) < 0)
 		return PyErr_NoMemory();
 	struct code_entry **codes = ncodes ? PyMem_Calloc(ncodes, sizeof(*codes)) : NULL;
-	PyObject *list = PyList_New(0), *with_exc = PyList_New(0);
-	if ((ncodes && !codes) || !list || !with_exc)
+	PyObject *list = PyList_New(n), *exc_list = PyList_New(0);
+	Py_ssize_t filled = 0;
+	if ((ncodes && !codes) || !list || !exc_list)
 		goto fail;
 	for (uint32_t t = 0; t < n; t++) {
 		int64_t v[THREAD_FIELDS];
@@ -796,27 +836,54 @@ static PyObject *threads(PyObject *self, PyObject *args)
 		PyObject *th = thread_object(thread_type, s, t, v, name, frames, same, activity, e,
 					     !activity && !exc && e != &scratch);
 		thread_clear(&scratch);
-		if (!th || PyList_Append(list, th) < 0) {
-			Py_XDECREF(th);
+		if (!th)
 			goto fail;
-		}
-		Py_DECREF(th);
+		PyList_SET_ITEM(list, filled, th); // the list was made with room for every thread
 		if (exc) {
 			PyObject *i = PyLong_FromUnsignedLong(t);
-			if (!i || PyList_Append(with_exc, i) < 0) {
+			if (!i || PyList_Append(exc_list, i) < 0) {
 				Py_XDECREF(i);
+				filled++;
 				goto fail;
 			}
 			Py_DECREF(i);
 		}
+		filled++;
 	}
+	// A thread whose fields could not be had is left out, as before.
+	if (filled < (Py_ssize_t)n && PyList_SetSlice(list, filled, (Py_ssize_t)n, NULL) < 0)
+		goto fail;
 	PyMem_Free(codes);
-	return Py_BuildValue("(NN)", list, with_exc);
+	*with_exc = exc_list;
+	return list;
 fail:
 	PyMem_Free(codes);
 	Py_XDECREF(list);
-	Py_XDECREF(with_exc);
+	Py_XDECREF(exc_list);
 	return NULL;
+}
+
+// threads(stacks, Thread, Frame, activity, details, cache) -> ([Thread, ...], [indexes of
+// threads with an exception]): every thread of the snapshot at address @stacks, frames
+// innermost first, objects equal to those of the last snapshots through @cache given again.
+// @details: read each thread's name and whether it handles an exception (else both None).
+// The threads' exceptions are left None (the caller fills those it lists).
+static PyObject *threads(PyObject *self, PyObject *args)
+{
+	(void)self;
+	PyObject *stacks_obj, *with_exc;
+	PyTypeObject *thread_type, *frame_type;
+	Cache *c;
+	int activity, details;
+	if (!PyArg_ParseTuple(args, "OO!O!ppO!", &stacks_obj, &PyType_Type, &thread_type,
+			      &PyType_Type, &frame_type, &activity, &details, &CacheType, &c))
+		return NULL;
+	void *s = address_arg(stacks_obj, "stacks");
+	if (!s)
+		return NULL;
+	PyObject *list = build_threads(s, thread_type, frame_type, activity, details, c,
+				       &with_exc);
+	return list ? Py_BuildValue("(NN)", list, with_exc) : NULL;
 }
 
 // collect(target) -> (error, stacks): pyu_stacks_collect() on the open target at address
@@ -859,12 +926,354 @@ static PyObject *info(PyObject *self, PyObject *arg)
 			     (unsigned long)api.build_flags(s));
 }
 
+// ---- a sampler's snapshot in one call -------------------------------------------------------
+//
+// Target.collect() without locals, native stacks, bounds or a frame limit is what a sampler
+// calls again and again; made of Python steps (the Snapshot's __init__, its registration, the
+// finalizer that keeps the newest one), it cost more than the snapshot's objects, most of it
+// the interpreter's own code fetched again each time when the sampler's caches had gone cold
+// between samples. take() and the finalizer do those same steps here, on the same attributes
+// the Python code uses (which remains the one path for everything else).
+
+static PyObject *snapshot_type, *thread_type_obj, *frame_type_obj, *c_void_p_type, *check_fn;
+static PyObject *one;
+
+static PyObject *get(PyObject *obj, int name)
+{
+	return PyObject_GetAttr(obj, keys[name]);
+}
+
+static int put(PyObject *obj, int name, PyObject *v)
+{
+	return PyObject_SetAttr(obj, keys[name], v);
+}
+
+// pyu_stacks_destroy() of the stacks whose ctypes pointer is @stacks (None: nothing).
+static int destroy_pointer(PyObject *stacks)
+{
+	if (stacks == Py_None)
+		return 0;
+	PyObject *v = get(stacks, A_VALUE);
+	if (!v)
+		return -1;
+	void *p = v == Py_None ? NULL : PyLong_AsVoidPtr(v);
+	Py_DECREF(v);
+	if (PyErr_Occurred())
+		return -1;
+	if (p)
+		api.destroy(p);
+	return 0;
+}
+
+// Target._drop_kept(): the snapshot kept for the script goes.
+static int drop_kept(PyObject *target)
+{
+	PyObject *kept = get(target, A_KEPT);
+	if (!kept)
+		return -1;
+	int r = 0;
+	if (kept != Py_None) {
+		r = put(target, A_KEPT, Py_None);
+		PyObject *st = !r && PyDict_Check(kept) ? PyDict_GetItemWithError(kept, keys[A_STACKS])
+						       : NULL;
+		if (st)
+			r = destroy_pointer(st);
+		else if (PyErr_Occurred())
+			r = -1;
+	}
+	Py_DECREF(kept);
+	return r;
+}
+
+// classes(Snapshot, Thread, Frame, c_void_p, check): what take() builds and how it raises the
+// library's errors (check(lib, error address)); the Snapshot's finalizer becomes finalize().
+static PyMethodDef finalize_def;
+
+static PyObject *classes(PyObject *self, PyObject *args)
+{
+	(void)self;
+	PyObject *snap, *thread, *frame, *ptr, *check;
+	if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyType_Type, &snap, &PyType_Type, &thread,
+			      &PyType_Type, &frame, &PyType_Type, &ptr, &check))
+		return NULL;
+	PyObject *del = PyDescr_NewMethod((PyTypeObject *)snap, &finalize_def);
+	if (!del || PyObject_SetAttrString(snap, "__del__", del) < 0) {
+		Py_XDECREF(del);
+		return NULL;
+	}
+	Py_DECREF(del);
+	Py_INCREF(snap);
+	Py_INCREF(thread);
+	Py_INCREF(frame);
+	Py_INCREF(ptr);
+	Py_INCREF(check);
+	Py_XSETREF(snapshot_type, snap);
+	Py_XSETREF(thread_type_obj, thread);
+	Py_XSETREF(frame_type_obj, frame);
+	Py_XSETREF(c_void_p_type, ptr);
+	Py_XSETREF(check_fn, check);
+	Py_RETURN_NONE;
+}
+
+// The PythonInfo of snapshot @s (@stacks its pointer): the last one while the library says the
+// same, else Target._python_info()'s.
+static PyObject *python_info(Cache *c, PyObject *target, void *s, PyObject *stacks)
+{
+	const char *version = api.version(s);
+	uint64_t hexversion = api.hexversion(s);
+	uint32_t flags = api.build_flags(s);
+	if (c->python && version && c->py_version && strcmp(version, c->py_version) == 0 &&
+	    hexversion == c->py_hexversion && flags == c->py_flags) {
+		Py_INCREF(c->python);
+		return c->python;
+	}
+	PyObject *p = PyObject_CallMethodObjArgs(target, keys[M_PYTHON_INFO], stacks, NULL);
+	int failed = 0;
+	char *copy = p ? copy_str(version, &failed) : NULL;
+	if (!p || failed) {
+		Py_XDECREF(p);
+		return p ? PyErr_NoMemory() : NULL;
+	}
+	PyMem_Free(c->py_version);
+	c->py_version = copy;
+	c->py_hexversion = hexversion;
+	c->py_flags = flags;
+	Py_INCREF(p);
+	Py_XSETREF(c->python, p);
+	return p;
+}
+
+// A new Snapshot of @target for the library's snapshot @s (pointer @stacks), its attributes
+// those Snapshot.__init__ sets, numbered and registered as Target._register() does. On
+// failure @s is destroyed, or owned by the Snapshot let go (its finalizer releases it).
+static PyObject *new_snapshot(PyObject *target, Cache *c, void *s, PyObject *stacks,
+			      PyObject *thread_list)
+{
+	PyTypeObject *type = (PyTypeObject *)snapshot_type;
+	PyObject *snap = type->tp_alloc(type, 0);
+	if (!snap)
+		return NULL;
+	PyObject *python = python_info(c, target, s, stacks);
+	PyObject *taken = python ? get(target, A_TAKEN) : NULL;
+	PyObject *serial = taken ? PyNumber_Add(taken, one) : NULL;
+	Py_XDECREF(taken);
+	PyObject *texts = serial ? PyDict_New() : NULL, *zero = PyLong_FromLong(0);
+	// As __init__: _stacks set last (a Snapshot whose building failed does not own them).
+	int bad = !texts || !zero || put(snap, A_TARGET, target) || put(snap, A_STACKS, Py_None) ||
+		  put(snap, A_DOC, Py_None) || put(snap, A_TRIAGE, Py_None) ||
+		  put(snap, A_TEXTS, texts) || put(snap, A_BT_FLAGS, zero) ||
+		  put(snap, A_LIMIT, zero) || put(snap, A_THREADS, thread_list) ||
+		  put(snap, A_PYTHON, python) || put(snap, A_SERIAL, zero) ||
+		  put(snap, A_ERRORS, Py_None) || put(snap, A_STACKS, stacks);
+	Py_XDECREF(python);
+	Py_XDECREF(texts);
+	Py_XDECREF(zero);
+	if (bad) {
+		// Not registered, and its stacks were set last: they are not its own.
+		Py_XDECREF(serial);
+		Py_DECREF(snap);
+		api.destroy(s);
+		return NULL;
+	}
+	// Registered: numbered, and kept (weakly) where close() finds it.
+	PyObject *snaps = get(target, A_SNAPSHOTS), *ref = PyWeakref_NewRef(snap, NULL);
+	if (!snaps || !ref || put(target, A_TAKEN, serial) || put(snap, A_SERIAL, serial) ||
+	    PyObject_SetItem(snaps, serial, ref) < 0) {
+		Py_XDECREF(snaps);
+		Py_XDECREF(ref);
+		Py_DECREF(serial);
+		Py_DECREF(snap); // its finalizer releases the stacks it owns now
+		return NULL;
+	}
+	Py_DECREF(snaps);
+	Py_DECREF(ref);
+	Py_DECREF(serial);
+	return snap;
+}
+
+// take(target, activity, details) -> Snapshot: Target.collect(activity, details) without
+// locals, native stacks, bounds or a frame limit, the caller holding the target's lock:
+// the kept snapshot dropped, orphans freed, the library's collect, the objects, the
+// Snapshot.
+static PyObject *take(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+	(void)self;
+	if (nargs != 3) {
+		PyErr_SetString(PyExc_TypeError, "take() takes 3 arguments");
+		return NULL;
+	}
+	PyObject *target = args[0];
+	int activity = PyObject_IsTrue(args[1]), details = PyObject_IsTrue(args[2]);
+	if (activity < 0 || details < 0)
+		return NULL;
+	if (!bound || !snapshot_type) {
+		PyErr_SetString(PyExc_RuntimeError, "bind() and classes() first");
+		return NULL;
+	}
+	PyObject *handle = get(target, A_HANDLE), *value = NULL;
+	if (handle && handle != Py_None)
+		value = get(handle, A_VALUE);
+	Py_XDECREF(handle);
+	void *t = value && value != Py_None ? PyLong_AsVoidPtr(value) : NULL;
+	Py_XDECREF(value);
+	if (!t) {
+		if (PyErr_Occurred())
+			return NULL;
+		Py_XDECREF(PyObject_CallMethodObjArgs(target, keys[M_NEED_OPEN], NULL)); // raises
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError, "the target has no handle");
+		return NULL;
+	}
+	if (drop_kept(target) < 0)
+		return NULL;
+	PyObject *orphans = get(target, A_ORPHANS);
+	if (!orphans)
+		return NULL;
+	int any = PyObject_IsTrue(orphans);
+	Py_DECREF(orphans);
+	if (any < 0)
+		return NULL;
+	if (any) {
+		PyObject *r = PyObject_CallMethodObjArgs(target, keys[M_FREE_ORPHANS], NULL);
+		if (!r)
+			return NULL;
+		Py_DECREF(r);
+	}
+	void *s = NULL, *err;
+	Py_BEGIN_ALLOW_THREADS
+	err = api.collect(t, &s);
+	Py_END_ALLOW_THREADS
+	if (err) {
+		PyObject *lib = get(target, A_LIB);
+		PyObject *e = lib ? PyLong_FromVoidPtr(err) : NULL;
+		PyObject *r = e ? PyObject_CallFunctionObjArgs(check_fn, lib, e, NULL) : NULL;
+		Py_XDECREF(lib);
+		Py_XDECREF(e);
+		Py_XDECREF(r);
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError, "the library's collect failed");
+		return NULL;
+	}
+	PyObject *address = PyLong_FromVoidPtr(s);
+	PyObject *stacks = address ? PyObject_CallFunctionObjArgs(c_void_p_type, address, NULL)
+				   : NULL;
+	Py_XDECREF(address);
+	if (!stacks) {
+		api.destroy(s);
+		return NULL;
+	}
+	PyObject *cache = get(target, A_CACHE), *list = NULL, *with_exc = NULL, *snap = NULL;
+	if (cache == Py_None) {
+		Py_DECREF(cache);
+		cache = PyObject_CallObject((PyObject *)&CacheType, NULL);
+		if (cache && put(target, A_CACHE, cache) < 0)
+			Py_CLEAR(cache);
+	}
+	if (cache && !PyObject_TypeCheck(cache, &CacheType)) {
+		PyErr_SetString(PyExc_TypeError, "the target's cache is not the native module's");
+		Py_CLEAR(cache);
+	}
+	if (cache)
+		list = build_threads(s, (PyTypeObject *)thread_type_obj,
+				     (PyTypeObject *)frame_type_obj, activity, details,
+				     (Cache *)cache, &with_exc);
+	if (list && PyList_GET_SIZE(with_exc)) {
+		PyObject *filled = PyObject_CallMethodObjArgs(target, keys[M_WITH_EXCEPTIONS],
+							      stacks, list, with_exc, NULL);
+		Py_SETREF(list, filled);
+	}
+	if (list)
+		snap = new_snapshot(target, (Cache *)cache, s, stacks, list);
+	else
+		api.destroy(s);
+	Py_XDECREF(cache);
+	Py_XDECREF(list);
+	Py_XDECREF(with_exc);
+	Py_DECREF(stacks);
+	return snap;
+}
+
+// Snapshot.__del__ (classes() sets it): what the Python method does, here. The snapshot
+// leaves its target's list; its library snapshot is kept for the script when it is the
+// newest of an open target (its attributes but the target, the one kept before dropped),
+// else destroyed; when another thread holds the target's lock, it is left to the target's
+// next call (its orphans). Errors are dropped, as a finalizer's must be.
+static PyObject *finalize(PyObject *snap, PyObject *unused)
+{
+	(void)unused;
+	PyObject *target = get(snap, A_TARGET), *serial = NULL, *lock = NULL, *stacks = NULL;
+	if (!target)
+		goto out;
+	PyObject *snaps = get(target, A_SNAPSHOTS);
+	serial = snaps ? get(snap, A_SERIAL) : NULL;
+	if (serial && PyDict_Check(snaps) && PyDict_DelItem(snaps, serial) < 0)
+		PyErr_Clear(); // not there: already gone
+	Py_XDECREF(snaps);
+	if (!serial || !(lock = get(target, A_LOCK)))
+		goto out;
+	PyObject *got = PyObject_CallMethodObjArgs(lock, keys[M_ACQUIRE], Py_False, NULL);
+	int held = got ? PyObject_IsTrue(got) : -1;
+	Py_XDECREF(got);
+	if (held < 0)
+		goto out;
+	stacks = get(snap, A_STACKS);
+	if (!stacks || put(snap, A_STACKS, Py_None) < 0 || stacks == Py_None) {
+		if (held)
+			Py_XDECREF(PyObject_CallMethodObjArgs(lock, keys[M_RELEASE], NULL));
+		goto out;
+	}
+	if (!held) {
+		PyObject *orphans = get(target, A_ORPHANS);
+		if (orphans && PyList_Check(orphans))
+			PyList_Append(orphans, stacks);
+		Py_XDECREF(orphans);
+		goto out;
+	}
+	PyObject *taken = get(target, A_TAKEN), *handle = get(target, A_HANDLE);
+	int newest = taken && handle ? PyObject_RichCompareBool(serial, taken, Py_EQ) : -1;
+	int open = newest > 0 ? PyObject_IsTrue(handle) : 0;
+	Py_XDECREF(taken);
+	Py_XDECREF(handle);
+	if (newest > 0 && open > 0) {
+		PyObject *d = get(snap, A_DICT);
+		PyObject *state = d ? PyDict_Copy(d) : NULL;
+		Py_XDECREF(d);
+		if (!state || PyDict_SetItem(state, keys[A_STACKS], stacks) < 0 ||
+		    PyDict_DelItem(state, keys[A_TARGET]) < 0 || drop_kept(target) < 0 ||
+		    put(target, A_KEPT, state) < 0) {
+			PyErr_Clear();
+			destroy_pointer(stacks); // kept nowhere
+		}
+		Py_XDECREF(state);
+	} else if (newest >= 0 && open >= 0) {
+		destroy_pointer(stacks);
+	}
+	PyErr_Clear();
+	Py_XDECREF(PyObject_CallMethodObjArgs(lock, keys[M_RELEASE], NULL));
+out:
+	PyErr_Clear();
+	Py_XDECREF(target);
+	Py_XDECREF(serial);
+	Py_XDECREF(lock);
+	Py_XDECREF(stacks);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef finalize_def = {
+	"__del__", finalize, METH_NOARGS,
+	"Lets the library's snapshot go (kept for the script when it is the newest).",
+};
+
 static PyMethodDef methods[] = {
 	{"collect", collect, METH_O,
 	 "collect(target) -> (error, stacks): pyu_stacks_collect(), addresses (0: none)."},
 	{"destroy", destroy, METH_O, "destroy(stacks): pyu_stacks_destroy()."},
 	{"info", info, METH_O, "info(stacks) -> (version, hexversion, build flags)."},
 	{"bind", bind, METH_VARARGS, "bind(*addresses): the library's accessor functions."},
+	{"take", (PyCFunction)(void (*)(void))take, METH_FASTCALL,
+	 "take(target, activity, details) -> Snapshot: Target.collect() in one call."},
+	{"classes", classes, METH_VARARGS,
+	 "classes(Snapshot, Thread, Frame, c_void_p, check): what take() builds."},
 	{"threads", threads, METH_VARARGS,
 	 "threads(stacks, Thread, Frame, activity, details, cache) -> (threads, indexes with an "
 	 "exception)"},
@@ -884,6 +1293,8 @@ PyMODINIT_FUNC PyInit__native(void)
 	if (!s_python && !(s_python = PyUnicode_InternFromString("python")))
 		return NULL;
 	if (!s_error && !(s_error = PyUnicode_InternFromString("error")))
+		return NULL;
+	if (!one && !(one = PyLong_FromLong(1)))
 		return NULL;
 	if (PyType_Ready(&CacheType) < 0)
 		return NULL;

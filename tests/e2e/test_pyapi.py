@@ -166,6 +166,17 @@ def repeat_case(py):
                         with pyunwind.open_process(proc.pid) as fresh:
                             snap = fresh.collect()
                             want, fresh_objects = snap.document(), objects_of(snap)
+                        if i % 10 == 0:
+                            # A sampler's call (the native module's one-call path) against
+                            # the same asked the Python way (limits={} takes it).
+                            quick = target.collect(activity=False, details=False)
+                            slow = target.collect(activity=False, details=False, limits={})
+                            if sorted(vars(quick)) != sorted(vars(slow)) or \
+                                    objects_of(quick) != objects_of(slow) or \
+                                    quick.python != slow.python:
+                                problems.append("snapshot %d: collect(activity=False, "
+                                                "details=False) differs from its Python "
+                                                "path's" % i)
                     # The objects too: those the kept handle gives again must be what a
                     # fresh handle builds.
                     if objects != fresh_objects:
