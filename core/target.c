@@ -537,17 +537,24 @@ static const struct pyu_mapping *page_mapping(const struct pyu_target *t, uint64
 	return t->maps_partial ? find_known_mapping(t, addr) : pyu_target_find_mapping(t, addr);
 }
 
-// page_mapping() for a readahead down from @addr, which stays inside a known mapping only. A
-// live open that took the executable's lines kept from an earlier one (target_proc.c) read
-// none of the map: its start is read the first time this finds no mapping for an address it
-// may hold, the brk heap's (a read up from an address needs no mapping: it stops where memory
-// does). The start of the map is its lowest addresses: the executable's, then the heap's, which
-// begins at most 32 MiB past them (1 GiB on AArch64); mmap's area is terabytes above.
+// page_mapping() for a readahead down from @addr, the @run'th miss of a run down (-1: the
+// second page), which stays inside a known mapping only. A live open that took the
+// executable's lines kept from an earlier one (target_proc.c) read none of the map: its start
+// is read the first time this finds no mapping for an address it may hold, the brk heap's (a
+// read up from an address needs no mapping: it stops where memory does), once the run is
+// three pages long: reading it costs as much as ten page reads, and two pages down are mostly
+// a pair of objects (a thread name's type below its object: a fresh handle's JSON of one
+// thread), not a walk down. The start of the map is its lowest addresses: the executable's,
+// then the heap's, which begins at most 32 MiB past them (1 GiB on AArch64); mmap's area is
+// terabytes above.
 #define MAP_START_REACH (1ull << 40)
-static const struct pyu_mapping *page_mapping_below(struct pyu_target *t, uint64_t addr)
+#define MAP_START_RUN (-2)
+static const struct pyu_mapping *page_mapping_below(struct pyu_target *t, uint64_t addr,
+						    int run)
 {
 	const struct pyu_mapping *m = page_mapping(t, addr);
-	if (!m && t->maps_partial && t->read_map_start && t->mapping_count > 0 &&
+	if (!m && run <= MAP_START_RUN && t->maps_partial && t->read_map_start &&
+	    t->mapping_count > 0 &&
 	    addr < t->mappings[t->mapping_count - 1].end + MAP_START_REACH) {
 		void (*read_map_start)(struct pyu_target *) = t->read_map_start;
 		t->read_map_start = NULL;
@@ -582,7 +589,8 @@ static uint64_t readahead_window(struct pyu_target *t, uint64_t page, unsigned *
 		n *= 2;
 	if (n == 1)
 		return page;
-	const struct pyu_mapping *m = run < 0 ? page_mapping_below(t, page) : page_mapping(t, page);
+	const struct pyu_mapping *m = run < 0 ? page_mapping_below(t, page, run)
+					      : page_mapping(t, page);
 	uint64_t lo = m ? m->start & ~(uint64_t)(PYU_PAGE_SIZE - 1) : page;
 	uint64_t hi = m ? m->end : page + (uint64_t)n * PYU_PAGE_SIZE;
 	if (hi < page + PYU_PAGE_SIZE)
