@@ -24,6 +24,7 @@ struct pyu_runtime {
 	uint64_t interp_head_addr;  // where the pointer to the first interpreter is stored
 	uint64_t tstate_current_addr; // where the GIL holder's thread state pointer is; 0 none
 	uint64_t gc_generation0_addr; // 2.7/3.6: &_PyGC_generation0 (the heap census's lists); 0
+	uint64_t hash_secret_addr;  // &_Py_HashSecret (the keys of str hashes); 0 unknown
 	struct pyu_types types;     // type addresses from symbols or learnt while finding
 	bool memory_only;           // found without reading any file of the target
 	char image[256];            // the file the interpreter was found in (target's name)
