@@ -383,7 +383,8 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];
 		for (uint32_t k = 0; k < th->frame_count; k++)
-			free(th->frames[k].reason);
+			if (th->frames[k].reason) // error frames' alone: not a call a frame
+				free(th->frames[k].reason);
 		free(th->frames);
 		free(th->name);
 		free(th->exc_type);
