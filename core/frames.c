@@ -529,14 +529,25 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 {
 	uint64_t chunk = st->chunk, end = st->top;
 	uint64_t left = *budget < PYU_PREFETCH_MAX ? *budget : PYU_PREFETCH_MAX;
+	uint64_t newer = 0, newer_size = 0; // the chunk before this one: where, how long
+	unsigned adjacent = 0;              // chunks in a row each right above the one before
 	size_t total = 0;
 	unsigned cap = 0;
 	if (!chunk || end <= chunk)
 		return 0;
 	for (unsigned k = 0; chunk && k < COPY_CHUNKS; k++) {
-		// The smallest chunk CPython makes, with an older chunk's header: one read.
-		if (k > 0)
-			pyu_target_prefetch(w->t, chunk, MIN_CHUNK);
+		// The smallest chunk CPython makes, with an older chunk's header: one read. Each
+		// chunk is mapped on its own, below the one before (a deep recursion's chunks lie
+		// in a row, the oldest highest): an older chunk right above the newer one, not read
+		// yet, is read with the chunks above it, two, then four (seven chunks of 1,000
+		// frames in three reads, not seven).
+		if (k > 0) {
+			uint64_t word;
+			adjacent = newer && newer_size && chunk == newer + newer_size ? adjacent + 1 : 0;
+			uint64_t ahead = pyu_target_peek_u64(w->t, chunk, &word) ? MIN_CHUNK
+				: (uint64_t)MIN_CHUNK << (adjacent < 2 ? adjacent : 2);
+			pyu_target_prefetch(w->t, chunk, ahead < left ? ahead : MIN_CHUNK);
+		}
 		uint64_t hdr[3]; // previous, size, top (slots)
 		struct pyu_error *err = pyu_target_read(w->t, chunk, hdr, sizeof(hdr));
 		if (err) {
@@ -559,6 +570,8 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 		c->chunk[c->n++] = (struct pyu_copied_chunk){chunk, end, total};
 		total += (size_t)(end - chunk);
 		left -= end - chunk;
+		newer = chunk;
+		newer_size = hdr[1] < (64u << 20) ? hdr[1] : 0;
 		chunk = hdr[0];
 	}
 	*budget -= total;
@@ -731,6 +744,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		const uint8_t *buf = copied(copy, addr, (size_t)l->iframe.size);
 		err = NULL;
 		if (!buf) {
+			// One read for a frame across two pages (an entry frame on a native stack).
+			pyu_target_prefetch(w->t, addr, (uint64_t)l->iframe.size);
 			err = pyu_target_read(w->t, addr, space, (size_t)l->iframe.size);
 			buf = space;
 		}
