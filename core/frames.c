@@ -882,12 +882,40 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	return NULL;
 }
 
+// The distinct code objects the frames of a batch of threads run, up to PYU_CODE_PREFETCH_MAX:
+// a set of their addresses (open addressing, 0 empty) and their list in the order met.
+#define CODE_SET_SLOTS (2 * PYU_CODE_PREFETCH_MAX)
+struct code_set {
+	uint64_t slots[CODE_SET_SLOTS];
+	uint64_t list[PYU_CODE_PREFETCH_MAX];
+	size_t n;
+};
+
+// Notes the code object of a frame whose f_executable field holds @bits (tags in @mask).
+static inline void note_code(struct code_set *cs, uint64_t bits, uint64_t mask)
+{
+	uint64_t code = bits & ~mask;
+	if (!code || (bits & 2) || cs->n == PYU_CODE_PREFETCH_MAX)
+		return; // 3.14+ tags ...10 and ...11: no code object
+	size_t i = (size_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 57) % CODE_SET_SLOTS;
+	for (size_t probe = 0; probe < CODE_SET_SLOTS; probe++, i = (i + 1) % CODE_SET_SLOTS) {
+		if (cs->slots[i] == code)
+			return;
+		if (!cs->slots[i]) {
+			cs->slots[i] = code;
+			cs->list[cs->n++] = code;
+			return;
+		}
+	}
+}
+
 // Many threads at once: their newest data-stack chunks (used up to each thread's top) in
 // gathered reads, each thread's data stack copied, then the frames their chains lead to off
 // those chunks (3.12+: each eval call's entry frame on its native stack), found by following
-// the chains through the copies, in one more gathered read. A thread then costs its thread
-// state's read and nothing else when its stack fits its newest chunk. A hint only: the walk
-// reads (and reports) whatever this leaves out.
+// the chains through the copies, in one more gathered read, and the code objects the copied
+// frames run in two more (codes.c). A thread then costs its thread state's read and nothing
+// else when its stack fits its newest chunk. A hint only: the walk reads (and reports)
+// whatever this leaves out.
 void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts,
 			      struct pyu_stack_copy *copies, size_t n)
 {
@@ -913,18 +941,20 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
 	copy_data_stacks(w, starts, copies, n);
 	k = 0;
-	// One thread: its walk reads those frames itself, as few reads as this would make; the
-	// chains followed here first were a tenth of a 1,000-deep thread's walk.
-	for (size_t i = 0; i < n && n > 1; i++) {
+	struct code_set codes = {{0}, {0}, 0};
+	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;
 		// Through copied and cached frames only, a bounded number of steps, to the first
-		// frame that is neither: the entry frame below the run.
+		// frame that is neither: the entry frame below the run. The code objects the
+		// copied frames run are noted on the way.
 		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
 					 steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
 			const uint8_t *p = copied(&copies[i], addr, (size_t)l->iframe.size);
 			if (p) {
 				prev = pyu_get_u64(p, l->iframe.previous);
+				if (l->owner_first_foreign < 0 || p[l->iframe.owner] < l->owner_first_foreign)
+					note_code(&codes, pyu_get_u64(p, l->iframe.code), l->stackref_mask);
 			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
 							&prev)) {
 				addrs[k++] = addr;
@@ -935,6 +965,7 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	}
 	if (k && (uint64_t)l->iframe.size <= 4096)
 		pyu_target_prefetch_scattered(w->t, addrs, k, (size_t)l->iframe.size);
+	pyu_code_prefetch(w, codes.list, codes.n);
 	free(addrs);
 	free(lens);
 }

@@ -173,6 +173,12 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 // Index in w->s->codes of the code object at @addr, read and validated on first use. On error
 // (not a code object, unreadable, absurd sizes), *ret is unchanged and nothing is cached.
 struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret);
+// A hint before a walk: the code objects at @addrs (up to PYU_CODE_PREFETCH_MAX of the @n; 0
+// and those the snapshot holds are left out), their headers in one gathered read and then
+// their names and line tables in another, instead of two reads each as the walk meets them.
+// Cannot fail.
+#define PYU_CODE_PREFETCH_MAX 64
+void pyu_code_prefetch(struct pyu_walk *w, const uint64_t *addrs, size_t n);
 // The location of bytecode byte @offset of code @index, as CPython reports it (a negative
 // offset gives co_firstlineno; a corrupt table gives no line). Cannot fail.
 struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t offset);
