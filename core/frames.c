@@ -706,6 +706,9 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	int32_t last_index = -1, last_first = 0;
 	int64_t last_offset = INT64_MIN;
 	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	const size_t frame_size = (size_t)l->iframe.size;
+	uint64_t chunk_lo = 0, chunk_hi = 0; // the copied chunk the last frame was found in
+	const uint8_t *chunk_data = NULL;
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
@@ -741,7 +744,17 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		const uint8_t *buf = copied(copy, addr, (size_t)l->iframe.size);
+		// The copied chunk of the last frame first: a chain runs down one chunk, then
+		// the next.
+		const uint8_t *buf = NULL;
+		if (addr - chunk_lo < chunk_hi - chunk_lo && frame_size <= chunk_hi - addr) {
+			buf = chunk_data + (addr - chunk_lo);
+		} else if ((buf = copied(copy, addr, frame_size)) != NULL) {
+			const struct pyu_copied_chunk *ch = &copy->chunk[copy->last];
+			chunk_lo = ch->lo;
+			chunk_hi = ch->hi;
+			chunk_data = copy->data + ch->off;
+		}
 		err = NULL;
 		if (!buf) {
 			// One read for a frame across two pages (an entry frame on a native stack).
@@ -849,25 +862,28 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next;
 			continue;
 		}
-		struct pyu_frame_info f = {0};
-		f.kind = PYU_FRAME_PYTHON;
-		f.code = index;
-		f.frame_address = addr;
-		f.instruction_offset = q < 0 ? -1 : q;
-		f.entry_marker = by_cframe ? cframe : 0;
-		if (f.instruction_offset != last_offset) {
-			last_offset = f.instruction_offset;
+		int64_t offset = q < 0 ? -1 : q;
+		if (offset != last_offset) {
+			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
-		f.loc = last_loc;
 		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
 		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&
 		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
 			return &pyu_error_nomem;
-		err = push_frame(th, &f, cap);
-		if (err)
+		// Filled in place, field by field (a frame built aside and copied in was a
+		// tenth of a deep walk's instructions).
+		if (th->frame_count == *cap && (err = grow_frames(th, cap)) != NULL)
 			return err;
+		struct pyu_frame_info *f = &th->frames[th->frame_count++];
+		f->kind = PYU_FRAME_PYTHON;
+		f->code = index;
+		f->loc = last_loc;
+		f->instruction_offset = offset;
+		f->frame_address = addr;
+		f->reason = NULL;
+		f->entry_marker = by_cframe ? cframe : 0;
 		addr = next;
 	}
 	if (resumed)
@@ -942,19 +958,35 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	copy_data_stacks(w, starts, copies, n);
 	k = 0;
 	struct code_set codes = {{0}, {0}, 0};
+	uint64_t last_bits = 0;
+	const size_t frame_size = (size_t)l->iframe.size;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;
+		uint64_t lo = 0, hi = 0; // the copied chunk of the last frame (see the walk)
+		const uint8_t *data = NULL;
 		// Through copied and cached frames only, a bounded number of steps, to the first
 		// frame that is neither: the entry frame below the run. The code objects the
 		// copied frames run are noted on the way.
 		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
 					 steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
-			const uint8_t *p = copied(&copies[i], addr, (size_t)l->iframe.size);
+			const uint8_t *p = NULL;
+			if (addr - lo < hi - lo && frame_size <= hi - addr) {
+				p = data + (addr - lo);
+			} else if ((p = copied(&copies[i], addr, frame_size)) != NULL) {
+				const struct pyu_copied_chunk *ch = &copies[i].chunk[copies[i].last];
+				lo = ch->lo;
+				hi = ch->hi;
+				data = copies[i].data + ch->off;
+			}
 			if (p) {
 				prev = pyu_get_u64(p, l->iframe.previous);
-				if (l->owner_first_foreign < 0 || p[l->iframe.owner] < l->owner_first_foreign)
-					note_code(&codes, pyu_get_u64(p, l->iframe.code), l->stackref_mask);
+				uint64_t bits = pyu_get_u64(p, l->iframe.code);
+				if (bits != last_bits && (l->owner_first_foreign < 0 ||
+							  p[l->iframe.owner] < l->owner_first_foreign)) {
+					last_bits = bits; // a recursion: one code object
+					note_code(&codes, bits, l->stackref_mask);
+				}
 			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
 							&prev)) {
 				addrs[k++] = addr;
