@@ -102,11 +102,14 @@ static struct {
 	unsigned late_count;
 } spare_uses;
 
+static void note_late_pages(struct pyu_target *t);
+
 static void keep_uses(struct pyu_target *t)
 {
 	if (t->live_pid <= 0 || !t->exe_id_known || !t->uses || t->use_count == 0 ||
 	    t->recording)
 		return;
+	note_late_pages(t);
 	pthread_mutex_lock(&spare_uses_lock);
 	struct pyu_page_use *old = spare_uses.uses;
 	uint64_t *old_late = spare_uses.late;
@@ -312,6 +315,21 @@ static void note_slot(struct pyu_target *t, unsigned sl)
 	t->cache_touched[sl] = 0;
 }
 
+// The pages read since the walk ended (touched while late_recording), into t->late.
+static void note_late_pages(struct pyu_target *t)
+{
+	t->late_count = 0;
+	if (!t->late_recording || !t->cache_addr ||
+	    (!t->late && !(t->late = malloc(PYU_LATE_MAX * sizeof(*t->late)))))
+		return;
+	for (unsigned i = 0; i < t->live_count && t->late_count < PYU_LATE_MAX; i++) {
+		unsigned sl = t->live_slots[i];
+		uint64_t page = t->cache_addr[sl];
+		if (t->cache_touched[sl] && page != PYU_NO_PAGE && page != PYU_RESERVED)
+			t->late[t->late_count++] = page;
+	}
+}
+
 void pyu_target_flush_cache(struct pyu_target *t)
 {
 	if (t->cache_addr) {
@@ -331,9 +349,9 @@ void pyu_target_note_used_pages(struct pyu_target *t)
 {
 	for (unsigned i = 0; t->cache_addr && i < t->live_count; i++)
 		note_slot(t, t->live_slots[i]);
-	// A fresh handle's pages read from here on are kept for the next one (keep_uses).
+	// A fresh handle's pages read from here on are kept for the next one (keep_uses): their
+	// reads are marked (cache_touched, which note_slot has just cleared) but not noted.
 	t->late_recording = t->recording && t->snapshots == 1 && t->live_pid > 0;
-	t->late_count = 0;
 	t->recording = false;
 }
 
@@ -357,6 +375,10 @@ static bool cache_alloc(struct pyu_target *t);
 void pyu_target_begin_snapshot(struct pyu_target *t)
 {
 	t->late_hint_count = 0; // a fresh handle's first snapshot's alone (take_uses)
+	// What the first snapshot read after its walk is not this one's walk.
+	for (unsigned i = 0; t->late_recording && t->cache_addr && i < t->live_count; i++)
+		t->cache_touched[t->live_slots[i]] = 0;
+	t->late_recording = false;
 	if (t->changes && t->snapshots > 0) {
 		// A process sampled again and again keeps its structures where they were: the
 		// bytes the last snapshot's walk read (pyu_target_note_used_pages) are read again
@@ -495,7 +517,7 @@ static bool held(const struct pyu_target *t, uint64_t page)
 static void copy_out(struct pyu_target *t, int sl, size_t off, unsigned char *buf, size_t len)
 {
 	memcpy(buf, t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, len);
-	if (t->recording)
+	if (t->recording || t->late_recording)
 		t->cache_touched[sl] |= unit_mask(off, len);
 }
 
@@ -530,9 +552,6 @@ static int victim_slot(struct pyu_target *t, uint64_t page)
 		return -1;
 	if (t->cache_addr[best] != page)
 		note_slot(t, (unsigned)best);
-	if (t->late_recording && t->late_count < PYU_LATE_MAX &&
-	    (t->late || (t->late = malloc(PYU_LATE_MAX * sizeof(*t->late))) != NULL))
-		t->late[t->late_count++] = page;
 	t->cache_touched[best] = t->cache_addr[best] == page ? t->cache_touched[best] : 0;
 	t->cache_addr[best] = PYU_NO_PAGE;
 	t->cache_valid[best] = 0;
@@ -1333,7 +1352,7 @@ struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf
 			t->cached_reads++;
 			t->cache_used[sl] = ++t->cache_clock;
 			memcpy(buf, t->cache_data + (size_t)sl * PYU_PAGE_SIZE + off, len);
-			if (t->recording)
+			if (t->recording || t->late_recording)
 				t->cache_touched[sl] |= want;
 			return NULL;
 		}
