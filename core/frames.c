@@ -1008,9 +1008,18 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_stack_copy *copy, struct pyu_thread_info *th)
 {
-	uint32_t cap = th->frame_count;
-	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT)
-		return walk_frame_objects(w, start->first, th, &cap);
+	// The room the walk made (frame_cap: at least frame_count), or an array kept from an
+	// earlier snapshot (stacks.c).
+	uint32_t cap = !th->frames ? 0 : th->frame_cap > th->frame_count ? th->frame_cap
+									 : th->frame_count;
+	if (!th->frames && th->frame_count == 0)
+		th->frames = pyu_frames_take(&cap);
+	struct pyu_error *err;
+	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT) {
+		err = walk_frame_objects(w, start->first, th, &cap);
+		th->frame_cap = th->frames ? cap : 0;
+		return err;
+	}
 	struct stack_frames sf = {0};
 	// A deep thread: room for every frame its copied data stack can hold (each takes at least
 	// a frame's header) at once. Grown by doubling from 16, a 1,000-deep thread's frames were
@@ -1022,14 +1031,15 @@ struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_sta
 	uint64_t room = w->rt->layout.iframe.size > 0
 		? copied_bytes / (size_t)w->rt->layout.iframe.size + 16 : 0;
 	if (room > cap && room >= FRAMES_PRESIZED_MIN && room <= FRAMES_PRESIZED_MAX &&
-	    cap == th->frame_count) {
+	    th->frame_count == 0) {
 		struct pyu_frame_info *frames = realloc(th->frames, room * sizeof(*frames));
 		if (frames) {
 			th->frames = frames;
 			cap = (uint32_t)room;
 		}
 	}
-	struct pyu_error *err = walk_interpreter_frames(w, start, copy, th, &cap, &sf);
+	err = walk_interpreter_frames(w, start, copy, th, &cap, &sf);
+	th->frame_cap = th->frames ? cap : 0;
 	free(sf.addrs);
 	free(sf.sorted);
 	return err;
