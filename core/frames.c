@@ -707,6 +707,17 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	int64_t last_offset = INT64_MIN;
 	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
 	const size_t frame_size = (size_t)l->iframe.size;
+	// The layout's fields read for every frame, in locals: for the compiler the frame array
+	// written in the loop may alias the layout, and each was loaded again per frame.
+	const int32_t o_prev = l->iframe.previous, o_code = l->iframe.code;
+	const int32_t o_owner = l->iframe.owner, o_ip = l->iframe.instr_ptr;
+	const int32_t o_frame_obj = l->iframe.frame_obj, first_foreign = l->owner_first_foreign;
+	const int32_t owner_generator = l->owner_generator;
+	const uint64_t tag_mask = l->stackref_mask, adaptive = (uint64_t)l->code.code_adaptive;
+	const bool tlbc = l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD;
+	const bool hide_incomplete = l->skip_incomplete;
+	const bool linenos = st->traced && l->frame.f_lineno != PYU_NO_FIELD;
+	const uint32_t bound = depth_bound(w);
 	uint64_t chunk_lo = 0, chunk_hi = 0; // the copied chunk the last frame was found in
 	const uint8_t *chunk_data = NULL;
 	if (st->chunk && st->top && (!copy || copy->n == 0))
@@ -724,7 +735,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		if (base_frame && addr == base_frame)
 			return NULL; // 3.15: the sentinel proves the chain is complete
-		if (depth >= depth_bound(w) + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
+		if (depth >= bound + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
 			if (tailed)
 				return push_error(th, cap, addr, "depth limit of %u frames reached",
 						  depth_bound(w));
@@ -764,8 +775,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		}
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
-		bool zeroed = !err && pyu_get_u64(buf, l->iframe.code) == 0 &&
-			      pyu_get_u64(buf, l->iframe.previous) == 0;
+		bool zeroed = !err && pyu_get_u64(buf, o_code) == 0 && pyu_get_u64(buf, o_prev) == 0;
 		if ((err || zeroed) && can_resume) {
 			if (!sf->loaded)
 				load_stack_frames(w, st, sf);
@@ -793,11 +803,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
 		last = addr;
-		uint64_t next = pyu_get_u64(buf, l->iframe.previous);
-		uint8_t owner = buf[l->iframe.owner];
+		uint64_t next = pyu_get_u64(buf, o_prev);
+		uint8_t owner = buf[o_owner];
 		if (by_cframe)
 			cframe_ends = buf[l->iframe.is_entry] != 0;
-		if (l->owner_first_foreign >= 0 && owner >= l->owner_first_foreign) {
+		if (first_foreign >= 0 && owner >= first_foreign) {
 			if (by_entry)
 				mark_run(th, run_start, addr);
 			run_start = th->frame_count;
@@ -805,10 +815,10 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next; // entry/shim frame of the C stack: not Python
 			continue;
 		}
-		uint64_t bits = pyu_get_u64(buf, l->iframe.code);
-		uint64_t code = bits & ~l->stackref_mask;
+		uint64_t bits = pyu_get_u64(buf, o_code);
+		uint64_t code = bits & ~tag_mask;
 		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
-		if (l->stackref_mask && (bits & 2)) {
+		if (tag_mask && (bits & 2)) {
 			err = push_error(th, cap, addr,
 					 "frame at 0x%" PRIx64 ": f_executable 0x%" PRIx64
 					 " is a tagged %s, not a code object", addr, bits,
@@ -834,8 +844,8 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_offset = INT64_MIN;
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
-		uint64_t start = code + (uint64_t)l->code.code_adaptive;
-		if (l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD) {
+		uint64_t start = code + adaptive;
+		if (tlbc) {
 			err = tlbc_start(w, code, pyu_get_i32(buf, l->iframe.tlbc_index), &start);
 			if (err) {
 				err = push_error_from(th, cap, addr, err);
@@ -845,7 +855,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				continue;
 			}
 		}
-		uint64_t ip = pyu_get_u64(buf, l->iframe.instr_ptr);
+		uint64_t ip = pyu_get_u64(buf, o_ip);
 		int64_t q = (int64_t)(ip - start);
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
@@ -857,8 +867,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		// CPython hides frames still in their prologue (before RESUME).
-		if (l->skip_incomplete && owner != l->owner_generator &&
-		    q < 2 * (int64_t)last_first) {
+		if (hide_incomplete && owner != owner_generator && q < 2 * (int64_t)last_first) {
 			addr = next;
 			continue;
 		}
@@ -867,9 +876,9 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
-		uint64_t frame_obj = l->iframe.frame_obj != PYU_NO_FIELD
-			? pyu_get_u64(buf, l->iframe.frame_obj) : 0;
-		if (frame_obj && st->traced && l->frame.f_lineno != PYU_NO_FIELD &&
+		uint64_t frame_obj = linenos && o_frame_obj != PYU_NO_FIELD
+			? pyu_get_u64(buf, o_frame_obj) : 0;
+		if (frame_obj &&
 		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
 			return &pyu_error_nomem;
 		// Filled in place, field by field (a frame built aside and copied in was a
