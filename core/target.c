@@ -355,6 +355,7 @@ void pyu_target_note_used_pages(struct pyu_target *t)
 	t->recording = false;
 }
 
+static void gather_uses(struct pyu_target *t, struct pyu_page_use *uses, unsigned n);
 static bool cache_alloc(struct pyu_target *t);
 static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const uint64_t *lens,
 			      size_t n, uint64_t size, uint64_t max_pages);
@@ -368,9 +369,6 @@ void pyu_target_prefetch_late(struct pyu_target *t)
 	if (cache_alloc(t))
 		prefetch_gathered(t, t->late_hint, NULL, n, PYU_PAGE_SIZE, UINT64_MAX);
 }
-
-static void gather_uses(struct pyu_target *t, struct pyu_page_use *uses, unsigned n);
-static bool cache_alloc(struct pyu_target *t);
 
 void pyu_target_begin_snapshot(struct pyu_target *t)
 {
@@ -397,7 +395,6 @@ void pyu_target_begin_snapshot(struct pyu_target *t)
 		gather_uses(t, t->uses, t->use_count); // a fresh handle: its process's last one
 	}
 	t->use_count = 0;
-	t->late_recording = false;
 	t->recording = t->changes && t->backend_gather && cache_alloc(t);
 	t->snapshots++;
 }
