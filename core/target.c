@@ -881,7 +881,9 @@ static uint64_t fill_gaps(uint64_t units, unsigned gap)
 // Reads the units of the @n pages @uses names (what the last snapshot's walk read) into the
 // cache, PYU_GATHER_MAX pieces a backend read: a piece for each run of units, gaps of up to
 // PYU_USE_GAP_UNITS between them (within a page and across into the next) read with them,
-// since a piece costs more than the few bytes it would save. The slots keep only what was
+// since a piece costs more than the few bytes it would save: a page's first to last unit used
+// (a gap of 512 bytes at most left 3.15's 100 x 50 in 433 remote pieces of 676 KB, 235 of
+// 933 KB now, 640 to 545 us a fresh handle; 3.8's 1,951 to 1,869, 3.12's 864 to 824). The slots keep only what was
 // read (cache_valid): a read of anything else there is a miss. More than
 // PYU_GATHER_BYTES_MAX in all is not read at once: the walk then reads as it goes. What a
 // page costs the kernel (pinned anew for each remote iovec, about 0.5 us here) outweighs

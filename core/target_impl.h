@@ -25,7 +25,7 @@
 #define PYU_UNIT 64u                // the bytes a bit of a slot's masks stands for (64 a page)
 #define PYU_USES_MAX 1536u          // pages of one snapshot's walk gathered again by the next
 #define PYU_LATE_MAX 256u           // pages read after a walk kept for the next fresh handle
-#define PYU_USE_GAP_UNITS 8u        // unused units between two used runs read with them
+#define PYU_USE_GAP_UNITS 64u       // unused units between two used runs read with them
 #define PYU_GATHER_BYTES_MAX (4u << 20) // what the last walk read, read again at once, at most
 #define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
 #define PYU_MIN_SECTOR 512u         // the smallest unit a sector-reading target reads
