@@ -42,20 +42,23 @@ static int cmp_i64(const void *a, const void *b)
 // each against all the others was a twentieth of a 100-thread snapshot's instructions).
 static bool all_apart(const struct pyu_stacks *s)
 {
-	int64_t ids[PYU_NESTING_MAX_STATES];
+	if (s->thread_count > PYU_NESTING_MAX_STATES)
+		return false;
+	int64_t *ids = malloc((s->thread_count ? s->thread_count : 1) * sizeof(*ids));
 	uint32_t n = 0;
-	for (uint32_t i = 0; i < s->thread_count; i++) {
+	bool apart = ids != NULL;
+	for (uint32_t i = 0; apart && i < s->thread_count; i++) {
 		if (!s->threads[i].entry_frame)
 			continue;
-		if (n == PYU_NESTING_MAX_STATES || s->threads[i].native_thread_id <= 0)
-			return false;
+		apart = s->threads[i].native_thread_id > 0;
 		ids[n++] = s->threads[i].native_thread_id;
 	}
-	qsort(ids, n, sizeof(ids[0]), cmp_i64);
-	for (uint32_t k = 1; k < n; k++)
-		if (ids[k] == ids[k - 1])
-			return false;
-	return true;
+	if (apart)
+		qsort(ids, n, sizeof(ids[0]), cmp_i64);
+	for (uint32_t k = 1; apart && k < n; k++)
+		apart = ids[k] != ids[k - 1];
+	free(ids);
+	return apart;
 }
 
 void pyu_link_nested(struct pyu_stacks *s)
