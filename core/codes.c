@@ -240,6 +240,32 @@ struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret)
 	return NULL;
 }
 
+void pyu_code_prefetch(struct pyu_walk *w, const uint64_t *addrs, size_t n)
+{
+	const struct pyu_layout *l = &w->rt->layout;
+	struct pyu_code_cache *c = w->codes;
+	uint64_t fresh[PYU_CODE_PREFETCH_MAX], parts[4 * PYU_CODE_PREFETCH_MAX];
+	size_t m = 0, np = 0;
+	// A snapshot with a memo gathers the headers it knows (stacks.c), and needs no names of
+	// those that are the same.
+	if (w->memo || l->code.size <= 0 || l->code.size > 4096)
+		return;
+	for (size_t i = 0; i < n && m < PYU_CODE_PREFETCH_MAX; i++)
+		if (addrs[i] && !(addrs[i] & 7) && c->keys[slot_of(c, addrs[i])] != addrs[i])
+			fresh[m++] = addrs[i];
+	if (m == 0)
+		return;
+	pyu_target_prefetch_scattered(w->t, fresh, m, (size_t)l->code.size);
+	int32_t fields[4] = {l->code.name, l->code.filename, l->code.linetable,
+			     l->has_qualname ? l->code.qualname : PYU_NO_FIELD};
+	for (size_t i = 0; i < m; i++)
+		for (size_t f = 0; f < 4; f++)
+			if (fields[f] != PYU_NO_FIELD &&
+			    pyu_target_peek_u64(w->t, fresh[i] + (uint64_t)fields[f], &parts[np]))
+				np++;
+	pyu_target_prefetch_scattered(w->t, parts, np, PYU_CODE_PART_PREFETCH);
+}
+
 struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t offset)
 {
 	struct pyu_code_info *ci = &w->s->codes[index];

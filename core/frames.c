@@ -34,19 +34,6 @@ static struct pyu_error *grow_frames(struct pyu_thread_info *th, uint32_t *cap)
 	return NULL;
 }
 
-// Room for @want frames in all (no less than *cap already holds); only a hint: on failure
-// the walk grows the array as it goes, and fails there if memory is short.
-static void reserve_frames(struct pyu_thread_info *th, uint32_t *cap, uint64_t want)
-{
-	if (want <= *cap)
-		return;
-	struct pyu_frame_info *frames = realloc(th->frames, (size_t)want * sizeof(*frames));
-	if (frames) {
-		th->frames = frames;
-		*cap = (uint32_t)want;
-	}
-}
-
 static inline struct pyu_error *push_frame(struct pyu_thread_info *th,
 					   const struct pyu_frame_info *f, uint32_t *cap)
 {
@@ -78,8 +65,6 @@ static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, u
 	struct pyu_error *err = push_frame(th, &f, cap);
 	if (err)
 		free(f.reason);
-	else
-		th->frames_with_reason++;
 	return err;
 }
 
@@ -563,14 +548,25 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 {
 	uint64_t chunk = st->chunk, end = st->top;
 	uint64_t left = *budget < PYU_PREFETCH_MAX ? *budget : PYU_PREFETCH_MAX;
+	uint64_t newer = 0, newer_size = 0; // the chunk before this one: where, how long
+	unsigned adjacent = 0;              // chunks in a row each right above the one before
 	size_t total = 0;
 	unsigned cap = 0;
 	if (!chunk || end <= chunk)
 		return 0;
 	for (unsigned k = 0; chunk && k < COPY_CHUNKS; k++) {
-		// The smallest chunk CPython makes, with an older chunk's header: one read.
-		if (k > 0)
-			pyu_target_prefetch(w->t, chunk, MIN_CHUNK);
+		// The smallest chunk CPython makes, with an older chunk's header: one read. Each
+		// chunk is mapped on its own, below the one before (a deep recursion's chunks lie
+		// in a row, the oldest highest): an older chunk right above the newer one, not read
+		// yet, is read with the chunks above it, two, then four (seven chunks of 1,000
+		// frames in three reads, not seven).
+		if (k > 0) {
+			uint64_t word;
+			adjacent = newer && newer_size && chunk == newer + newer_size ? adjacent + 1 : 0;
+			uint64_t ahead = pyu_target_peek_u64(w->t, chunk, &word) ? MIN_CHUNK
+				: (uint64_t)MIN_CHUNK << (adjacent < 2 ? adjacent : 2);
+			pyu_target_prefetch(w->t, chunk, ahead < left ? ahead : MIN_CHUNK);
+		}
 		uint64_t hdr[3]; // previous, size, top (slots)
 		struct pyu_error *err = pyu_target_read(w->t, chunk, hdr, sizeof(hdr));
 		if (err) {
@@ -593,6 +589,8 @@ static size_t plan_copy(struct pyu_walk *w, const struct pyu_frame_start *st,
 		c->chunk[c->n++] = (struct pyu_copied_chunk){chunk, end, total};
 		total += (size_t)(end - chunk);
 		left -= end - chunk;
+		newer = chunk;
+		newer_size = hdr[1] < (64u << 20) ? hdr[1] : 0;
 		chunk = hdr[0];
 	}
 	*budget -= total;
@@ -705,19 +703,6 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 struct stack_frames *sf)
 {
 	const struct pyu_layout *l = &w->rt->layout;
-	// The layout's fields the loop reads for every frame, as locals: stores into the frames
-	// array would otherwise make the compiler fetch each one again per frame.
-	const size_t fsize = (size_t)l->iframe.size;
-	const int32_t o_code = l->iframe.code, o_previous = l->iframe.previous,
-		      o_owner = l->iframe.owner, o_ip = l->iframe.instr_ptr,
-		      o_frame_obj = l->iframe.frame_obj;
-	const int32_t first_foreign = l->owner_first_foreign, generator = l->owner_generator;
-	const uint64_t tag_mask = l->stackref_mask, adaptive = (uint64_t)l->code.code_adaptive;
-	const bool tlbc = l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD;
-	const bool skip_incomplete = l->skip_incomplete;
-	const bool linenos = st->traced && o_frame_obj != PYU_NO_FIELD &&
-			     l->frame.f_lineno != PYU_NO_FIELD;
-	const uint32_t bound = depth_bound(w);
 	struct cycle cyc = {0, 1, 0};
 	uint8_t space[PYU_LAYOUT_MAX_STRUCT];
 	struct pyu_error *err;
@@ -740,19 +725,22 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	int32_t last_index = -1, last_first = 0;
 	int64_t last_offset = INT64_MIN;
 	struct pyu_location last_loc = {PYU_NO_LINE, PYU_NO_LINE, PYU_NO_COLUMN, PYU_NO_COLUMN};
+	const size_t frame_size = (size_t)l->iframe.size;
+	// The layout's fields read for every frame, in locals: for the compiler the frame array
+	// written in the loop may alias the layout, and each was loaded again per frame.
+	const int32_t o_prev = l->iframe.previous, o_code = l->iframe.code;
+	const int32_t o_owner = l->iframe.owner, o_ip = l->iframe.instr_ptr;
+	const int32_t o_frame_obj = l->iframe.frame_obj, first_foreign = l->owner_first_foreign;
+	const int32_t owner_generator = l->owner_generator;
+	const uint64_t tag_mask = l->stackref_mask, adaptive = (uint64_t)l->code.code_adaptive;
+	const bool tlbc = l->iframe.tlbc_index != PYU_NO_FIELD && l->code.tlbc != PYU_NO_FIELD;
+	const bool hide_incomplete = l->skip_incomplete;
+	const bool linenos = st->traced && l->frame.f_lineno != PYU_NO_FIELD;
+	const uint32_t bound = depth_bound(w);
+	uint64_t chunk_lo = 0, chunk_hi = 0; // the copied chunk the last frame was found in
+	const uint8_t *chunk_data = NULL;
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
-	// A copied data stack holds at most a frame per iframe.size bytes of it: room for those
-	// at once, not a doubling at every power of two (a 1,000-frame stack reallocated seven
-	// times, copying what it had, was a sixth of its walk's instructions).
-	if (copy && copy->n && l->iframe.size > 0) {
-		uint64_t bytes = 0;
-		for (unsigned k = 0; k < copy->n; k++)
-			bytes += copy->chunk[k].hi - copy->chunk[k].lo;
-		uint64_t most = (uint64_t)depth_bound(w) + 2 * PYU_TAIL_FRAMES + 16;
-		uint64_t want = bytes / (uint64_t)l->iframe.size + 16;
-		reserve_frames(th, cap, th->frame_count + (want < most ? want : most));
-	}
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
 		load_stack_frames(w, st, sf);
 		addr = sf->n ? sf->addrs[sf->n - 1] : 0;
@@ -769,7 +757,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (depth >= bound + (tailed ? 2 * PYU_TAIL_FRAMES : 0)) {
 			if (tailed)
 				return push_error(th, cap, addr, "depth limit of %u frames reached",
-						  bound);
+						  depth_bound(w));
 			bool end;
 			err = pass_bound(w, th, cap, &addr, l->iframe.previous, base_frame, &tailed,
 					 &end);
@@ -786,16 +774,27 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		if (cycle_seen(&cyc, addr))
 			return push_error(th, cap, addr, "cycle in the frame chain at 0x%" PRIx64,
 					  addr);
-		const uint8_t *buf = copied(copy, addr, fsize);
+		// The copied chunk of the last frame first: a chain runs down one chunk, then
+		// the next.
+		const uint8_t *buf = NULL;
+		if (addr - chunk_lo < chunk_hi - chunk_lo && frame_size <= chunk_hi - addr) {
+			buf = chunk_data + (addr - chunk_lo);
+		} else if ((buf = copied(copy, addr, frame_size)) != NULL) {
+			const struct pyu_copied_chunk *ch = &copy->chunk[copy->last];
+			chunk_lo = ch->lo;
+			chunk_hi = ch->hi;
+			chunk_data = copy->data + ch->off;
+		}
 		err = NULL;
 		if (!buf) {
-			err = pyu_target_read(w->t, addr, space, fsize);
+			// One read for a frame across two pages (an entry frame on a native stack).
+			pyu_target_prefetch(w->t, addr, (uint64_t)l->iframe.size);
+			err = pyu_target_read(w->t, addr, space, (size_t)l->iframe.size);
 			buf = space;
 		}
 		// An unreadable or zeroed frame off the data stack is an entry frame on a native
 		// stack the core left out: continue at its Python caller, found on the data stack.
-		bool zeroed = !err && pyu_get_u64(buf, o_code) == 0 &&
-			      pyu_get_u64(buf, o_previous) == 0;
+		bool zeroed = !err && pyu_get_u64(buf, o_code) == 0 && pyu_get_u64(buf, o_prev) == 0;
 		if ((err || zeroed) && can_resume) {
 			if (!sf->loaded)
 				load_stack_frames(w, st, sf);
@@ -823,7 +822,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 					       pyu_error_wrap(err, "reading the frame at 0x%" PRIx64,
 							      addr));
 		last = addr;
-		uint64_t next = pyu_get_u64(buf, o_previous);
+		uint64_t next = pyu_get_u64(buf, o_prev);
 		uint8_t owner = buf[o_owner];
 		if (by_cframe)
 			cframe_ends = buf[l->iframe.is_entry] != 0;
@@ -886,7 +885,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		// CPython hides frames still in their prologue (before RESUME).
-		if (skip_incomplete && owner != generator && q < 2 * (int64_t)last_first) {
+		if (hide_incomplete && owner != owner_generator && q < 2 * (int64_t)last_first) {
 			addr = next;
 			continue;
 		}
@@ -895,20 +894,23 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
-		if (linenos) {
-			uint64_t frame_obj = pyu_get_u64(buf, o_frame_obj);
-			if (frame_obj && !note_lineno(w, th, th->frame_count,
-						      frame_obj + (uint64_t)l->frame.f_lineno))
-				return &pyu_error_nomem;
-		}
-		// Made in place (a frame built aside and copied in cost a third more).
+		uint64_t frame_obj = linenos && o_frame_obj != PYU_NO_FIELD
+			? pyu_get_u64(buf, o_frame_obj) : 0;
+		if (frame_obj &&
+		    !note_lineno(w, th, th->frame_count, frame_obj + (uint64_t)l->frame.f_lineno))
+			return &pyu_error_nomem;
+		// Filled in place, field by field (a frame built aside and copied in was a
+		// tenth of a deep walk's instructions).
 		if (th->frame_count == *cap && (err = grow_frames(th, cap)) != NULL)
 			return err;
 		struct pyu_frame_info *f = &th->frames[th->frame_count++];
-		*f = (struct pyu_frame_info){.kind = PYU_FRAME_PYTHON, .code = index,
-					     .loc = last_loc, .instruction_offset = offset,
-					     .frame_address = addr,
-					     .entry_marker = by_cframe ? cframe : 0};
+		f->kind = PYU_FRAME_PYTHON;
+		f->code = index;
+		f->loc = last_loc;
+		f->instruction_offset = offset;
+		f->frame_address = addr;
+		f->reason = NULL;
+		f->entry_marker = by_cframe ? cframe : 0;
 		addr = next;
 	}
 	if (resumed)
@@ -923,12 +925,40 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	return NULL;
 }
 
+// The distinct code objects the frames of a batch of threads run, up to PYU_CODE_PREFETCH_MAX:
+// a set of their addresses (open addressing, 0 empty) and their list in the order met.
+#define CODE_SET_SLOTS (2 * PYU_CODE_PREFETCH_MAX)
+struct code_set {
+	uint64_t slots[CODE_SET_SLOTS];
+	uint64_t list[PYU_CODE_PREFETCH_MAX];
+	size_t n;
+};
+
+// Notes the code object of a frame whose f_executable field holds @bits (tags in @mask).
+static inline void note_code(struct code_set *cs, uint64_t bits, uint64_t mask)
+{
+	uint64_t code = bits & ~mask;
+	if (!code || (bits & 2) || cs->n == PYU_CODE_PREFETCH_MAX)
+		return; // 3.14+ tags ...10 and ...11: no code object
+	size_t i = (size_t)((code >> 4) * 0x9e3779b97f4a7c15ull >> 57) % CODE_SET_SLOTS;
+	for (size_t probe = 0; probe < CODE_SET_SLOTS; probe++, i = (i + 1) % CODE_SET_SLOTS) {
+		if (cs->slots[i] == code)
+			return;
+		if (!cs->slots[i]) {
+			cs->slots[i] = code;
+			cs->list[cs->n++] = code;
+			return;
+		}
+	}
+}
+
 // Many threads at once: their newest data-stack chunks (used up to each thread's top) in
 // gathered reads, each thread's data stack copied, then the frames their chains lead to off
 // those chunks (3.12+: each eval call's entry frame on its native stack), found by following
-// the chains through the copies, in one more gathered read. A thread then costs its thread
-// state's read and nothing else when its stack fits its newest chunk. A hint only: the walk
-// reads (and reports) whatever this leaves out.
+// the chains through the copies, in one more gathered read, and the code objects the copied
+// frames run in two more (codes.c). A thread then costs its thread state's read and nothing
+// else when its stack fits its newest chunk. A hint only: the walk reads (and reports)
+// whatever this leaves out.
 void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *starts,
 			      struct pyu_stack_copy *copies, size_t n)
 {
@@ -954,31 +984,38 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	pyu_target_prefetch_ranges(w->t, addrs, lens, k);
 	copy_data_stacks(w, starts, copies, n);
 	k = 0;
+	struct code_set codes = {{0}, {0}, 0};
+	uint64_t last_bits = 0;
+	const size_t frame_size = (size_t)l->iframe.size;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t addr = starts[i].first, base = starts[i].base_frame;
-		const uint64_t size = (uint64_t)l->iframe.size;
-		const int32_t o_previous = l->iframe.previous;
-		struct pyu_stack_copy *c = &copies[i];
+		uint64_t addr = starts[i].first;
+		uint64_t lo = 0, hi = 0; // the copied chunk of the last frame (see the walk)
+		const uint8_t *data = NULL;
 		// Through copied and cached frames only, a bounded number of steps, to the first
-		// frame that is neither: the entry frame below the run.
-		for (unsigned steps = 0; addr && addr != base && steps < PYU_MAX_FRAMES; steps++) {
+		// frame that is neither: the entry frame below the run. The code objects the
+		// copied frames run are noted on the way.
+		for (unsigned steps = 0; addr && addr != starts[i].base_frame &&
+					 steps < PYU_MAX_FRAMES; steps++) {
 			uint64_t prev;
-			// A run of frames within one copied chunk, in a tight loop: this walks every
-			// frame of every thread, a 1,000-deep stack's as often as its main walk.
-			const struct pyu_copied_chunk *ch = c->n ? &c->chunk[c->last] : NULL;
-			if (ch && addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr) {
-				const uint8_t *at = c->data + ch->off;
-				do {
-					addr = pyu_get_u64(at + (addr - ch->lo), o_previous);
-				} while (addr && addr != base && ++steps < PYU_MAX_FRAMES &&
-					 addr - ch->lo < ch->hi - ch->lo && size <= ch->hi - addr);
-				if (!addr || addr == base || steps >= PYU_MAX_FRAMES)
-					break;
+			const uint8_t *p = NULL;
+			if (addr - lo < hi - lo && frame_size <= hi - addr) {
+				p = data + (addr - lo);
+			} else if ((p = copied(&copies[i], addr, frame_size)) != NULL) {
+				const struct pyu_copied_chunk *ch = &copies[i].chunk[copies[i].last];
+				lo = ch->lo;
+				hi = ch->hi;
+				data = copies[i].data + ch->off;
 			}
-			const uint8_t *p = copied(c, addr, (size_t)size);
 			if (p) {
-				prev = pyu_get_u64(p, o_previous);
-			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)o_previous, &prev)) {
+				prev = pyu_get_u64(p, l->iframe.previous);
+				uint64_t bits = pyu_get_u64(p, l->iframe.code);
+				if (bits != last_bits && (l->owner_first_foreign < 0 ||
+							  p[l->iframe.owner] < l->owner_first_foreign)) {
+					last_bits = bits; // a recursion: one code object
+					note_code(&codes, bits, l->stackref_mask);
+				}
+			} else if (!pyu_target_peek_u64(w->t, addr + (uint64_t)l->iframe.previous,
+							&prev)) {
 				addrs[k++] = addr;
 				break;
 			}
@@ -987,18 +1024,49 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	}
 	if (k && (uint64_t)l->iframe.size <= 4096)
 		pyu_target_prefetch_scattered(w->t, addrs, k, (size_t)l->iframe.size);
+	pyu_code_prefetch(w, codes.list, codes.n);
 	free(addrs);
 	free(lens);
 }
 
+#define FRAMES_PRESIZED_MIN 256       // frames a thread's array is made for up front: from
+#define FRAMES_PRESIZED_MAX (1u << 20) // so many to so many
+
 struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_start *start,
 				  struct pyu_stack_copy *copy, struct pyu_thread_info *th)
 {
-	uint32_t cap = th->frame_count;
-	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT)
-		return walk_frame_objects(w, start->first, th, &cap);
+	// The room the walk made (frame_cap: at least frame_count), or an array kept from an
+	// earlier snapshot (stacks.c).
+	uint32_t cap = !th->frames ? 0 : th->frame_cap > th->frame_count ? th->frame_cap
+									 : th->frame_count;
+	if (!th->frames && th->frame_count == 0)
+		th->frames = pyu_frames_take(&cap);
+	struct pyu_error *err;
+	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT) {
+		err = walk_frame_objects(w, start->first, th, &cap);
+		th->frame_cap = th->frames ? cap : 0;
+		return err;
+	}
 	struct stack_frames sf = {0};
-	struct pyu_error *err = walk_interpreter_frames(w, start, copy, th, &cap, &sf);
+	// A deep thread: room for every frame its copied data stack can hold (each takes at least
+	// a frame's header) at once. Grown by doubling from 16, a 1,000-deep thread's frames were
+	// copied seven times over (a tenth of its walk's instructions); a shallow thread's array
+	// is left to grow (made larger up front, 100 threads of 50 frames faulted in more pages).
+	size_t copied_bytes = 0;
+	for (unsigned i = 0; copy && i < copy->n; i++)
+		copied_bytes += (size_t)(copy->chunk[i].hi - copy->chunk[i].lo);
+	uint64_t room = w->rt->layout.iframe.size > 0
+		? copied_bytes / (size_t)w->rt->layout.iframe.size + 16 : 0;
+	if (room > cap && room >= FRAMES_PRESIZED_MIN && room <= FRAMES_PRESIZED_MAX &&
+	    th->frame_count == 0) {
+		struct pyu_frame_info *frames = realloc(th->frames, room * sizeof(*frames));
+		if (frames) {
+			th->frames = frames;
+			cap = (uint32_t)room;
+		}
+	}
+	err = walk_interpreter_frames(w, start, copy, th, &cap, &sf);
+	th->frame_cap = th->frames ? cap : 0;
 	free(sf.addrs);
 	free(sf.sorted);
 	return err;

@@ -99,6 +99,7 @@ struct pyu_error *pyu_stacks_values(const struct pyu_stacks *s, struct pyu_value
 	if (!in || !s->runtime)
 		return pyu_error_create(PYU_ERR_ARGUMENT, "the snapshot has no runtime");
 	if (!in->values && !in->values_error) {
+		pyu_target_prefetch_late(s->target);
 		in->values_error = pyu_values_create(s->target, s->runtime, &in->limits,
 						     &in->values);
 		if (!in->values_error)

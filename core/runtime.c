@@ -83,6 +83,7 @@ struct found {
 	uint64_t tstate_current; // &_PyThreadState_Current
 	uint64_t gc_generation0; // &_PyGC_generation0 (2.7/3.6: the collector's lists)
 	uint64_t code_type;
+	uint64_t hash_secret;    // &_Py_HashSecret
 	uint64_t version_text[5]; // places that may hold the "X.Y.Z" text (see find_version_text)
 	size_t version_texts;
 	// Py_Version, read only when asked for (py_version_of): 3.13+ take the version from
@@ -105,6 +106,7 @@ enum runtime_how { HOW_NONE, HOW_RUNTIME_SYMBOL, HOW_RUNTIME_SECTION, HOW_HEAD_S
 struct file_facts {
 	enum runtime_how how;
 	uint64_t runtime, interp_head, tstate_current, gc_generation0, code_type, py_version;
+	uint64_t hash_secret;
 	uint32_t py_version_file;
 	uint64_t version_text[5];
 	size_t version_texts;
@@ -227,6 +229,8 @@ static void file_facts(const struct pyu_symsrc *src, struct file_facts *ff)
 		ff->gc_generation0 = sym.value;
 	if (has_symbol(src, "PyCode_Type", &sym))
 		ff->code_type = sym.value;
+	if (has_symbol(src, "_Py_HashSecret", &sym) && sym.size >= 16)
+		ff->hash_secret = sym.value;
 	if (has_symbol(src, "Py_Version", &sym)) {
 		ff->py_version = sym.value;
 		if (!src_read(src, sym.value, &ff->py_version_file, 4))
@@ -288,6 +292,7 @@ static void examine(const struct file_facts *ff, uint64_t bias, const char *name
 	f->tstate_current = at(bias, ff->tstate_current);
 	f->gc_generation0 = at(bias, ff->gc_generation0);
 	f->code_type = at(bias, ff->code_type);
+	f->hash_secret = at(bias, ff->hash_secret);
 	f->py_version_at = at(bias, ff->py_version);
 	f->py_version_file = ff->py_version_file;
 	for (size_t i = 0; i < ff->version_texts; i++)
@@ -770,6 +775,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			rt.tstate_current_addr = best.tstate_current;
 	}
 	rt.gc_generation0_addr = best.gc_generation0;
+	rt.hash_secret_addr = best.hash_secret;
 	*ret = rt;
 	return NULL;
 }

@@ -24,6 +24,7 @@ struct pyu_runtime {
 	uint64_t interp_head_addr;  // where the pointer to the first interpreter is stored
 	uint64_t tstate_current_addr; // where the GIL holder's thread state pointer is; 0 none
 	uint64_t gc_generation0_addr; // 2.7/3.6: &_PyGC_generation0 (the heap census's lists); 0
+	uint64_t hash_secret_addr;  // &_Py_HashSecret (the keys of str hashes); 0 unknown
 	struct pyu_types types;     // type addresses from symbols or learnt while finding
 	bool memory_only;           // found without reading any file of the target
 	char image[256];            // the file the interpreter was found in (target's name)
@@ -172,6 +173,12 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 // Index in w->s->codes of the code object at @addr, read and validated on first use. On error
 // (not a code object, unreadable, absurd sizes), *ret is unchanged and nothing is cached.
 struct pyu_error *pyu_code_get(struct pyu_walk *w, uint64_t addr, int32_t *ret);
+// A hint before a walk: the code objects at @addrs (up to PYU_CODE_PREFETCH_MAX of the @n; 0
+// and those the snapshot holds are left out), their headers in one gathered read and then
+// their names and line tables in another, instead of two reads each as the walk meets them.
+// Cannot fail.
+#define PYU_CODE_PREFETCH_MAX 64
+void pyu_code_prefetch(struct pyu_walk *w, const uint64_t *addrs, size_t n);
 // The location of bytecode byte @offset of code @index, as CPython reports it (a negative
 // offset gives co_firstlineno; a corrupt table gives no line). Cannot fail.
 struct pyu_location pyu_code_locate(struct pyu_walk *w, int32_t index, int64_t offset);

@@ -115,6 +115,49 @@ static void keep_scratch(struct pyu_scratch s)
 	free(s.data);
 }
 
+// Up to FRAMES_KEPT arrays of FRAMES_KEPT_BYTES in all, under spare_lock; the last given is
+// the first taken.
+#define FRAMES_KEPT 512
+#define FRAMES_KEPT_BYTES (4u << 20)
+static struct {
+	struct pyu_frame_info *frames;
+	uint32_t cap;
+} spare_frames[FRAMES_KEPT];
+static unsigned spare_frame_count;
+static size_t spare_frame_bytes;
+
+struct pyu_frame_info *pyu_frames_take(uint32_t *cap)
+{
+	struct pyu_frame_info *frames = NULL;
+	*cap = 0;
+	pthread_mutex_lock(&spare_lock);
+	if (spare_frame_count > 0) {
+		spare_frame_count--;
+		frames = spare_frames[spare_frame_count].frames;
+		*cap = spare_frames[spare_frame_count].cap;
+		spare_frame_bytes -= (size_t)*cap * sizeof(*frames);
+	}
+	pthread_mutex_unlock(&spare_lock);
+	return frames;
+}
+
+void pyu_frames_give(struct pyu_frame_info *frames, uint32_t cap)
+{
+	size_t bytes = (size_t)cap * sizeof(*frames);
+	if (frames && cap > 0) {
+		pthread_mutex_lock(&spare_lock);
+		if (spare_frame_count < FRAMES_KEPT &&
+		    spare_frame_bytes + bytes <= FRAMES_KEPT_BYTES) {
+			spare_frames[spare_frame_count].frames = frames;
+			spare_frames[spare_frame_count++].cap = cap;
+			spare_frame_bytes += bytes;
+			frames = NULL;
+		}
+		pthread_mutex_unlock(&spare_lock);
+	}
+	free(frames);
+}
+
 static void kept_free(void *block)
 {
 	struct kept_runtime *k = block;
@@ -382,9 +425,10 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	free(s->codes);
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];
-		for (uint32_t k = 0; th->frames_with_reason && k < th->frame_count; k++)
-			free(th->frames[k].reason);
-		free(th->frames);
+		for (uint32_t k = 0; k < th->frame_count; k++)
+			if (th->frames[k].reason) // error frames' alone: not a call a frame
+				free(th->frames[k].reason);
+		pyu_frames_give(th->frames, th->frame_cap);
 		free(th->name);
 		free(th->exc_type);
 		free(th->exc_repr);

@@ -32,6 +32,14 @@ struct pyu_code_info {
 // Frees what @ci owns (its strings and table, or the block holding them).
 void pyu_code_info_free(struct pyu_code_info *ci);
 
+// Frame arrays of destroyed snapshots, kept for the walks after them (stacks.c): a fresh
+// handle's 100 threads made and freed 100 arrays of 64 frames, and the heap they took was
+// given back to the system and faulted in again every handle. pyu_frames_take: one (its
+// room in *cap), or NULL (*cap 0). pyu_frames_give: @frames (room @cap) kept or freed.
+// Neither can fail.
+struct pyu_frame_info *pyu_frames_take(uint32_t *cap);
+void pyu_frames_give(struct pyu_frame_info *frames, uint32_t cap);
+
 enum pyu_frame_kind {
 	PYU_FRAME_PYTHON,
 	PYU_FRAME_ERROR, // could not be read; @reason says why, @frame_address where
@@ -84,10 +92,7 @@ struct pyu_thread_info {
 	char *name;                 // NULL when unknown (read with values: JSON, --locals)
 	struct pyu_frame_info *frames; // innermost first
 	uint32_t frame_count;
-	// Of them, frames holding a reason (error frames): pyu_stacks_destroy() looks through the
-	// frames only when there is one (a deep stack's array, gone cold by then, is not read
-	// again to free nothing). Whatever gives a frame a reason counts it here.
-	uint32_t frames_with_reason;
+	uint32_t frame_cap;            // room in frames, as the walk made it (frames.c)
 	uint64_t interp_address;    // the PyInterpreterState the thread state belongs to
 	// The exception sys.exc_info() gives in the thread (pyu_stacks_read_thread_values):
 	uint64_t exc_address;       // 0 when none / unknown

@@ -231,6 +231,10 @@ void pyu_target_begin_snapshot(struct pyu_target *t);
 // target whose memory changes reads them first, at once, as the next snapshot begins.
 // Cannot fail.
 void pyu_target_note_used_pages(struct pyu_target *t);
+// A hint as a snapshot first reads values (thread names, locals): a fresh handle on a live
+// process whose last handle read values reads the pages those reads took in one gathered read
+// (target.c, keep_uses). Cannot fail.
+void pyu_target_prefetch_late(struct pyu_target *t);
 
 // The number of snapshots begun on @t: what a layer above keeps between snapshots of a target
 // whose memory changes (pyu_target_changes) must be checked again once this moved on.

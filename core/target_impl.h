@@ -24,7 +24,8 @@
 #define PYU_GATHER_PAGES 128u       // pages one gathered read puts into the cache
 #define PYU_UNIT 64u                // the bytes a bit of a slot's masks stands for (64 a page)
 #define PYU_USES_MAX 1536u          // pages of one snapshot's walk gathered again by the next
-#define PYU_USE_GAP_UNITS 8u        // unused units between two used runs read with them
+#define PYU_LATE_MAX 256u           // pages read after a walk kept for the next fresh handle
+#define PYU_USE_GAP_UNITS 64u       // unused units between two used runs read with them
 #define PYU_GATHER_BYTES_MAX (4u << 20) // what the last walk read, read again at once, at most
 #define PYU_SPAN_GAP_PAGES 2u       // a span read takes in a gap this long rather than split
 #define PYU_MIN_SECTOR 512u         // the smallest unit a sector-reading target reads
@@ -228,6 +229,13 @@ struct pyu_target {
 	} *uses; // PYU_USES_MAX, allocated with the cache
 	unsigned use_count;
 	bool recording;
+	// The pages read after the walk (thread names, values: @late_recording from the walk's
+	// end), kept with the walk's uses for a fresh handle on the same process; @late_hint,
+	// such pages of the last handle, read in one gathered read at this snapshot's first
+	// value (pyu_target_prefetch_late).
+	uint64_t *late, *late_hint; // PYU_LATE_MAX each, allocated when first needed
+	unsigned late_count, late_hint_count;
+	bool late_recording;
 	unsigned char *cache_data;
 	// Read-ahead: misses on consecutive pages (either way, as a frame chain walks down a
 	// data stack) read more pages at once, doubling up to PYU_READAHEAD_MAX. A few streams

@@ -54,6 +54,14 @@ enum pyu_syntax_form {
 	PYU_SYNTAX_315, // 3.15+: as 3.13, the caret line in display columns (wide: two, tab: one)
 };
 
+// How the version hashes a str's bytes (Python/pyhash.c's default algorithm): dicts of str
+// keys are searched by it (values.c); a build configured otherwise is searched key by key.
+enum pyu_str_hash {
+	PYU_STR_HASH_NONE,      // not used: 2.7 (its own FNV-like hash)
+	PYU_STR_HASH_SIPHASH24, // 3.4 - 3.10
+	PYU_STR_HASH_SIPHASH13, // 3.11+
+};
+
 struct pyu_value_layout {
 	const char *name;          // "3.12"
 	uint32_t version_hex;      // major.minor as PY_VERSION_HEX (0x030c0000)
@@ -72,6 +80,7 @@ struct pyu_value_layout {
 	uint8_t frame_repr;        // frames have a repr of their own (3.7+), else the default form
 	uint8_t unicode_db;        // index into the printable table's versions (printable.h)
 	enum pyu_syntax_form syntax_form;
+	enum pyu_str_hash str_hash;
 
 	struct {
 		int32_t basicsize, itemsize, dictoffset, repr, base, mro, dict;

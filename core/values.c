@@ -14,6 +14,7 @@
 #include "objects.h"
 #include "printable.h"
 #include "reprtext.h"
+#include "siphash.h"
 #include "types.h"
 #include "value_layout.h"
 #include "values.h"
@@ -131,6 +132,8 @@ struct pyu_values {
 	uint32_t keys_next;
 	int64_t (*frame_line)(void *arg, uint64_t frame); // pyu_values_set_frame_lines
 	void *frame_line_arg;
+	int8_t hash_keys;      // the str hash's keys: 0 not read yet, 1 read, -1 not known
+	uint64_t hash_k0, hash_k1;
 };
 
 void pyu_values_set_frame_lines(struct pyu_values *v,
@@ -654,6 +657,9 @@ struct keys_info {
 	uint64_t nentries;
 	size_t esize;
 	int32_t key_off, value_off;
+	uint64_t indices;   // address of the hash table of entry indices
+	uint64_t size;      // its slots (a power of two)
+	unsigned iwidth;    // bytes of each slot's signed index
 };
 
 static struct pyu_error *read_keys(struct pyu_values *v, uint64_t keys, struct keys_info *ret)
@@ -690,6 +696,9 @@ static struct pyu_error *read_keys(struct pyu_values *v, uint64_t keys, struct k
 					nentries, size);
 	ret->entries = keys + (uint64_t)vl->keys.indices + index_bytes;
 	ret->nentries = nentries;
+	ret->indices = keys + (uint64_t)vl->keys.indices;
+	ret->size = size;
+	ret->iwidth = (unsigned)(index_bytes / size);
 	if (dk_kind == 0) {
 		ret->esize = (size_t)vl->dict.entry_size;
 		ret->key_off = vl->dict.entry_key;
@@ -1190,13 +1199,129 @@ static bool find_str_visit(void *arg, uint64_t key, uint64_t value)
 	return !f->hit;
 }
 
+// ---- str keys by hash --------------------------------------------------------------------
+//
+// A table of many str keys (a module's globals: threading's has 150) searched key by key reads
+// every key object before the one wanted, each on a page of its own, mostly: finding a thread's
+// name read 30 pages of keys, a third of a fresh 3.15 handle's JSON of one thread. CPython
+// finds a key by its hash, and so does this: the str hash of the version (value_layout.h) keyed
+// by the target's _Py_HashSecret, then CPython's probe sequence over the table of indices. The
+// entry found is compared like any other key, so a wrong hash (a build configured with another
+// algorithm or a hash cutoff) finds nothing, and the search goes on key by key.
+
+#define HASH_PROBES 64 // slots looked at before giving up (a sparse table needs a few)
+#define PERTURB_SHIFT 5
+
+// The hash the target's str of the ASCII text @name (@n bytes) has, into *ret; false when it
+// is not known. The keys are read once per reader.
+static bool name_hash(struct pyu_values *v, const char *name, size_t n, uint64_t *ret)
+{
+	if (v->hash_keys == 0) {
+		uint8_t k[16];
+		v->hash_keys = -1;
+		if (v->vl.str_hash != PYU_STR_HASH_NONE && v->rt->hash_secret_addr &&
+		    ok(rd(v, v->rt->hash_secret_addr, k, sizeof(k)))) {
+			v->hash_k0 = pyu_get_u64(k, 0);
+			v->hash_k1 = pyu_get_u64(k, 8);
+			v->hash_keys = 1;
+		}
+	}
+	if (v->hash_keys < 0)
+		return false;
+	bool sip13 = v->vl.str_hash == PYU_STR_HASH_SIPHASH13;
+	uint64_t h = n == 0 ? 0 : pyu_siphash(sip13 ? 1 : 2, sip13 ? 3 : 4, v->hash_k0, v->hash_k1,
+					      (const uint8_t *)name, n);
+	*ret = h == UINT64_MAX ? UINT64_MAX - 1 : h; // -1 is no hash: CPython makes it -2
+	return true;
+}
+
+// Slot @i of @k's table of indices into *ret (-1 empty, -2 deleted, else an entry); false when
+// unreadable.
+static bool index_at(struct pyu_values *v, const struct keys_info *k, uint64_t i, int64_t *ret)
+{
+	uint8_t b[8];
+	if (!ok(rd(v, k->indices + i * k->iwidth, b, k->iwidth)))
+		return false;
+	switch (k->iwidth) {
+	case 1: *ret = (int8_t)b[0]; return true;
+	case 2: *ret = (int16_t)pyu_le16(b); return true;
+	case 4: *ret = (int32_t)pyu_le32(b); return true;
+	case 8: *ret = (int64_t)pyu_get_u64(b, 0); return true;
+	default: return false;
+	}
+}
+
+// The value of the str key @f->key in the table of keys object @keys with values @values (0:
+// a combined table's, in its entries), found by hash into @f. False when not found so (not
+// there, or the hash is not the target's, or something unreadable): the caller searches key
+// by key. Cannot fail.
+static bool table_find_hashed(struct pyu_values *v, uint64_t keys, uint64_t values,
+			      struct find_str *f)
+{
+	uint64_t hash;
+	struct keys_info k;
+	size_t n = strlen(f->key);
+	if (v->vl.py2 || v->l->str == PYU_STR_PY2 || !is_ascii(f->key, n) ||
+	    !name_hash(v, f->key, n, &hash) || !keys || !ok(read_keys(v, keys, &k)) ||
+	    k.iwidth == 0)
+		return false;
+	uint64_t array = values; // where a split table's values are, indexed like the entries
+	if (values && v->vl.split_kind == PYU_SPLIT_HEADER)
+		array = values + (uint64_t)v->vl.dvalues.values;
+	uint64_t mask = k.size - 1, perturb = hash, i = hash & mask;
+	for (unsigned probe = 0; probe < HASH_PROBES; probe++) {
+		int64_t ix;
+		if (!index_at(v, &k, i, &ix) || ix == -1 || ix >= (int64_t)k.nentries)
+			return false; // -1: an empty slot ends the search
+		if (ix >= 0) {
+			uint8_t e[32];
+			uint64_t at = k.entries + (uint64_t)ix * k.esize, key, val;
+			if (!ok(rd(v, at, e, k.esize)))
+				return false;
+			key = pyu_get_u64(e, k.key_off);
+			if (key && key_is(v, key, f->key)) {
+				if (!values)
+					val = pyu_get_u64(e, k.value_off);
+				else if (!ok(rd_u64(v, array + 8 * (uint64_t)ix, &val)))
+					return false;
+				if (!val) // not set in this object's values: not there
+					return false;
+				f->found = val;
+				f->hit = true;
+				return true;
+			}
+		}
+		perturb >>= PERTURB_SHIFT;
+		i = (i * 5 + perturb + 1) & mask;
+	}
+	return false;
+}
+
+// find_str over the dict @dict (known to be one): by hash, else key by key.
+static struct pyu_error *dict_find_str(struct pyu_values *v, uint64_t dict, struct find_str *f)
+{
+	uint64_t keys, values;
+	if (v->vl.dict_kind != PYU_DICT_PY2_TABLE &&
+	    ok(field_u64(v, dict, v->vl.dict.keys, &keys)) &&
+	    ok(field_u64(v, dict, v->vl.dict.values, &values)) &&
+	    table_find_hashed(v, keys, values, f))
+		return NULL;
+	return dict_foreach_checked(v, dict, find_str_visit, f);
+}
+
 struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const char *key,
 				   uint64_t *ret)
 {
 	struct find_str f = {v, key, 0, false};
-	struct pyu_error *err = pyu_dict_foreach(v, dict, find_str_visit, &f);
+	uint64_t type;
+	struct type_entry te;
+	struct pyu_error *err = classify_obj(v, dict, &type, &te);
+	if (!err && !(te.flags & TPFLAGS_DICT_SUBCLASS))
+		err = pyu_error_create(PYU_ERR_CORRUPT, "not a dict");
+	if (!err)
+		err = dict_find_str(v, dict, &f);
 	if (err)
-		return err;
+		return pyu_error_wrap(err, "reading the dict at 0x%" PRIx64, dict);
 	if (!f.hit)
 		return pyu_error_create(PYU_ERR_NOT_FOUND, "no key '%s'", key);
 	*ret = f.found;
@@ -1374,11 +1499,22 @@ struct pyu_error *pyu_object_attrs_foreach(struct pyu_values *v, uint64_t obj, v
 	return NULL;
 }
 
+// find_str over the attributes @a: by hash, else key by key.
+static struct pyu_error *attrs_find_str(struct pyu_values *v, const struct attrs *a,
+					struct find_str *f)
+{
+	if (a->dict)
+		return dict_find_str(v, a->dict, f);
+	if (a->values && table_find_hashed(v, a->keys, a->values, f))
+		return NULL;
+	return attrs_foreach(v, a, find_str_visit, f);
+}
+
 static struct pyu_error *attrs_get(struct pyu_values *v, const struct attrs *a,
 				   const char *name, uint64_t *ret)
 {
 	struct find_str f = {v, name, 0, false};
-	struct pyu_error *err = attrs_foreach(v, a, find_str_visit, &f);
+	struct pyu_error *err = attrs_find_str(v, a, &f);
 	if (err)
 		return err;
 	if (!f.hit)
@@ -1474,7 +1610,7 @@ struct pyu_error *pyu_object_getattr(struct pyu_values *v, uint64_t obj, const c
 		if (!d) // 3.12+ static builtin types keep their dict elsewhere
 			continue;
 		struct find_str f = {v, name, 0, false};
-		if ((err = dict_foreach_checked(v, d, find_str_visit, &f)) != NULL)
+		if ((err = dict_find_str(v, d, &f)) != NULL)
 			return err;
 		if (f.hit) {
 			*ret = f.found;
@@ -2079,7 +2215,7 @@ static void repr_str_or_unreadable(struct pyu_values *v, uint64_t obj, struct py
 static bool get_dict_str(struct pyu_values *v, uint64_t dict, const char *key, uint64_t *ret)
 {
 	struct find_str f = {v, key, 0, false};
-	struct pyu_error *err = dict ? dict_foreach_checked(v, dict, find_str_visit, &f) : NULL;
+	struct pyu_error *err = dict ? dict_find_str(v, dict, &f) : NULL;
 	pyu_error_destroy(err);
 	if (f.hit)
 		*ret = f.found;
@@ -2153,7 +2289,7 @@ static void repr_module(struct pyu_values *v, uint64_t obj, struct pyu_strbuf *s
 		struct find_str f;
 #define SPEC_ATTR(key, dst) \
 		f = (struct find_str){v, key, 0, false}; \
-		pyu_error_destroy(attrs_foreach(v, &a, find_str_visit, &f)); \
+		pyu_error_destroy(attrs_find_str(v, &a, &f)); \
 		dst = f.hit ? f.found : 0;
 		SPEC_ATTR("name", sname);
 		SPEC_ATTR("origin", origin);

@@ -17,6 +17,7 @@ const struct pyu_value_layout pyu_value_layout_py311 = {
 	.frame_repr = 1,
 	.unicode_db = 4,
 	.syntax_form = PYU_SYNTAX_310,
+	.str_hash = PYU_STR_HASH_SIPHASH13,
 	.cfunc = {
 		.ml = 16,
 		.ml_name = 0,

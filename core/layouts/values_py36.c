@@ -17,6 +17,7 @@ const struct pyu_value_layout pyu_value_layout_py36 = {
 	.frame_repr = 0,
 	.unicode_db = 0,
 	.syntax_form = PYU_SYNTAX_36,
+	.str_hash = PYU_STR_HASH_SIPHASH24,
 	.cfunc = {
 		.ml = 16,
 		.ml_name = 0,
