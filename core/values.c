@@ -1120,14 +1120,21 @@ out:
 	pyu_error_destroy(err);
 }
 
-struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict, visit_fn visit,
-				   void *arg)
+// An error unless the object at @dict is a dict (or of a subclass of dict).
+static struct pyu_error *must_be_dict(struct pyu_values *v, uint64_t dict)
 {
 	uint64_t type;
 	struct type_entry te;
 	struct pyu_error *err = classify_obj(v, dict, &type, &te);
 	if (!err && !(te.flags & TPFLAGS_DICT_SUBCLASS))
 		err = pyu_error_create(PYU_ERR_CORRUPT, "not a dict");
+	return err;
+}
+
+struct pyu_error *pyu_dict_foreach(struct pyu_values *v, uint64_t dict, visit_fn visit,
+				   void *arg)
+{
+	struct pyu_error *err = must_be_dict(v, dict);
 	if (!err)
 		err = dict_foreach_checked(v, dict, visit, arg);
 	if (err)
@@ -1313,11 +1320,7 @@ struct pyu_error *pyu_dict_get_str(struct pyu_values *v, uint64_t dict, const ch
 				   uint64_t *ret)
 {
 	struct find_str f = {v, key, 0, false};
-	uint64_t type;
-	struct type_entry te;
-	struct pyu_error *err = classify_obj(v, dict, &type, &te);
-	if (!err && !(te.flags & TPFLAGS_DICT_SUBCLASS))
-		err = pyu_error_create(PYU_ERR_CORRUPT, "not a dict");
+	struct pyu_error *err = must_be_dict(v, dict);
 	if (!err)
 		err = dict_find_str(v, dict, &f);
 	if (err)
