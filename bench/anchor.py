@@ -168,6 +168,10 @@ def pyunwind_threads(doc):
             for t in doc["threads"]}
 
 
+# Consecutive calls of one sampler in a round (see the sampler rounds in main()).
+SAMPLER_BATCH = 5
+
+
 def main(argv):
     lib_path, pid, truth_path, runs = argv[1], int(argv[2]), argv[3], int(argv[4])
     with open(truth_path) as f:
@@ -217,10 +221,29 @@ def main(argv):
             c1, w1 = time.thread_time(), time.perf_counter()
             cpu[k].append((c1 - c0) * 1000.0)
             wall[k].append((w1 - w0) * 1000.0)
+    # How a sampler uses either: the same call again and again, nothing else run between.
+    # The rounds above run the other variants between any two calls of one, which leaves the
+    # processor's caches cold for whichever runs more code (the Python API: the interpreter's
+    # steps, the native module, the library); here each round runs a batch of consecutive
+    # calls of the one, then of the other (the order shuffled), each call timed.
+    samplers = {"sampler_api": variants["api_collect"],
+                "sampler_reused": variants["anchor_reused"]}
+    for k in samplers:
+        cpu[k] = []
+    sampler_order = list(samplers)
+    for _ in range(runs):
+        rng.shuffle(sampler_order)
+        for k in sampler_order:
+            fn = samplers[k]
+            for _ in range(SAMPLER_BATCH):
+                c0 = time.thread_time()
+                fn()
+                cpu[k].append((time.thread_time() - c0) * 1000.0)
     out = {k: statistics.median(v) for k, v in cpu.items()}
     out["wall"] = {k: statistics.median(v) for k, v in wall.items()}
     out["problems"] = problems
     out["api_native"] = native
+    out["sampler_batch"] = SAMPLER_BATCH
     print(json.dumps(out))
     return 0
 
