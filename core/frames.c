@@ -739,6 +739,11 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 	const uint32_t bound = depth_bound(w);
 	uint64_t chunk_lo = 0, chunk_hi = 0; // the copied chunk the last frame was found in
 	const uint8_t *chunk_data = NULL;
+	// What the last frame made read (its code field's bits, instruction pointer, owner):
+	// a frame reading the same is made as it was (a recursion's).
+	bool same_valid = false;
+	uint64_t same_bits = 0, same_ip = 0;
+	uint8_t same_owner = 0;
 	if (st->chunk && st->top && (!copy || copy->n == 0))
 		prefetch_data_stack(w, st);
 	if (st->first_unknown && st->chunk && st->top && l->code.framesize != PYU_NO_FIELD) {
@@ -835,6 +840,19 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			continue;
 		}
 		uint64_t bits = pyu_get_u64(buf, o_code);
+		uint64_t ip = pyu_get_u64(buf, o_ip);
+		int32_t index;
+		int64_t offset;
+		// A recursion's frames run one code object at one instruction, owned alike: the
+		// frame made before this one answered every question this one would ask (which
+		// code object, the instruction in range, past the prologue, its location); only
+		// the addresses differ. Not with per-thread bytecode, where the instruction is
+		// measured from a start each frame names.
+		if (same_valid && bits == same_bits && ip == same_ip && owner == same_owner) {
+			index = last_index;
+			offset = last_offset;
+			goto make;
+		}
 		uint64_t code = bits & ~tag_mask;
 		// 3.14+ tags: ...11 is an int, ...10 is no object at all (3.15's error sentinel).
 		if (tag_mask && (bits & 2)) {
@@ -847,7 +865,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next;
 			continue;
 		}
-		int32_t index = last_index;
+		index = last_index;
 		if (code != last_code || last_index < 0) {
 			err = code_or_error_frame(w, th, cap, addr, code, &index);
 			if (err)
@@ -860,6 +878,7 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			last_index = index;
 			last_first = pyu_code_firsttraceable(w, index);
 			last_offset = INT64_MIN;
+			same_valid = false; // until a frame of this code object is made
 		}
 		const struct pyu_code_info *ci = &w->s->codes[index];
 		uint64_t start = code + adaptive;
@@ -873,7 +892,6 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 				continue;
 			}
 		}
-		uint64_t ip = pyu_get_u64(buf, o_ip);
 		int64_t q = (int64_t)(ip - start);
 		if (q >= (int64_t)ci->code_len || q < -2) {
 			err = push_error(th, cap, addr,
@@ -889,11 +907,16 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 			addr = next;
 			continue;
 		}
-		int64_t offset = q < 0 ? -1 : q;
+		offset = q < 0 ? -1 : q;
 		if (offset != last_offset) {
 			last_offset = offset;
 			last_loc = pyu_code_locate(w, index, last_offset);
 		}
+		same_valid = !tlbc;
+		same_bits = bits;
+		same_ip = ip;
+		same_owner = owner;
+	make:;
 		uint64_t frame_obj = linenos && o_frame_obj != PYU_NO_FIELD
 			? pyu_get_u64(buf, o_frame_obj) : 0;
 		if (frame_obj &&

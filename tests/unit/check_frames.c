@@ -280,6 +280,37 @@ START_TEST(test_incomplete_and_lineno)
 }
 END_TEST
 
+// 3.11+: a frame reading what the frame made before it read (a recursion's: one code object,
+// one instruction) is made as that one was; a frame of another code object between them, in
+// its prologue and so hidden, does not make the next one run its code object.
+START_TEST(test_recursion_past_hidden_frame)
+{
+	for (size_t v = 4; v < NVERSIONS; v++) {
+		struct fake_py p;
+		fp_init(&p, versions[v]);
+		const struct pyu_layout *l = p.l;
+		uint64_t f_code = fp_code(&p, "f", 10, 8), g_code = fp_code(&p, "g", 20, 8);
+		fm_u32(&p.m, g_code + (uint64_t)l->code.firsttraceable, 2);
+		uint64_t ts = fp_thread(&p, 1, 1);
+		uint64_t oldest = fp_frame(&p, f_code, 4, 0, 0);
+		uint64_t hidden = fp_frame(&p, g_code, 1, oldest, 0); // before RESUME: hidden
+		uint64_t mid = fp_frame(&p, f_code, 4, hidden, 0);
+		uint64_t top = fp_frame(&p, f_code, 4, mid, 0); // as mid: made as mid was
+		fp_set_top(&p, ts, top);
+		struct pyu_stacks *s = fp_collect(&p);
+		const struct pyu_thread_info *th = &s->threads[0];
+		ck_assert_msg(th->frame_count == 3, "version %zu: %u frames", v, th->frame_count);
+		for (uint32_t k = 0; k < 3; k++) {
+			expect_py(s, &th->frames[k], "f", 15, 8);
+			ck_assert_uint_eq(th->frames[k].frame_address, k == 0 ? top : k == 1 ? mid
+										    : oldest);
+		}
+		pyu_stacks_destroy(s);
+		fm_destroy(&p.m);
+	}
+}
+END_TEST
+
 // 3.11+ set a frame object's f_lineno only while a trace or profile function of the frame's
 // thread runs: with neither, the object is not read and the table's line stands.
 START_TEST(test_lineno_only_when_traced)
@@ -662,6 +693,7 @@ static Suite *frames_suite(void)
 	tcase_add_loop_test(tc, test_damaged_frames, 0, NVERSIONS);
 	tcase_add_test(tc, test_base_frame_truncated);
 	tcase_add_test(tc, test_incomplete_and_lineno);
+	tcase_add_test(tc, test_recursion_past_hidden_frame);
 	tcase_add_test(tc, test_lineno_only_when_traced);
 	tcase_add_test(tc, test_traced_frame_lineno);
 	tcase_add_test(tc, test_thread_lists);
