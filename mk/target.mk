@@ -9,7 +9,7 @@ FUZZ_TEST_SEED ?= 1
 TARGET_FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(CWARN) -iquote core $(CORE_DEFS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 TARGET_FUZZ_SRCS := core/target.c core/target_proc.c core/target_proc_status.c core/target_core.c \
-	core/elf.c core/error.c \
+	core/elf.c core/error.c core/file_kept.c \
 	core/debuginfod.c core/syscalls.c core/syscalls_x86_64.c core/syscalls_aarch64.c \
 	core/linkmap.c
 
