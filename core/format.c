@@ -788,9 +788,15 @@ static void text_frame(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint32
 
 // Repeated frames folded as the target's traceback module folds them (StackSummary.format,
 // 3.6+; 2.7's prints every frame): of a run of frames with the same file, line and function
-// name, the first REPEAT_CUTOFF are shown and the rest said in one line.
+// name, the first REPEAT_CUTOFF are shown and the rest said in one line. Not with the frames'
+// locals (PYU_FMT_LOCALS): they differ frame to frame, and were asked for.
 #define REPEAT_CUTOFF 3
 #define FIRST_FOLDING 0x03060000u
+
+static bool folds(const struct pyu_stacks *s, uint32_t flags)
+{
+	return s->hexversion >= FIRST_FOLDING && !(flags & PYU_FMT_LOCALS);
+}
 
 struct fold {
 	bool on;        // the target's traceback folds
@@ -848,7 +854,7 @@ static void text_thread(struct pyu_strbuf *sb, const struct pyu_stacks *s, uint3
 		pyu_strbuf_puts(sb, "    (no Python frames)\n");
 	uint32_t number = 0, hidden = 0, cur = thread;
 	const struct pyu_thread_info *prev = NULL;
-	struct fold fo = {.on = s->hexversion >= FIRST_FOLDING};
+	struct fold fo = {.on = folds(s, flags)};
 	for (uint32_t hop = 0; hop <= s->thread_count; hop++) {
 		const struct pyu_thread_info *t = &s->threads[cur];
 		if (prev && !hidden) {
@@ -986,7 +992,7 @@ static struct pyu_error *text_thread_native(struct pyu_strbuf *sb, const struct 
 		pyu_strbuf_puts(sb, "; both shown apart)\n");
 	}
 	uint32_t shown = limit && limit < m.count ? limit : m.count;
-	struct fold fo = {.on = s->hexversion >= FIRST_FOLDING};
+	struct fold fo = {.on = folds(s, flags)};
 	for (uint32_t i = 0; i < shown; i++) {
 		const struct pyu_merge_item *it = &m.items[i];
 		if (!it->python)

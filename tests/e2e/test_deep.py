@@ -173,6 +173,12 @@ def check_source(py, t, core, where, kinds):
                    "cli %s --limit" % where, LIMIT)
         check_json(json.loads(cli("--json", "--limit", LIMIT, *src)), deep,
                    "cli %s --json --limit" % where, LIMIT)
+        # With the frames' locals nothing is folded: each frame's locals are its own.
+        lines = thread_text(cli("--no-source", "--locals", "--limit", 20, *src), tid)
+        numbers = [int(m.group(1)) for m in map(PYU_FRAME.match, lines) if m]
+        if numbers != list(range(20)) or any(FOLD.match(line) for line in lines):
+            raise AssertionError("cli %s --locals --limit 20: frames %s shown, %s folded" % (
+                where, numbers, [line for line in lines if FOLD.match(line)]))
     for kind in kinds:
         commands = ["py-bt --all --no-source", "py-bt --all --json"]
         # Up to 3.10 the thread is ~180,000 native frames deep: the debuggers take a minute

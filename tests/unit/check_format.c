@@ -243,6 +243,15 @@ START_TEST(test_repeated_frames)
 	ck_assert_ptr_null(strstr(out, "repeated"));
 	free(out);
 	s.hexversion = 0x030c01f0;
+	// Frames shown with their locals are not folded either: each frame's are its own.
+	out = bt(&s, 0, PYU_FMT_LOCALS, 0);
+	for (int i = 0; i < N; i++) {
+		char line[64];
+		snprintf(line, sizeof(line), "\n#%-2d File ", i);
+		ck_assert_msg(strstr(out, line), "frame %d missing with locals", i);
+	}
+	ck_assert_ptr_null(strstr(out, "repeated"));
+	free(out);
 
 	out = bt(&s, 0, PYU_FMT_JSON, 0);
 	const char *p = out;
