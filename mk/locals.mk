@@ -4,9 +4,9 @@
 test-locals: all
 	@nice /usr/bin/python3 tests/e2e/test_locals.py
 
-# The locals part of `make bench` (bench/locals-run): py-bt --all --locals from a core inside
-# gdb, and py-locals per frame against CPython's gdb helper.
+# The locals part of `make bench` (bench/locals-run, which the Makefile's bench recipe runs):
+# py-bt --all --locals from a core inside gdb, and py-locals per frame against CPython's gdb
+# helper. Alone: make bench-locals.
 .PHONY: bench-locals
 bench-locals: all
 	@bench/locals-run
-bench: bench-locals
