@@ -332,6 +332,16 @@ def both_ways(target):
         pyunwind._native_state[:] = saved
     check(plain(native) == plain(fallback), "native and ctypes snapshots differ:\n%r\n%r"
           % (plain(native)[:2], plain(fallback)[:2]))
+    # Equal values of one type too: 0 == 0.0, but a script printing cpu_seconds or checking
+    # its type sees the difference (the JSON path once gave an idle thread's 0 as an int).
+    check(repr(plain(native)) == repr(plain(fallback)),
+          "native and ctypes snapshots' values differ in type:\n%r\n%r"
+          % (plain(native)[:2], plain(fallback)[:2]))
+    # Whether a thread of this target ran under a clock tick is chance: a document's thread with
+    # 0 CPU seconds, built as the JSON path builds it, must give the float the field says.
+    idle = dict(native.document()["threads"][0], cpu_seconds=0)
+    got = pyunwind.Thread.from_json(idle).cpu_seconds
+    check(type(got) is float, "a thread of 0 CPU seconds: cpu_seconds %r, not 0.0" % (got,))
     return native
 
 
@@ -346,6 +356,7 @@ def bad_arguments(target, snap):
         ("open_process(2.0)", lambda: pyunwind.open_process(2.0)),
         ("open_process(2 ** 40)", lambda: pyunwind.open_process(2 ** 40)),
         ("open_process(0)", lambda: pyunwind.open_process(0)),
+        ("open_process(True)", lambda: pyunwind.open_process(True)),  # not process 1
         ("open_core(None)", lambda: pyunwind.open_core(None)),
         ("open_core(7)", lambda: pyunwind.open_core(7)),
         ("open_core('')", lambda: pyunwind.open_core("")),
@@ -369,6 +380,8 @@ def bad_arguments(target, snap):
         ("print_text(frame, None)", lambda: snap.print_text(frame, None)),
         ("thread('x')", lambda: snap.thread("x")),
         ("frame('0')", lambda: snap.frame("0")),
+        ("frame(-1)", lambda: snap.frame(-1)),  # the CLI's --frame -1 is a usage error
+        ("collect(limit=True)", lambda: target.collect(limit=True)),
         ("document(limit=-1)", lambda: snap.document(limit=-1)),
         ("text(limit=-1)", lambda: snap.text(limit=-1)),
         ("source(frame, -5, -1)", lambda: snap.source(frame, -5, -1)),
