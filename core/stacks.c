@@ -321,8 +321,12 @@ static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 	s->placement = rt->layout.native_placement;
 	snprintf(s->eval_function, sizeof(s->eval_function), "%s",
 		 rt->layout.eval_function ? rt->layout.eval_function : "");
-	if (rt->notes[0])
-		pyu_stacks_add_note(s, "%s", rt->notes);
+	// Discovery joins its notes with "; ": the last one's separator is no part of the note.
+	size_t notes_len = strnlen(rt->notes, sizeof(rt->notes));
+	while (notes_len >= 2 && !memcmp(rt->notes + notes_len - 2, "; ", 2))
+		notes_len -= 2;
+	if (notes_len)
+		pyu_stacks_add_note(s, "%.*s", (int)notes_len, rt->notes);
 	if (rt->memory_only)
 		pyu_stacks_add_note(s, "read from memory alone: no file of the interpreter was "
 				    "used (none found here that is the target's build); frames, "

@@ -339,6 +339,8 @@ def both_ways(target):
           % (plain(native)[:2], plain(fallback)[:2]))
     # Whether a thread of this target ran under a clock tick is chance: a document's thread with
     # 0 CPU seconds, built as the JSON path builds it, must give the float the field says.
+    check(all(n and n == n.strip() and not n.endswith(";") for n in native.notes),
+          "notes with a dangling separator: %r" % (native.notes,))
     idle = dict(native.document()["threads"][0], cpu_seconds=0)
     got = pyunwind.Thread.from_json(idle).cpu_seconds
     check(type(got) is float, "a thread of 0 CPU seconds: cpu_seconds %r, not 0.0" % (got,))
