@@ -384,6 +384,21 @@ static bool found_wrong(const struct pyu_stacks *s)
 	return false;
 }
 
+// @err with what the target knows is wrong with it as a whole (a truncated core), which often
+// explains it ("cannot read memory at 0x..."), unless the message says so already. Cannot fail.
+static struct pyu_error *with_notice(struct pyu_error *err, const struct pyu_target *t)
+{
+	const char *notice = pyu_target_notice(t);
+	if (!notice || err == &pyu_error_nomem || strstr(pyu_error_message(err), notice))
+		return err;
+	struct pyu_error *out = pyu_error_create(pyu_error_code(err), "%s (%s)",
+						 pyu_error_message(err), notice);
+	if (out == &pyu_error_nomem)
+		return err;
+	pyu_error_destroy(err);
+	return out;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
 {
 	if (!t || !ret)
@@ -402,7 +417,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		err = collect(t, &s);
 	}
 	if (err)
-		return err;
+		return with_notice(err, t);
 	pyu_target_note_used_pages(t); // what the walk read, not what values read later
 	*ret = s;
 	return NULL;

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -692,6 +693,23 @@ with open(core, "rb") as f, open(truncated, "wb") as out:
     out.write(f.read(1000))
 same_exception(lambda: pyunwind.open_core(truncated), ["bt", truncated], pyunwind.FormatError,
                "a core cut after 1000 bytes")
+# Cut a page into its memory: collect() fails reading it (FaultError, as the CLI's bt), and says
+# why, as triage() does - the core is truncated - not only "cannot read memory at 0x...".
+with open(core, "rb") as f:
+    elf = f.read(1 << 16)
+phoff, phnum = struct.unpack_from("<Q", elf, 32)[0], struct.unpack_from("<H", elf, 56)[0]
+headers = [struct.unpack_from("<IIQQQQQQ", elf, phoff + 56 * i) for i in range(phnum)]
+data_at = min(h[2] for h in headers if h[0] == 1 and h[5] > 0)  # PT_LOAD with file bytes
+cut_in_memory = os.path.join(scratch, "cut-in-memory.core")
+with open(core, "rb") as f, open(cut_in_memory, "wb") as out:
+    out.write(f.read(data_at + 4096))
+same_exception(lambda: pyunwind.open_core(cut_in_memory).collect(), ["bt", cut_in_memory],
+               pyunwind.FaultError, "a core cut a page into its memory")
+try:
+    pyunwind.open_core(cut_in_memory).collect()
+except pyunwind.Error as e:
+    check("the core file is truncated" in e.message,
+          "a core cut in its memory: collect() does not say the core is truncated: %s" % e)
 same_exception(lambda: pyunwind.open_core(foreign).collect(), ["bt", foreign],
                pyunwind.NotPythonError, "a core of a program that is not Python")
 same_exception(lambda: pyunwind.open_core(text), ["bt", text], pyunwind.FormatError,
