@@ -321,8 +321,12 @@ static struct pyu_error *collect(struct pyu_target *t, struct pyu_stacks **ret)
 	s->placement = rt->layout.native_placement;
 	snprintf(s->eval_function, sizeof(s->eval_function), "%s",
 		 rt->layout.eval_function ? rt->layout.eval_function : "");
-	if (rt->notes[0])
-		pyu_stacks_add_note(s, "%s", rt->notes);
+	// Discovery joins its notes with "; ": the last one's separator is no part of the note.
+	size_t notes_len = strnlen(rt->notes, sizeof(rt->notes));
+	while (notes_len >= 2 && !memcmp(rt->notes + notes_len - 2, "; ", 2))
+		notes_len -= 2;
+	if (notes_len)
+		pyu_stacks_add_note(s, "%.*s", (int)notes_len, rt->notes);
 	if (rt->memory_only)
 		pyu_stacks_add_note(s, "read from memory alone: no file of the interpreter was "
 				    "used (none found here that is the target's build); frames, "
@@ -380,6 +384,21 @@ static bool found_wrong(const struct pyu_stacks *s)
 	return false;
 }
 
+// @err with what the target knows is wrong with it as a whole (a truncated core), which often
+// explains it ("cannot read memory at 0x..."), unless the message says so already. Cannot fail.
+static struct pyu_error *with_notice(struct pyu_error *err, const struct pyu_target *t)
+{
+	const char *notice = pyu_target_notice(t);
+	if (!notice || err == &pyu_error_nomem || strstr(pyu_error_message(err), notice))
+		return err;
+	struct pyu_error *out = pyu_error_create(pyu_error_code(err), "%s (%s)",
+						 pyu_error_message(err), notice);
+	if (out == &pyu_error_nomem)
+		return err;
+	pyu_error_destroy(err);
+	return out;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu_stacks **ret)
 {
 	if (!t || !ret)
@@ -398,7 +417,7 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_collect(struct pyu_target *t, struct pyu
 		err = collect(t, &s);
 	}
 	if (err)
-		return err;
+		return with_notice(err, t);
 	pyu_target_note_used_pages(t); // what the walk read, not what values read later
 	*ret = s;
 	return NULL;

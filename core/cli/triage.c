@@ -208,6 +208,8 @@ static void fail_result(struct result *res, struct pyu_error *err, const struct 
 	const char *notice = t ? pyu_target_notice(t) : NULL;
 	res->ok = false;
 	res->code = pyu_error_code(err);
+	if (notice && strstr(pyu_error_message(err), notice)) // collect's errors say it already
+		notice = NULL;
 	if (!notice || asprintf(&res->message, "%s (%s)", pyu_error_message(err), notice) < 0)
 		res->message = strdup(pyu_error_message(err));
 	pyu_error_destroy(err);

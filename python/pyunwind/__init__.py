@@ -424,6 +424,12 @@ class ThreadException:
         return self.json.get(key, default)
 
 
+def _seconds(v: Any) -> Optional[float]:
+    # JSON writes a whole number of seconds as an int; the field (and the native module) says
+    # float, so 0 CPU seconds read as 0.0 on both paths.
+    return None if v is None else float(v)
+
+
 def _exception(d: Optional[Dict[str, Any]]) -> Optional[ThreadException]:
     return None if d is None else ThreadException.from_json(d)
 
@@ -470,7 +476,7 @@ class Thread:
                    tuple(Frame.from_json(f) for f in d.get("frames", [])),
                    d.get("frames_omitted", 0), _exception(d.get("exception")), d.get("syscall"),
                    d.get("state"), d.get("signal"),
-                   _address(fault) if fault is not None else None, d.get("cpu_seconds"),
+                   _address(fault) if fault is not None else None, _seconds(d.get("cpu_seconds")),
                    d.get("restarted"), d.get("merge_error"),
                    None if native is None else tuple(Frame.from_json(f) for f in native))
 
@@ -922,7 +928,7 @@ class Snapshot:
         th = self.default_thread if thread is None else \
             self.threads[self._thread_index(thread)]
         frames = [f for f in (th.frames if th else ()) if f.kind in ("python", "error")]
-        number = _integer(number, "a frame number", -(1 << 63))
+        number = _integer(number, "a frame number", 0, _U32)  # the CLI's --frame bounds
         if not 0 <= number < len(frames):
             raise NotFoundError("no Python frame #%d in that thread (%d frames)"
                                 % (number, len(frames)), 9)
@@ -1532,7 +1538,11 @@ _U64 = (1 << 64) - 1
 def _integer(value: Any, what: str, low: int = 0, high: int = _U64) -> int:
     """@value as an int in [@low, @high], else ArgumentError (as the CLI refuses such an
     option's value)."""
+    # A bool is an int to Python, but open_process(True) reading process 1 is a slip, not a
+    # request: the CLI would refuse "True" as a number too.
     try:
+        if isinstance(value, bool):
+            raise TypeError
         v = operator.index(value)
     except TypeError:
         raise ArgumentError("%s must be an int, not %s" % (what, type(value).__name__), 8)

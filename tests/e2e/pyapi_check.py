@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -332,6 +333,18 @@ def both_ways(target):
         pyunwind._native_state[:] = saved
     check(plain(native) == plain(fallback), "native and ctypes snapshots differ:\n%r\n%r"
           % (plain(native)[:2], plain(fallback)[:2]))
+    # Equal values of one type too: 0 == 0.0, but a script printing cpu_seconds or checking
+    # its type sees the difference (the JSON path once gave an idle thread's 0 as an int).
+    check(repr(plain(native)) == repr(plain(fallback)),
+          "native and ctypes snapshots' values differ in type:\n%r\n%r"
+          % (plain(native)[:2], plain(fallback)[:2]))
+    # Whether a thread of this target ran under a clock tick is chance: a document's thread with
+    # 0 CPU seconds, built as the JSON path builds it, must give the float the field says.
+    check(all(n and n == n.strip() and not n.endswith(";") for n in native.notes),
+          "notes with a dangling separator: %r" % (native.notes,))
+    idle = dict(native.document()["threads"][0], cpu_seconds=0)
+    got = pyunwind.Thread.from_json(idle).cpu_seconds
+    check(type(got) is float, "a thread of 0 CPU seconds: cpu_seconds %r, not 0.0" % (got,))
     return native
 
 
@@ -346,6 +359,7 @@ def bad_arguments(target, snap):
         ("open_process(2.0)", lambda: pyunwind.open_process(2.0)),
         ("open_process(2 ** 40)", lambda: pyunwind.open_process(2 ** 40)),
         ("open_process(0)", lambda: pyunwind.open_process(0)),
+        ("open_process(True)", lambda: pyunwind.open_process(True)),  # not process 1
         ("open_core(None)", lambda: pyunwind.open_core(None)),
         ("open_core(7)", lambda: pyunwind.open_core(7)),
         ("open_core('')", lambda: pyunwind.open_core("")),
@@ -369,6 +383,8 @@ def bad_arguments(target, snap):
         ("print_text(frame, None)", lambda: snap.print_text(frame, None)),
         ("thread('x')", lambda: snap.thread("x")),
         ("frame('0')", lambda: snap.frame("0")),
+        ("frame(-1)", lambda: snap.frame(-1)),  # the CLI's --frame -1 is a usage error
+        ("collect(limit=True)", lambda: target.collect(limit=True)),
         ("document(limit=-1)", lambda: snap.document(limit=-1)),
         ("text(limit=-1)", lambda: snap.text(limit=-1)),
         ("source(frame, -5, -1)", lambda: snap.source(frame, -5, -1)),
@@ -677,6 +693,23 @@ with open(core, "rb") as f, open(truncated, "wb") as out:
     out.write(f.read(1000))
 same_exception(lambda: pyunwind.open_core(truncated), ["bt", truncated], pyunwind.FormatError,
                "a core cut after 1000 bytes")
+# Cut a page into its memory: collect() fails reading it (FaultError, as the CLI's bt), and says
+# why, as triage() does - the core is truncated - not only "cannot read memory at 0x...".
+with open(core, "rb") as f:
+    elf = f.read(1 << 16)
+phoff, phnum = struct.unpack_from("<Q", elf, 32)[0], struct.unpack_from("<H", elf, 56)[0]
+headers = [struct.unpack_from("<IIQQQQQQ", elf, phoff + 56 * i) for i in range(phnum)]
+data_at = min(h[2] for h in headers if h[0] == 1 and h[5] > 0)  # PT_LOAD with file bytes
+cut_in_memory = os.path.join(scratch, "cut-in-memory.core")
+with open(core, "rb") as f, open(cut_in_memory, "wb") as out:
+    out.write(f.read(data_at + 4096))
+same_exception(lambda: pyunwind.open_core(cut_in_memory).collect(), ["bt", cut_in_memory],
+               pyunwind.FaultError, "a core cut a page into its memory")
+try:
+    pyunwind.open_core(cut_in_memory).collect()
+except pyunwind.Error as e:
+    check("the core file is truncated" in e.message,
+          "a core cut in its memory: collect() does not say the core is truncated: %s" % e)
 same_exception(lambda: pyunwind.open_core(foreign).collect(), ["bt", foreign],
                pyunwind.NotPythonError, "a core of a program that is not Python")
 same_exception(lambda: pyunwind.open_core(text), ["bt", text], pyunwind.FormatError,
