@@ -2,6 +2,7 @@
 // (the Python package's native module): threads, frames, code objects' names, what each
 // thread is doing, through the accessors of pyunwind.h. Face layer: it formats nothing, and
 // reads the target only as the formatters do (names, exceptions and activity on first use).
+#include <stddef.h>
 #include <string.h>
 
 #include "activity.h"
@@ -40,18 +41,29 @@ PYU_PUBLIC uint32_t pyu_stacks_frame_fields(const struct pyu_stacks *s, uint32_t
 		return 0;
 	if (count > th->frame_count - first)
 		count = th->frame_count - first;
-	for (uint32_t i = 0; i < count; i++, out += PYU_FRAME_FIELDS) {
-		const struct pyu_frame_info *f = &th->frames[first + i];
-		bool python = f->kind == PYU_FRAME_PYTHON && f->code >= 0 &&
-			      (uint32_t)f->code < s->code_count;
+	// In locals: for the compiler each store to @out may change them (a sampler's native
+	// module asks for every frame of a deep thread each snapshot: loaded once, not per frame).
+	const struct pyu_frame_info *f = th->frames + first;
+	const uint32_t codes = s->code_count;
+	for (uint32_t i = 0; i < count; i++, f++, out += PYU_FRAME_FIELDS) {
 		const struct pyu_location *l = &f->loc;
-		out[0] = python ? 0 : 1;
-		out[1] = python ? f->code : -1;
-		out[2] = !python || l->line == PYU_NO_LINE ? PYU_ABSENT : l->line;
-		out[3] = !python || l->end_line == PYU_NO_LINE ? PYU_ABSENT : l->end_line;
-		out[4] = !python || l->column == PYU_NO_COLUMN ? PYU_ABSENT : l->column;
-		out[5] = !python || l->end_column == PYU_NO_COLUMN ? PYU_ABSENT : l->end_column;
-		out[6] = !python || f->instruction_offset < 0 ? PYU_ABSENT : f->instruction_offset;
+		// A recursion's frames differ in their address alone: the fields before it as
+		// the frame before gave them.
+		if (i > 0 && memcmp(f, f - 1, offsetof(struct pyu_frame_info, frame_address)) == 0) {
+			memcpy(out, out - PYU_FRAME_FIELDS, 7 * sizeof(*out));
+		} else if (f->kind == PYU_FRAME_PYTHON && f->code >= 0 && (uint32_t)f->code < codes) {
+			out[0] = 0;
+			out[1] = f->code;
+			out[2] = l->line == PYU_NO_LINE ? PYU_ABSENT : l->line;
+			out[3] = l->end_line == PYU_NO_LINE ? PYU_ABSENT : l->end_line;
+			out[4] = l->column == PYU_NO_COLUMN ? PYU_ABSENT : l->column;
+			out[5] = l->end_column == PYU_NO_COLUMN ? PYU_ABSENT : l->end_column;
+			out[6] = f->instruction_offset < 0 ? PYU_ABSENT : f->instruction_offset;
+		} else {
+			out[0] = 1;
+			out[1] = -1;
+			out[2] = out[3] = out[4] = out[5] = out[6] = PYU_ABSENT;
+		}
 		out[7] = (int64_t)f->frame_address;
 	}
 	return count;

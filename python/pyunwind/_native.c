@@ -566,6 +566,7 @@ static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t
 	// each snapshot only to be found equal, was most of this module's time on cold caches).
 	if (e->frames && e->keys && e->nkeys == count) {
 		int64_t batch[FRAME_BATCH * FRAME_FIELDS];
+		int64_t last_index = -1, last_serial = 0;
 		uint32_t done = 0;
 		while (done < count) {
 			uint32_t m = count - done < FRAME_BATCH ? count - done : FRAME_BATCH;
@@ -574,12 +575,19 @@ static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t
 			uint32_t i = 0;
 			for (; i < m; i++) {
 				int64_t *g = batch + (size_t)i * FRAME_FIELDS;
-				if (g[0] != 0 || g[1] < 0 || (uint64_t)g[1] >= ncodes)
+				if (g[0] != 0)
 					break; // not a Python frame: never given again whole
-				struct code_entry **ce = &codes[g[1]];
-				if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1])))
-					return NULL;
-				g[1] = (int64_t)(*ce)->serial;
+				// A recursion's frames run one code object: its entry looked up once.
+				if (g[1] != last_index) {
+					if (g[1] < 0 || (uint64_t)g[1] >= ncodes)
+						break;
+					struct code_entry **ce = &codes[g[1]];
+					if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1])))
+						return NULL;
+					last_index = g[1];
+					last_serial = (int64_t)(*ce)->serial;
+				}
+				g[1] = last_serial;
 			}
 			if (i < m || memcmp(batch, e->keys + (size_t)done * FRAME_FIELDS,
 					    (size_t)m * FRAME_FIELDS * sizeof(int64_t)) != 0)
