@@ -65,6 +65,8 @@ static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, u
 	struct pyu_error *err = push_frame(th, &f, cap);
 	if (err)
 		free(f.reason);
+	else
+		th->error_frames++;
 	return err;
 }
 
@@ -1155,6 +1157,10 @@ struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_sta
 									 : th->frame_count;
 	if (!th->frames && th->frame_count == 0)
 		th->frames = pyu_frames_take(&cap);
+	if (th->frame_count == 0) { // every frame this thread will hold is the walk's
+		th->walked = true;
+		th->error_frames = 0;
+	}
 	struct pyu_error *err;
 	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT) {
 		err = walk_frame_objects(w, start->first, th, &cap);
