@@ -65,6 +65,8 @@ static struct pyu_error *push_error(struct pyu_thread_info *th, uint32_t *cap, u
 	struct pyu_error *err = push_frame(th, &f, cap);
 	if (err)
 		free(f.reason);
+	else
+		th->error_frames++;
 	return err;
 }
 
@@ -695,6 +697,64 @@ static uint64_t older_cframe(struct pyu_walk *w, uint64_t cframe, uint32_t *step
 	return prev;
 }
 
+// A recursion's frames in one copied chunk: where the frame just made (@tmpl) read its code
+// field, instruction pointer and owner as @bits, @ip and @owner, each frame down the chain
+// that reads the same is made as it was, its address aside. The checks the walk makes of every
+// frame come first, in its order (the base frame, the room left under the depth bound, in the
+// chunk, a cycle: the last, since it notes the frame); a frame failing any is left to the walk.
+struct recursion {
+	const uint8_t *data;  // the chunk's copy, [lo, hi) of the target's memory
+	uint64_t lo, hi;
+	size_t frame_size;
+	uint64_t stop;        // the base frame (0: none)
+	int32_t o_prev, o_code, o_ip, o_owner;
+	uint64_t bits, ip;
+	uint8_t owner;
+};
+
+// Makes up to @room frames into @out from *@addr on, which it moves past them. Returns how
+// many. Cannot fail. Not inlined: in the walk its values would not fit the registers left.
+__attribute__((noinline)) static uint32_t make_recursion(const struct recursion *r,
+							 uint64_t *addr, uint32_t room,
+							 struct cycle *cyc,
+							 const struct pyu_frame_info *tmpl,
+							 struct pyu_frame_info *out)
+{
+	if (r->hi - r->lo < r->frame_size || r->lo == 0)
+		return 0;
+	const uint64_t span = r->hi - r->frame_size - r->lo; // the last frame start, from lo
+	const uint8_t *data = r->data;
+	const uint64_t lo = r->lo, stop = r->stop, bits = r->bits, ip = r->ip;
+	const int32_t o_prev = r->o_prev, o_code = r->o_code, o_ip = r->o_ip;
+	const int32_t o_owner = r->o_owner;
+	const uint8_t owner = r->owner;
+	const struct pyu_frame_info made = *tmpl; // @out may lie in the same array
+	uint64_t saved = cyc->saved, power = cyc->power, left = cyc->power - cyc->steps;
+	uint64_t a = *addr;
+	struct pyu_frame_info *o = out, *const end = out + room;
+	// A NULL link is below lo (not 0), so outside the chunk.
+	while (o < end && a != stop && a - lo <= span) {
+		const uint8_t *p = data + (a - lo);
+		if (pyu_get_u64(p, o_code) != bits || pyu_get_u64(p, o_ip) != ip ||
+		    p[o_owner] != owner || a == saved)
+			break;
+		if (--left == 0) { // as cycle_seen()
+			saved = a;
+			power *= 2;
+			left = power;
+		}
+		*o = made;
+		o->frame_address = a;
+		o++;
+		a = pyu_get_u64(p, o_prev);
+	}
+	cyc->saved = saved;
+	cyc->power = power;
+	cyc->steps = power - left;
+	*addr = a;
+	return (uint32_t)(o - out);
+}
+
 // A _PyInterpreterFrame chain (3.11+).
 static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 						 const struct pyu_frame_start *st,
@@ -935,6 +995,25 @@ static struct pyu_error *walk_interpreter_frames(struct pyu_walk *w,
 		f->reason = NULL;
 		f->entry_marker = by_cframe ? cframe : 0;
 		addr = next;
+		// The rest of a recursion in this copied chunk, in a loop of its own.
+		if (!same_valid || linenos || by_cframe || !chunk_data)
+			continue;
+		const uint64_t limit = (uint64_t)bound + (tailed ? 2 * PYU_TAIL_FRAMES : 0);
+		uint64_t room = *cap - th->frame_count;
+		if (limit > (uint64_t)depth + 1 && limit - depth - 1 < room)
+			room = limit - depth - 1;
+		else if (limit <= (uint64_t)depth + 1)
+			room = 0;
+		const struct recursion r = {chunk_data, chunk_lo, chunk_hi, frame_size, base_frame,
+					    o_prev, o_code, o_ip, o_owner, same_bits, same_ip,
+					    same_owner};
+		uint32_t made = make_recursion(&r, &addr, (uint32_t)room, &cyc, f,
+					       &th->frames[th->frame_count]);
+		if (made) {
+			th->frame_count += made;
+			depth += made;
+			last = th->frames[th->frame_count - 1].frame_address;
+		}
 	}
 	if (resumed)
 		pyu_stacks_add_note(w->s, "thread %" PRIu64 ": %" PRIu32 " entry frame(s) on the "
@@ -1010,6 +1089,7 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 	struct code_set codes = {{0}, {0}, 0};
 	uint64_t last_bits = 0;
 	const size_t frame_size = (size_t)l->iframe.size;
+	const int32_t o_prev = l->iframe.previous, o_code = l->iframe.code;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t addr = starts[i].first;
 		uint64_t lo = 0, hi = 0; // the copied chunk of the last frame (see the walk)
@@ -1043,6 +1123,19 @@ void pyu_walk_prefetch_starts(struct pyu_walk *w, const struct pyu_frame_start *
 				break;
 			}
 			addr = prev;
+			// A recursion's frames below in this chunk, running the code object just
+			// noted, note nothing: stepped over in a loop of their own.
+			if (!p || !lo || hi - lo < frame_size)
+				continue;
+			const uint64_t span = hi - frame_size - lo;
+			while (steps + 1 < PYU_MAX_FRAMES && addr != starts[i].base_frame &&
+			       addr - lo <= span) {
+				const uint8_t *q = data + (addr - lo);
+				if (pyu_get_u64(q, o_code) != last_bits)
+					break;
+				addr = pyu_get_u64(q, o_prev);
+				steps++;
+			}
 		}
 	}
 	if (k && (uint64_t)l->iframe.size <= 4096)
@@ -1064,6 +1157,10 @@ struct pyu_error *pyu_walk_frames(struct pyu_walk *w, const struct pyu_frame_sta
 									 : th->frame_count;
 	if (!th->frames && th->frame_count == 0)
 		th->frames = pyu_frames_take(&cap);
+	if (th->frame_count == 0) { // every frame this thread will hold is the walk's
+		th->walked = true;
+		th->error_frames = 0;
+	}
 	struct pyu_error *err;
 	if (w->rt->layout.chain == PYU_CHAIN_FRAME_OBJECT) {
 		err = walk_frame_objects(w, start->first, th, &cap);

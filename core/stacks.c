@@ -377,10 +377,14 @@ static bool found_wrong(const struct pyu_stacks *s)
 {
 	if (s->error_count)
 		return true;
-	for (uint32_t i = 0; i < s->thread_count; i++)
-		for (uint32_t k = 0; k < s->threads[i].frame_count; k++)
-			if (s->threads[i].frames[k].kind == PYU_FRAME_ERROR)
+	for (uint32_t i = 0; i < s->thread_count; i++) {
+		const struct pyu_thread_info *th = &s->threads[i];
+		if (th->walked && th->error_frames == 0)
+			continue; // the walk counted them: none
+		for (uint32_t k = 0; k < th->frame_count; k++)
+			if (th->frames[k].kind == PYU_FRAME_ERROR)
 				return true;
+	}
 	return false;
 }
 
@@ -444,8 +448,9 @@ PYU_PUBLIC void pyu_stacks_destroy(struct pyu_stacks *s)
 	free(s->codes);
 	for (uint32_t i = 0; i < s->thread_count; i++) {
 		struct pyu_thread_info *th = &s->threads[i];
-		for (uint32_t k = 0; k < th->frame_count; k++)
-			if (th->frames[k].reason) // error frames' alone: not a call a frame
+		// Error frames' alone, and not a look at each frame when the walk counted none.
+		for (uint32_t k = 0; (!th->walked || th->error_frames) && k < th->frame_count; k++)
+			if (th->frames[k].reason)
 				free(th->frames[k].reason);
 		pyu_frames_give(th->frames, th->frame_cap);
 		free(th->name);

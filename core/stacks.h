@@ -93,6 +93,10 @@ struct pyu_thread_info {
 	struct pyu_frame_info *frames; // innermost first
 	uint32_t frame_count;
 	uint32_t frame_cap;            // room in frames, as the walk made it (frames.c)
+	// Set when the walk made the frames (frames.c), which counts in error_frames those it
+	// gave a reason: then a snapshot's check and its destruction look at no other frame.
+	bool walked;
+	uint32_t error_frames;
 	uint64_t interp_address;    // the PyInterpreterState the thread state belongs to
 	// The exception sys.exc_info() gives in the thread (pyu_stacks_read_thread_values):
 	uint64_t exc_address;       // 0 when none / unknown

@@ -2,6 +2,8 @@
 // (the Python package's native module): threads, frames, code objects' names, what each
 // thread is doing, through the accessors of pyunwind.h. Face layer: it formats nothing, and
 // reads the target only as the formatters do (names, exceptions and activity on first use).
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "activity.h"
@@ -30,31 +32,94 @@ PYU_PUBLIC uint32_t pyu_stacks_thread_fields(const struct pyu_stacks *s, uint32_
 	return n;
 }
 
+// The fields of frame @f of a snapshot with @codes code objects (pyu_stacks_frame_fields).
+static inline void frame_row(const struct pyu_frame_info *f, uint32_t codes, int64_t *out)
+{
+	const struct pyu_location *l = &f->loc;
+	if (f->kind == PYU_FRAME_PYTHON && f->code >= 0 && (uint32_t)f->code < codes) {
+		out[0] = 0;
+		out[1] = f->code;
+		out[2] = l->line == PYU_NO_LINE ? PYU_ABSENT : l->line;
+		out[3] = l->end_line == PYU_NO_LINE ? PYU_ABSENT : l->end_line;
+		out[4] = l->column == PYU_NO_COLUMN ? PYU_ABSENT : l->column;
+		out[5] = l->end_column == PYU_NO_COLUMN ? PYU_ABSENT : l->end_column;
+		out[6] = f->instruction_offset < 0 ? PYU_ABSENT : f->instruction_offset;
+	} else {
+		out[0] = 1;
+		out[1] = -1;
+		out[2] = out[3] = out[4] = out[5] = out[6] = PYU_ABSENT;
+	}
+	out[7] = (int64_t)f->frame_address;
+}
+
+// Whether frame @f gives the fields frame @f - 1 gave, its address aside: a recursion's
+// frames differ in their address alone.
+static inline bool same_as_before(const struct pyu_frame_info *f)
+{
+	return memcmp(f, f - 1, offsetof(struct pyu_frame_info, frame_address)) == 0;
+}
+
+// Frames [@first, @first + *@count) of @thread, @count clamped to those there; NULL (and
+// *@count 0) for a bad thread or @first.
+static const struct pyu_frame_info *frames_at(const struct pyu_stacks *s, uint32_t thread,
+					      uint32_t first, uint32_t *count)
+{
+	if (!s || thread >= s->thread_count || first >= s->threads[thread].frame_count) {
+		*count = 0;
+		return NULL;
+	}
+	const struct pyu_thread_info *th = &s->threads[thread];
+	if (*count > th->frame_count - first)
+		*count = th->frame_count - first;
+	return th->frames + first;
+}
+
 PYU_PUBLIC uint32_t pyu_stacks_frame_fields(const struct pyu_stacks *s, uint32_t thread,
 					    uint32_t first, uint32_t count, int64_t *out)
 {
-	if (!s || !out || thread >= s->thread_count)
+	const struct pyu_frame_info *f = out ? frames_at(s, thread, first, &count) : NULL;
+	if (!f)
 		return 0;
-	const struct pyu_thread_info *th = &s->threads[thread];
-	if (first >= th->frame_count)
-		return 0;
-	if (count > th->frame_count - first)
-		count = th->frame_count - first;
-	for (uint32_t i = 0; i < count; i++, out += PYU_FRAME_FIELDS) {
-		const struct pyu_frame_info *f = &th->frames[first + i];
-		bool python = f->kind == PYU_FRAME_PYTHON && f->code >= 0 &&
-			      (uint32_t)f->code < s->code_count;
-		const struct pyu_location *l = &f->loc;
-		out[0] = python ? 0 : 1;
-		out[1] = python ? f->code : -1;
-		out[2] = !python || l->line == PYU_NO_LINE ? PYU_ABSENT : l->line;
-		out[3] = !python || l->end_line == PYU_NO_LINE ? PYU_ABSENT : l->end_line;
-		out[4] = !python || l->column == PYU_NO_COLUMN ? PYU_ABSENT : l->column;
-		out[5] = !python || l->end_column == PYU_NO_COLUMN ? PYU_ABSENT : l->end_column;
-		out[6] = !python || f->instruction_offset < 0 ? PYU_ABSENT : f->instruction_offset;
-		out[7] = (int64_t)f->frame_address;
+	// In locals: for the compiler each store to @out may change them (a sampler's native
+	// module asks for every frame of a deep thread each snapshot: loaded once, not per frame).
+	const uint32_t codes = s->code_count;
+	for (uint32_t i = 0; i < count; i++, f++, out += PYU_FRAME_FIELDS) {
+		if (i > 0 && same_as_before(f)) {
+			memcpy(out, out - PYU_FRAME_FIELDS, 7 * sizeof(*out));
+			out[7] = (int64_t)f->frame_address;
+		} else {
+			frame_row(f, codes, out);
+		}
 	}
 	return count;
+}
+
+PYU_PUBLIC uint32_t pyu_stacks_frames_match(const struct pyu_stacks *s, uint32_t thread,
+					    uint32_t first, uint32_t count, const int64_t *keys,
+					    const int64_t *code_keys, uint32_t ncode_keys)
+{
+	const struct pyu_frame_info *f = keys && code_keys ? frames_at(s, thread, first, &count)
+							   : NULL;
+	if (!f)
+		return 0;
+	const uint32_t codes = s->code_count;
+	int64_t row[PYU_FRAME_FIELDS];
+	uint32_t i = 0;
+	for (; i < count; i++, f++, keys += PYU_FRAME_FIELDS) {
+		// A frame as the one before: the row made for that one stands.
+		if (i == 0 || !same_as_before(f)) {
+			frame_row(f, codes, row);
+			if (row[0] != 0 || (uint64_t)row[1] >= ncode_keys || code_keys[row[1]] < 0)
+				break;
+			row[1] = code_keys[row[1]];
+		}
+		// Every field at once, without a call (memcmp was half of this loop).
+		if (((keys[0] ^ row[0]) | (keys[1] ^ row[1]) | (keys[2] ^ row[2]) |
+		     (keys[3] ^ row[3]) | (keys[4] ^ row[4]) | (keys[5] ^ row[5]) |
+		     (keys[6] ^ row[6]) | (keys[7] ^ (int64_t)f->frame_address)) != 0)
+			break;
+	}
+	return i;
 }
 
 PYU_PUBLIC const char *pyu_stacks_frame_reason(const struct pyu_stacks *s, uint32_t thread,

@@ -201,6 +201,14 @@ PYU_PUBLIC uint32_t pyu_stacks_thread_fields(const struct pyu_stacks *s, uint32_
 #define PYU_FRAME_FIELDS 8u
 PYU_PUBLIC uint32_t pyu_stacks_frame_fields(const struct pyu_stacks *s, uint32_t thread,
 					    uint32_t first, uint32_t count, int64_t *out);
+// How many of frames [@first, @first + @count) of @thread, from @first on, are Python frames
+// whose PYU_FRAME_FIELDS fields (as pyu_stacks_frame_fields gives them, the code index i
+// replaced by @code_keys[i]; an index of @ncode_keys or more, or a negative key, never
+// matches) equal @keys, PYU_FRAME_FIELDS each: a caller that kept a thread's frames so finds
+// them unchanged without copying them out. Cannot fail (0 for a bad thread).
+PYU_PUBLIC uint32_t pyu_stacks_frames_match(const struct pyu_stacks *s, uint32_t thread,
+					    uint32_t first, uint32_t count, const int64_t *keys,
+					    const int64_t *code_keys, uint32_t ncode_keys);
 // Why error frame @frame of @thread could not be read; NULL for a Python frame or a bad index.
 // Owned by the snapshot.
 PYU_PUBLIC const char *pyu_stacks_frame_reason(const struct pyu_stacks *s, uint32_t thread,

@@ -172,7 +172,8 @@ _NATIVE_FUNCTIONS = ("pyu_stacks_thread_count", "pyu_stacks_thread_fields",
                      "pyu_stacks_code_address", "pyu_stacks_thread_name",
                      "pyu_stacks_thread_activity", "pyu_stacks_thread_activity_text",
                      "pyu_stacks_thread_exception", "pyu_stacks_collect", "pyu_stacks_destroy",
-                     "pyu_stacks_version", "pyu_stacks_hexversion", "pyu_stacks_build_flags")
+                     "pyu_stacks_version", "pyu_stacks_hexversion", "pyu_stacks_build_flags",
+                     "pyu_stacks_frames_match")
 _native_state: List[Any] = []  # [module or None], once looked for
 
 

@@ -14,7 +14,6 @@
 #define THREAD_FIELDS 7
 #define FRAME_FIELDS 8
 #define ACTIVITY_FIELDS 4
-#define FRAME_BATCH 64 // frames compared at a time (frames_of)
 
 typedef uint32_t (*thread_count_fn)(void *s);
 typedef uint32_t (*thread_fields_fn)(void *s, uint32_t thread, int64_t *out, uint32_t n);
@@ -33,6 +32,9 @@ typedef void (*destroy_fn)(void *s);
 typedef const char *(*version_fn)(void *s);
 typedef uint64_t (*hexversion_fn)(void *s);
 typedef uint32_t (*build_flags_fn)(void *s);
+typedef uint32_t (*frames_match_fn)(void *s, uint32_t thread, uint32_t first, uint32_t count,
+				    const int64_t *keys, const int64_t *code_keys,
+				    uint32_t ncode_keys);
 
 // The library's functions, in the order bind() takes them.
 static struct {
@@ -52,6 +54,7 @@ static struct {
 	version_fn version;
 	hexversion_fn hexversion;
 	build_flags_fn build_flags;
+	frames_match_fn frames_match;
 } api;
 static int bound;
 
@@ -551,42 +554,48 @@ static PyObject *error_frame(PyTypeObject *frame_type, void *s, uint32_t thread,
 	return untracked(instance(frame_type, d));
 }
 
+// The serial of the code entry of each of the snapshot's @ncodes code indexes (entries in
+// @codes, filled on first use), made once a snapshot in *@keys; NULL with an exception on
+// failure.
+static const int64_t *code_keys_of(Cache *c, void *s, struct code_entry **codes,
+				   uint32_t ncodes, int64_t **keys)
+{
+	if (*keys)
+		return *keys;
+	int64_t *k = PyMem_Malloc((ncodes ? ncodes : 1) * sizeof(*k));
+	if (!k) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	for (uint32_t j = 0; j < ncodes; j++) {
+		if (!codes[j] && !(codes[j] = code_of(c, s, j))) {
+			PyMem_Free(k);
+			return NULL;
+		}
+		k[j] = (int64_t)codes[j]->serial;
+	}
+	*keys = k;
+	return k;
+}
+
 // The frames of thread @thread as a tuple. @e: the thread's entry, whose tuple is given again
 // when every frame's fields are those it was built from (one comparison, no lookups, nothing
 // allocated), and which then holds this tuple and its fields. @codes: the snapshot's code
-// indexes' entries, filled on first use.
+// indexes' entries, filled on first use; *@code_keys: their serials, made on first use.
 static PyObject *frames_of(PyTypeObject *frame_type, Cache *c, void *s, uint32_t thread,
 			   uint32_t count, struct code_entry **codes, uint32_t ncodes,
-			   struct thread_entry *e, int *same)
+			   int64_t **code_keys, struct thread_entry *e, int *same)
 {
 	*same = 0;
 	// A thread unchanged since its entry was made (a sampler's usual case): its frames
-	// compared with the entry's keys a batch at a time, through a buffer on the stack, so
-	// that nothing is written per frame (a 1,000-frame thread's 64 KB of keys, written anew
-	// each snapshot only to be found equal, was most of this module's time on cold caches).
+	// compared with the entry's keys by the library, nothing copied out or written per
+	// frame (a 1,000-frame thread's 64 KB of keys, written anew each snapshot only to be
+	// found equal, was most of this module's time on cold caches).
 	if (e->frames && e->keys && e->nkeys == count) {
-		int64_t batch[FRAME_BATCH * FRAME_FIELDS];
-		uint32_t done = 0;
-		while (done < count) {
-			uint32_t m = count - done < FRAME_BATCH ? count - done : FRAME_BATCH;
-			if (api.frame_fields(s, thread, done, m, batch) != m)
-				break; // the full path below says what is wrong
-			uint32_t i = 0;
-			for (; i < m; i++) {
-				int64_t *g = batch + (size_t)i * FRAME_FIELDS;
-				if (g[0] != 0 || g[1] < 0 || (uint64_t)g[1] >= ncodes)
-					break; // not a Python frame: never given again whole
-				struct code_entry **ce = &codes[g[1]];
-				if (!*ce && !(*ce = code_of(c, s, (uint32_t)g[1])))
-					return NULL;
-				g[1] = (int64_t)(*ce)->serial;
-			}
-			if (i < m || memcmp(batch, e->keys + (size_t)done * FRAME_FIELDS,
-					    (size_t)m * FRAME_FIELDS * sizeof(int64_t)) != 0)
-				break;
-			done += m;
-		}
-		if (done == count) {
+		const int64_t *ck = code_keys_of(c, s, codes, ncodes, code_keys);
+		if (!ck)
+			return NULL;
+		if (api.frames_match(s, thread, 0, count, e->keys, ck, ncodes) == count) {
 			c->hits += count;
 			*same = 1;
 			Py_INCREF(e->frames);
@@ -803,6 +812,7 @@ static PyObject *build_threads(void *s, PyTypeObject *thread_type, PyTypeObject 
 	if (cache_reserve(c, ncodes, nframes, n) < 0)
 		return PyErr_NoMemory();
 	struct code_entry **codes = ncodes ? PyMem_Calloc(ncodes, sizeof(*codes)) : NULL;
+	int64_t *code_keys = NULL;
 	PyObject *list = PyList_New(n), *exc_list = PyList_New(0);
 	Py_ssize_t filled = 0;
 	if ((ncodes && !codes) || !list || !exc_list)
@@ -825,8 +835,8 @@ static PyObject *build_threads(void *s, PyTypeObject *thread_type, PyTypeObject 
 			e = &scratch;
 		e->used = c->generation;
 		int same;
-		PyObject *frames = frames_of(frame_type, c, s, t, (uint32_t)v[5], codes, ncodes, e,
-					     &same);
+		PyObject *frames = frames_of(frame_type, c, s, t, (uint32_t)v[5], codes, ncodes,
+					     &code_keys, e, &same);
 		if (!frames) {
 			thread_clear(&scratch);
 			goto fail;
@@ -854,10 +864,12 @@ static PyObject *build_threads(void *s, PyTypeObject *thread_type, PyTypeObject 
 	if (filled < (Py_ssize_t)n && PyList_SetSlice(list, filled, (Py_ssize_t)n, NULL) < 0)
 		goto fail;
 	PyMem_Free(codes);
+	PyMem_Free(code_keys);
 	*with_exc = exc_list;
 	return list;
 fail:
 	PyMem_Free(codes);
+	PyMem_Free(code_keys);
 	Py_XDECREF(list);
 	Py_XDECREF(exc_list);
 	return NULL;

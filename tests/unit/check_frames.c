@@ -311,6 +311,95 @@ START_TEST(test_recursion_past_hidden_frame)
 }
 END_TEST
 
+// A recursion's frames in a copied data-stack chunk are made in a loop of their own
+// (frames.c). What it makes must be what the walk makes of the same chain read frame by frame
+// (the same frames, each allocated apart): with a frame that reads otherwise in the middle,
+// at the depth bound, at 3.15's base frame, and in a cycle back into the run.
+enum { RUN = 160, RUN_FRAME = 128 };
+
+// The chain of @variant (0 plain, 1 one frame at another instruction, 2 a cycle, 3 the base
+// frame inside the run, 4 the depth bound inside it) in @p: RUN frames of "rec" over one of
+// "main", in one data-stack chunk when @in_chunk. Its frames' addresses, oldest first, in @at.
+static void recursion_chain(struct fake_py *p, bool in_chunk, int variant, uint64_t *at)
+{
+	const struct pyu_layout *l = p->l;
+	uint64_t code = fp_code(p, "rec", 1, 4), main_code = fp_code(p, "main", 1, 4);
+	fm_u32(&p->m, code + (uint64_t)l->code.framesize, RUN_FRAME / 8);
+	uint64_t ts = fp_thread(p, 1, 1);
+	uint64_t chunk = in_chunk ? fm_alloc(&p->m, 32 + (RUN + 1) * RUN_FRAME) : 0;
+	if (in_chunk)
+		fm_u64(&p->m, chunk + 8, 32 + (RUN + 1) * RUN_FRAME);
+	uint64_t prev = fp_frame(p, main_code, 2, 0, 0);
+	for (int i = 0; i < RUN; i++) {
+		uint64_t f = in_chunk ? chunk + 32 + (uint64_t)i * RUN_FRAME
+				      : fm_alloc(&p->m, RUN_FRAME);
+		prev = fp_iframe_at(p, f, code, variant == 1 && i == RUN / 2 ? 3 : 2, prev, 0);
+		at[i] = f;
+	}
+	if (variant == 2) // the oldest "rec" frame links back to the middle of the run
+		fm_u64(&p->m, at[0] + (uint64_t)l->iframe.previous, at[RUN / 2]);
+	if (variant == 3)
+		fm_u64(&p->m, ts + (uint64_t)l->tstate.base_frame, at[RUN / 3]);
+	if (in_chunk) {
+		fm_u64(&p->m, ts + (uint64_t)l->tstate.datastack_chunk, chunk);
+		fm_u64(&p->m, ts + (uint64_t)l->tstate.datastack_top, prev + RUN_FRAME);
+	}
+	fp_set_top(p, ts, prev);
+}
+
+START_TEST(test_recursion_in_chunk)
+{
+	for (size_t v = 4; v < NVERSIONS; v++) {
+		for (int variant = 0; variant < 5; variant++) {
+			struct fake_py p[2];
+			uint64_t at[2][RUN];
+			struct pyu_stacks *s[2];
+			for (int k = 0; k < 2; k++) {
+				fp_init(&p[k], versions[v]);
+				if (variant == 3 && !p[k].l->chain_ends_at_base_frame)
+					break;
+				recursion_chain(&p[k], k == 1, variant, at[k]);
+				s[k] = variant == 4 ? fp_collect_bounded(&p[k], RUN / 2 + 7)
+						    : fp_collect(&p[k]);
+			}
+			if (variant == 3 && !p[0].l->chain_ends_at_base_frame) {
+				fm_destroy(&p[0].m);
+				continue;
+			}
+			const struct pyu_thread_info *a = &s[0]->threads[0], *b = &s[1]->threads[0];
+			ck_assert_msg(a->frame_count == b->frame_count, "version %zu, case %d: %u "
+				      "frames apart, %u in a chunk", v, variant, a->frame_count,
+				      b->frame_count);
+			ck_assert_uint_gt(a->frame_count, variant == 3 ? RUN / 2 : RUN / 2 + 7);
+			for (uint32_t i = 0; i < a->frame_count; i++) {
+				const struct pyu_frame_info *fa = &a->frames[i], *fb = &b->frames[i];
+				ck_assert_int_eq(fa->kind, fb->kind);
+				ck_assert_int_eq(fa->loc.line, fb->loc.line);
+				ck_assert_int_eq(fa->instruction_offset, fb->instruction_offset);
+				ck_assert_int_eq(fa->entry_marker != 0, fb->entry_marker != 0);
+				if (fa->kind != PYU_FRAME_PYTHON) {
+					ck_assert_str_eq(strstr(fa->reason, "frame") ? "frame" : "",
+							 strstr(fb->reason, "frame") ? "frame" : "");
+					continue;
+				}
+				ck_assert_str_eq(s[0]->codes[fa->code].name, s[1]->codes[fb->code].name);
+				// The same frame of the chain: its place in the run, or "main".
+				int ia = -1, ib = -1;
+				for (int r = 0; r < RUN; r++) {
+					ia = at[0][r] == fa->frame_address ? r : ia;
+					ib = at[1][r] == fb->frame_address ? r : ib;
+				}
+				ck_assert_int_eq(ia, ib);
+			}
+			for (int k = 0; k < 2; k++) {
+				pyu_stacks_destroy(s[k]);
+				fm_destroy(&p[k].m);
+			}
+		}
+	}
+}
+END_TEST
+
 // 3.11+ set a frame object's f_lineno only while a trace or profile function of the frame's
 // thread runs: with neither, the object is not read and the table's line stands.
 START_TEST(test_lineno_only_when_traced)
@@ -694,6 +783,7 @@ static Suite *frames_suite(void)
 	tcase_add_test(tc, test_base_frame_truncated);
 	tcase_add_test(tc, test_incomplete_and_lineno);
 	tcase_add_test(tc, test_recursion_past_hidden_frame);
+	tcase_add_test(tc, test_recursion_in_chunk);
 	tcase_add_test(tc, test_lineno_only_when_traced);
 	tcase_add_test(tc, test_traced_frame_lineno);
 	tcase_add_test(tc, test_thread_lists);

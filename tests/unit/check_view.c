@@ -1,6 +1,7 @@
 // check_view.c - the snapshot as plain values (view.c), on hand-built snapshots: thread and
 // frame fields with absent values, error frames and their reasons, code objects' names,
-// batches of frames, the interpreter's version and build, and bad indexes.
+// batches of frames, a recursion's runs of frames and their comparison with kept rows, the
+// interpreter's version and build, and bad indexes.
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,11 +101,79 @@ START_TEST(test_fields)
 }
 END_TEST
 
+// A recursion's frames (the same fields, addresses apart), as a binding's comparison sees
+// them: pyu_stacks_frame_fields gives each its own fields, and pyu_stacks_frames_match says
+// how many, from the first, equal the rows kept, code indexes read through the keys given.
+START_TEST(test_runs_and_match)
+{
+	struct pyu_code_info codes[] = {
+		{0xc0de0, "rec", NULL, "/x.py", 3, PYU_LOCATIONS_311, NULL, 0, 0},
+		{0xc0de8, "main", NULL, "/x.py", 1, PYU_LOCATIONS_311, NULL, 0, 0},
+	};
+	enum { N = 300 };
+	struct pyu_frame_info frames[N];
+	for (uint32_t i = 0; i < N; i++)
+		frames[i] = frame(0, 7, 4, 20, 0x7000 + 0x50 * i);
+	frames[100] = frame(0, 8, 4, 22, 0x7000 + 0x50 * 100); // another line inside the run
+	frames[N - 1] = frame(1, 2, 0, 6, 0x9000);
+	struct pyu_thread_info threads[1] = {
+		{.thread_id = 1, .tstate_address = 0x5000, .frames = frames, .frame_count = N},
+	};
+	struct pyu_stacks s;
+	memset(&s, 0, sizeof(s));
+	s.codes = codes;
+	s.code_count = 2;
+	s.threads = threads;
+	s.thread_count = 1;
+	int64_t *f = malloc(N * PYU_FRAME_FIELDS * sizeof(*f));
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(pyu_stacks_frame_fields(&s, 0, 0, N, f), N);
+	for (uint32_t i = 0; i < N; i++) {
+		int64_t want[] = {0, i == N - 1, i == 100 ? 8 : i == N - 1 ? 2 : 7,
+				  i == 100 ? 8 : i == N - 1 ? 2 : 7, i == N - 1 ? 0 : 4,
+				  i == N - 1 ? 3 : 7, i == 100 ? 22 : i == N - 1 ? 6 : 20,
+				  i == N - 1 ? 0x9000 : 0x7000 + 0x50 * i};
+		ck_assert_mem_eq(f + i * PYU_FRAME_FIELDS, want, sizeof(want));
+	}
+	// Keys as a binding keeps them: the code index replaced by its own key.
+	int64_t code_keys[] = {41, 42};
+	for (uint32_t i = 0; i < N; i++)
+		f[i * PYU_FRAME_FIELDS + 1] = code_keys[f[i * PYU_FRAME_FIELDS + 1]];
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, code_keys, 2), N);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N + 5, f, code_keys, 2), N);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 150, 10, f + 150 * PYU_FRAME_FIELDS,
+						  code_keys, 2), 10);
+	// A code object not the one kept, or not known to the caller: no match from there.
+	int64_t other[] = {41, 43}, unknown[] = {41, -1};
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, other, 2), N - 1);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, unknown, 2), N - 1);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, code_keys, 1), N - 1);
+	// One field of one frame in the run, or past it, differs.
+	f[200 * PYU_FRAME_FIELDS + 6]++;
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, code_keys, 2), 200);
+	f[200 * PYU_FRAME_FIELDS + 6]--;
+	f[101 * PYU_FRAME_FIELDS + 7] += 8;
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, code_keys, 2), 101);
+	f[101 * PYU_FRAME_FIELDS + 7] -= 8;
+	f[100 * PYU_FRAME_FIELDS + 2] = 7; // the line of the frame before it
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, N, f, code_keys, 2), 100);
+	// An error frame never matches; bad threads and indexes match nothing.
+	frames[5] = (struct pyu_frame_info){PYU_FRAME_ERROR, -1, {0, 0, 0, 0}, -1, 0x7190, NULL};
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, 50, f, code_keys, 2), 5);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 1, 0, 1, f, code_keys, 2), 0);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, N, 1, f, code_keys, 2), 0);
+	ck_assert_uint_eq(pyu_stacks_frames_match(NULL, 0, 0, 1, f, code_keys, 2), 0);
+	ck_assert_uint_eq(pyu_stacks_frames_match(&s, 0, 0, 1, NULL, code_keys, 2), 0);
+	free(f);
+}
+END_TEST
+
 static Suite *view_suite(void)
 {
 	Suite *s = suite_create("view");
 	TCase *tc = tcase_create("fields");
 	tcase_add_test(tc, test_fields);
+	tcase_add_test(tc, test_runs_and_match);
 	suite_add_tcase(s, tc);
 	return s;
 }
