@@ -215,6 +215,9 @@ class GdbView(core.DebuggerView):
         except (gdb.error, RuntimeError):
             return None
 
+    def native_tids(self):
+        return [th.ptid[1] or th.ptid[0] for th in self.inferior.threads()]
+
     def native_threads(self):
         """(tid, pthread id, frames callback) per thread. The callbacks switch threads; the
         selected thread and frame are restored once, when the iteration ends (or is closed),
