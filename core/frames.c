@@ -319,6 +319,10 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 		return;
 	}
 	uint8_t buf[PYU_LAYOUT_MAX_STRUCT];
+	// The code object of the last frame and its frame size: a recursion's frames run one
+	// code object, whose size is read once, not once a frame.
+	uint64_t last_code = 0;
+	uint32_t last_fs = 0;
 	for (size_t i = nc; i-- > 0;) {
 		uint64_t data = chunks[i][0] + CHUNK_DATA;
 		uint64_t a = data + (chunks[i][1] == 0 ? 8 : 0); // the root chunk skips a slot
@@ -344,8 +348,14 @@ static void load_stack_frames(struct pyu_walk *w, const struct pyu_frame_start *
 			}
 			struct pyu_error *err = pyu_target_read(w->t, a, buf, (size_t)l->iframe.size);
 			uint64_t code = err ? 0 : pyu_get_u64(buf, l->iframe.code) & ~l->stackref_mask;
-			if (!err)
+			if (!err && code && code == last_code)
+				fs = last_fs;
+			else if (!err)
 				err = pyu_target_read_u32(w->t, code + (uint64_t)l->code.framesize, &fs);
+			if (!err) {
+				last_code = code;
+				last_fs = fs;
+			}
 			if (err || fs == 0 || fs > (1u << 20)) {
 				pyu_error_destroy(err);
 				complete = false;

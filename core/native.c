@@ -260,6 +260,46 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_frames(struct pyu_stacks *s, 
 	return NULL;
 }
 
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_threads(struct pyu_stacks *s,
+							   const uint32_t *threads,
+							   const uint32_t *counts, uint32_t n,
+							   const uint64_t *frames,
+							   const char *const *strings,
+							   uint32_t string_count)
+{
+	if (!s)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no stacks");
+	if (n && (!threads || !counts))
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no threads given");
+	size_t at = 0; // frames of the threads before
+	for (uint32_t k = 0; k < n; k++) {
+		if (counts[k] > PYU_MAX_NATIVE_FRAMES)
+			return pyu_error_create(PYU_ERR_ARGUMENT, "more than %d native frames in "
+						"a thread", PYU_MAX_NATIVE_FRAMES);
+		at += counts[k]; // at most 2^32 threads of 2^23 frames: no overflow
+	}
+	if (at && !frames)
+		return pyu_error_create(PYU_ERR_ARGUMENT, "no native frames given");
+	at = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		struct pyu_error *err = pyu_stacks_set_native_frames(
+			s, threads[k], counts[k] ? frames + at * PYU_NATIVE_FIELDS : NULL, counts[k],
+			strings, string_count);
+		at += counts[k];
+		if (!err)
+			continue;
+		if (err == &pyu_error_nomem)
+			return err;
+		struct pyu_error *e = pyu_stacks_set_native_error(s, threads[k],
+								  pyu_error_message(err));
+		pyu_error_destroy(err);
+		if (e && pyu_error_code(e) != PYU_ERR_NOT_FOUND)
+			return e; // out of memory
+		pyu_error_destroy(e); // a thread the snapshot does not have
+	}
+	return NULL;
+}
+
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message)
 {

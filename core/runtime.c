@@ -620,6 +620,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		// data, 3.13+ by the debug offsets cookie. What was scanned leads the error.
 		char scan_errs[1024] = "";
 		err = pyu_runtime_scan(t, &rt, scan_errs, sizeof(scan_errs));
+		pyu_target_release_views(t); // what the scans read in place need not stay mapped
 		if (!err) {
 			*ret = rt;
 			return NULL;
@@ -629,6 +630,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 		pyu_error_destroy(err);
 		err = NULL;
 		cookie_at = scan_for_cookie(t, scan_errs, sizeof(scan_errs));
+		pyu_target_release_views(t);
 		if (!cookie_at) {
 			const char *notice = pyu_target_notice(t);
 			return pyu_error_create(PYU_ERR_NOT_PYTHON,
@@ -680,6 +682,7 @@ struct pyu_error *pyu_runtime_find(struct pyu_target *t, struct pyu_runtime *ret
 			// A 3.13+ _PyRuntime always starts with the cookie: the file that gave this
 			// address is not the build the target runs (a core from elsewhere).
 			uint64_t scanned = scan_for_cookie(t, errs, sizeof(errs));
+			pyu_target_release_views(t);
 			if (scanned) {
 				pyu_appendf(rt.notes, sizeof(rt.notes),
 					"no debug offsets at 0x%" PRIx64 " (the file here may be "

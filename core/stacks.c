@@ -529,6 +529,13 @@ PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t na
 	return found;
 }
 
+PYU_PUBLIC void pyu_stacks_find_threads(const struct pyu_stacks *s, const int64_t *tids,
+					uint32_t n, int32_t *ret)
+{
+	for (uint32_t i = 0; tids && ret && i < n; i++)
+		ret[i] = pyu_stacks_find_thread(s, tids[i], 0);
+}
+
 PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread)
 {
 	if (!s || thread >= s->thread_count)

@@ -252,6 +252,13 @@ static uint64_t backend_read(struct pyu_target *t, uint64_t addr, void *buf, uin
 	return n;
 }
 
+// Whether reads go to the backend's view first (pyu_target_direct(), or a backend that reads
+// in place); then prefetches into the page cache are of no use.
+static bool viewed(const struct pyu_target *t)
+{
+	return t->backend_view && (t->direct || (t->in_place && !t->read_log_on));
+}
+
 PYU_PUBLIC void pyu_target_track_reads(struct pyu_target *t)
 {
 	if (!t)
@@ -362,7 +369,7 @@ static void prefetch_gathered(struct pyu_target *t, const uint64_t *addrs, const
 
 void pyu_target_prefetch_late(struct pyu_target *t)
 {
-	if (!t || !t->late_hint_count || !t->late_hint)
+	if (!t || !t->late_hint_count || !t->late_hint || viewed(t))
 		return;
 	unsigned n = t->late_hint_count;
 	t->late_hint_count = 0; // once
@@ -372,6 +379,8 @@ void pyu_target_prefetch_late(struct pyu_target *t)
 
 void pyu_target_begin_snapshot(struct pyu_target *t)
 {
+	if (t->backend_begin)
+		t->backend_begin(t);
 	t->late_hint_count = 0; // a fresh handle's first snapshot's alone (take_uses)
 	// What the first snapshot read after its walk is not this one's walk.
 	for (unsigned i = 0; t->late_recording && t->cache_addr && i < t->live_count; i++)
@@ -1211,7 +1220,7 @@ void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, 
 				   size_t size)
 {
 	if ((!t->backend_gather && !t->span_prefetch) || size == 0 || size > PYU_PAGE_SIZE ||
-	    !cache_alloc(t))
+	    viewed(t) || !cache_alloc(t))
 		return;
 	prefetch_gathered(t, addrs, NULL, n, size, UINT64_MAX);
 }
@@ -1219,7 +1228,7 @@ void pyu_target_prefetch_scattered(struct pyu_target *t, const uint64_t *addrs, 
 void pyu_target_prefetch_ranges(struct pyu_target *t, const uint64_t *addrs,
 				const uint64_t *lens, size_t n)
 {
-	if ((!t->backend_gather && !t->span_prefetch) || !cache_alloc(t))
+	if ((!t->backend_gather && !t->span_prefetch) || viewed(t) || !cache_alloc(t))
 		return;
 	prefetch_gathered(t, addrs, lens, n, 0, PYU_CACHE_PAGES / 2);
 }
@@ -1251,7 +1260,8 @@ static uint64_t fill_pages(struct pyu_target *t, uint64_t start, unsigned n)
 
 void pyu_target_prefetch(struct pyu_target *t, uint64_t addr, uint64_t len)
 {
-	if (len == 0 || len > PYU_PREFETCH_MAX || addr + len < addr || !cache_alloc(t))
+	if (len == 0 || len > PYU_PREFETCH_MAX || addr + len < addr || viewed(t) ||
+	    !cache_alloc(t))
 		return;
 	if (t->sector_size < PYU_PAGE_SIZE) {
 		prefetch_sector_run(t, addr, addr + len);
@@ -1358,7 +1368,8 @@ struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf
 		return NULL;
 	// Most reads: a few bytes of one page the cache holds.
 	size_t off = (size_t)(addr % PYU_PAGE_SIZE);
-	if (t->cache_addr && len <= PYU_PAGE_SIZE - off && !(t->direct && t->backend_view)) {
+	bool view = viewed(t);
+	if (t->cache_addr && len <= PYU_PAGE_SIZE - off && !view) {
 		int sl = find_slot(t, addr - off);
 		uint64_t want = unit_mask(off, len);
 		if (sl >= 0 && (t->cache_valid[sl] & want) == want) {
@@ -1373,7 +1384,7 @@ struct pyu_error *pyu_target_read(struct pyu_target *t, uint64_t addr, void *buf
 	if (len - 1 > UINT64_MAX - addr)
 		return pyu_error_create(PYU_ERR_FAULT, "cannot read %zu bytes at 0x%" PRIx64
 					": range wraps around", len, addr);
-	if (t->direct && t->backend_view) {
+	if (view) {
 		const unsigned char *p = t->backend_view(t, addr, len);
 		if (p) {
 			t->cached_reads++;

@@ -3,8 +3,10 @@
 // executable from NT_AUXV (AT_ENTRY) or NT_PRPSINFO. Compressed cores (gzip, zstd, xz) are
 // unpacked first to a temporary file that has no name (removed by the kernel however the
 // process ends), no larger than the ELF headers found in the data promise (with a margin) and
-// never past a ceiling. Everything is read with pread and checked against the file's size, so
-// a truncated or corrupt core gives unreadable memory or an error, never a crash.
+// never past a ceiling. Memory is read in place from a read-only mapping of the whole file
+// (the headers and notes, and every read where it cannot be mapped, with pread); every read is
+// checked against the file's size, so a truncated or corrupt core gives unreadable memory or
+// an error, never a crash.
 #include "bytes.h"
 #include "target_impl.h"
 
@@ -211,21 +213,30 @@ static uint64_t core_image_read(struct pyu_target *t, uint64_t addr, void *buf, 
 	return core_pread(c, l->offset + delta, buf, len);
 }
 
+// Maps the whole core read-only for core_view(); false when it cannot be (larger than the
+// address space, or refused), and then reads go through pread as ever.
+static bool map_core(struct core_backend *c)
+{
+	if (c->map)
+		return true;
+	if (c->map_failed || !c->file_size || c->file_size > SIZE_MAX)
+		return false;
+	void *m = mmap(NULL, (size_t)c->file_size, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (m == MAP_FAILED) {
+		c->map_failed = true;
+		return false;
+	}
+	c->map = m;
+	return true;
+}
+
 // The core's own bytes of [addr, addr+len) in place, when one load's data in the file holds
 // them all (never a mapped file's, never past a truncated core's end); else NULL.
 static const unsigned char *core_view(struct pyu_target *t, uint64_t addr, uint64_t len)
 {
 	struct core_backend *c = t->backend_data;
-	if (!c->map) {
-		if (c->map_failed || !c->file_size || c->file_size > SIZE_MAX)
-			return NULL;
-		void *m = mmap(NULL, (size_t)c->file_size, PROT_READ, MAP_SHARED, c->fd, 0);
-		if (m == MAP_FAILED) {
-			c->map_failed = true;
-			return NULL;
-		}
-		c->map = m;
-	}
+	if (!map_core(c))
+		return NULL;
 	const struct core_load *l = c->last_view;
 	if (!l || addr - l->vaddr >= l->memsz) {
 		uint64_t next;
@@ -247,6 +258,28 @@ static void core_release(struct pyu_target *t)
 	struct core_backend *c = t->backend_data;
 	if (c->map)
 		madvise((void *)c->map, (size_t)c->file_size, MADV_DONTNEED);
+}
+
+// As a snapshot begins: a page of the mapping past the file's end raises SIGBUS when touched,
+// so a core that shrank since it was opened (cut short by whoever writes it) is no longer read
+// in place, and its reads stop at its new end. Mapping nothing past the end at open is
+// core_view's bounds; this covers a file cut later, up to the snapshot's start.
+static void core_begin(struct pyu_target *t)
+{
+	struct core_backend *c = t->backend_data;
+	struct stat st;
+	if (!c->map)
+		return;
+	bool known = fstat(c->fd, &st) == 0 && st.st_size >= 0;
+	if (known && (uint64_t)st.st_size >= c->file_size)
+		return;
+	munmap((void *)c->map, (size_t)c->file_size);
+	c->map = NULL;
+	c->map_failed = true;
+	c->last_view = NULL;
+	t->in_place = false;
+	if (known)
+		c->file_size = (uint64_t)st.st_size;
 }
 
 static void core_destroy(struct pyu_target *t)
@@ -1192,11 +1225,14 @@ PYU_PUBLIC struct pyu_error *pyu_target_open_core_limited(const char *core_path,
 	t->backend_view = core_view;
 	t->backend_release = core_release;
 	t->core_fd = fd;
+	t->backend_begin = core_begin;
 	err = load_core(t, c, core_path, executable);
 	if (err) {
 		pyu_target_destroy(t);
 		return err;
 	}
+	// Read in place from here on (the notes and headers above were read once, with pread).
+	t->in_place = map_core(c);
 	*ret = t;
 	return NULL;
 }

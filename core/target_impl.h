@@ -94,11 +94,20 @@ struct pyu_target {
 	uint32_t sector_size;
 	// Optional (NULL: none): the target's bytes of [addr, addr+len) in place, without a
 	// copy, or NULL when the backend cannot give them so (a core file mapped into memory:
-	// its own data, not a mapped file's). Used while pyu_target_direct() is on.
+	// its own data, not a mapped file's). Used while pyu_target_direct() is on, or always
+	// when @in_place.
 	const unsigned char *(*backend_view)(struct pyu_target *t, uint64_t addr, uint64_t len);
 	// Optional: lets go of the memory views hold (pyu_target_release_views).
 	void (*backend_release)(struct pyu_target *t);
+	// Optional: called as each snapshot begins (a mapped core checks that its file has not
+	// shrunk under it, and stops reading in place if it has).
+	void (*backend_begin)(struct pyu_target *t);
 	bool direct; // pyu_target_direct()
+	// The backend's view serves every read it can, not only while direct (a core file
+	// mapped whole: the kernel's cached pages of the file, read without a copy into the
+	// page cache below, a system call, or fresh memory faulted in and zeroed for it), and
+	// prefetches do nothing. Not while a read log is kept (it must see every read).
+	bool in_place;
 	// Releases backend_data; may be NULL.
 	void (*backend_destroy)(struct pyu_target *t);
 	void *backend_data;

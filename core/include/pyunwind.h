@@ -15,7 +15,7 @@ extern "C" {
 
 // Bumped whenever a signature or a documented behaviour below changes; both adapters refuse to
 // load a library whose pyu_abi_version() differs from the number they were written for.
-#define PYU_ABI_VERSION 8
+#define PYU_ABI_VERSION 9
 
 PYU_PUBLIC uint32_t pyu_abi_version(void);
 
@@ -176,6 +176,10 @@ PYU_PUBLIC uint32_t pyu_stacks_thread_count(const struct pyu_stacks *s);
 // @pthread_id (either may be 0 for unknown); -1 when none matches.
 PYU_PUBLIC int32_t pyu_stacks_find_thread(const struct pyu_stacks *s, int64_t native_tid,
 					  uint64_t pthread_id);
+// pyu_stacks_find_thread() of each of @n kernel tids at once (no pthread ids): ret[i] for
+// tids[i]. One call for a debugger's every thread. Cannot fail (does nothing for NULLs).
+PYU_PUBLIC void pyu_stacks_find_threads(const struct pyu_stacks *s, const int64_t *tids,
+					uint32_t n, int32_t *ret);
 // Number of frames of thread @thread (error frames included); 0 for a bad index.
 PYU_PUBLIC uint32_t pyu_stacks_frame_count(const struct pyu_stacks *s, uint32_t thread);
 
@@ -308,6 +312,16 @@ PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_frames(struct pyu_stacks *s, 
 							  const uint64_t *frames, uint32_t count,
 							  const char *const *strings,
 							  uint32_t string_count);
+// pyu_stacks_set_native_frames() of @n threads in one call: threads[k] takes counts[k] frames,
+// those of the threads before it coming first in @frames. A thread whose frames are refused
+// gets the reason as its native error (pyu_stacks_set_native_error) and the others go on.
+// Fails only for bad arguments (then nothing is set) or out of memory.
+PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_threads(struct pyu_stacks *s,
+							   const uint32_t *threads,
+							   const uint32_t *counts, uint32_t n,
+							   const uint64_t *frames,
+							   const char *const *strings,
+							   uint32_t string_count);
 // Records why the native frames of @thread could not be had (shown instead of them).
 PYU_PUBLIC struct pyu_error *pyu_stacks_set_native_error(struct pyu_stacks *s, uint32_t thread,
 							 const char *message);

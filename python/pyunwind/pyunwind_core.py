@@ -15,7 +15,7 @@ import time
 import signal
 import shlex
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 
 PYU_FMT_JSON = 0x1
 PYU_FMT_SOURCE = 0x2
@@ -100,6 +100,7 @@ _SIGNATURES = {
     "pyu_stacks_destroy": (None, [_P]),
     "pyu_stacks_thread_count": (ctypes.c_uint32, [_P]),
     "pyu_stacks_find_thread": (ctypes.c_int32, [_P, ctypes.c_int64, ctypes.c_uint64]),
+    "pyu_stacks_find_threads": (None, [_P, _P, ctypes.c_uint32, _P]),
     "pyu_stacks_frame_count": (ctypes.c_uint32, [_P, ctypes.c_uint32]),
     "pyu_format_bt": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, _PP]),
     "pyu_format_line": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, _PP]),
@@ -117,6 +118,9 @@ _SIGNATURES = {
     "pyu_stacks_set_native_frames": (_P, [_P, ctypes.c_uint32, _P, ctypes.c_uint32,
                                           ctypes.POINTER(ctypes.c_char_p),
                                           ctypes.c_uint32]),
+    "pyu_stacks_set_native_threads": (_P, [_P, _P, _P, ctypes.c_uint32, _P,
+                                           ctypes.POINTER(ctypes.c_char_p),
+                                           ctypes.c_uint32]),
     "pyu_stacks_set_native_error": (_P, [_P, ctypes.c_uint32, ctypes.c_char_p]),
     "pyu_stacks_set_native_kind": (_P, [_P, ctypes.c_uint32, ctypes.c_uint32]),
     "pyu_stacks_clear_native": (_P, [_P, ctypes.c_uint32]),
@@ -450,6 +454,15 @@ class Stacks(_Handle):
     def find_thread(self, tid, pthread_id):
         return self.lib.lib.pyu_stacks_find_thread(self.handle, tid or 0, pthread_id or 0)
 
+    def find_threads(self, tids):
+        """find_thread(tid, 0) of each kernel tid (0: unknown, -1), in one call."""
+        tids = array.array("q", tids)
+        found = array.array("i", bytes(4 * len(tids)))
+        if tids:
+            self.lib.lib.pyu_stacks_find_threads(self.handle, tids.buffer_info()[0],
+                                                 len(tids), found.buffer_info()[0])
+        return found
+
     def _text(self, fn, *args):
         out = ctypes.c_void_p()
         self.lib.check(fn(self.handle, *(args + (ctypes.byref(out),))))
@@ -460,17 +473,19 @@ class Stacks(_Handle):
         frame (pc, sp, cfa, function, library, file, line, kind), innermost first, unknowns
         None/0; kind: NATIVE_INLINE, NATIVE_ARTIFICIAL (a frame the debugger made up for a
         tail call) or 0. An sp of 0 beside a known cfa is where the frame's stack starts as
-        the core works it out (pyu_stacks_set_native_frames). Returns (thread, message) for
-        each thread the core refused. One call into the core a thread, the numbers of all
-        packed by `array` and each distinct name encoded once for all: a call a frame cost
-        4-5 us, ctypes arrays filled an element at a time as much, and a table a thread
-        cost more than the calls it saved where threads have few frames."""
+        the core works it out (pyu_stacks_set_native_frames). A thread the core refuses gets
+        the reason as its native error. One call into the core for all (a ctypes call costs
+        2-4 us, a thread's own call as much as its frames' packing where threads have two
+        frames), the numbers of all packed by `array` and each distinct name encoded once:
+        a call a frame cost 4-5 us, ctypes arrays filled an element at a time as much."""
         index = {None: 0}
         numbers = []
         add = numbers.extend
-        spans = []
+        ids = array.array("I")
+        counts = array.array("I")
         for thread, frames in threads:
-            spans.append((thread, len(numbers), len(frames)))
+            ids.append(thread)
+            counts.append(len(frames))
             for pc, sp, cfa, function, library, file, line, kind in frames:
                 f = index.get(function)
                 if f is None:
@@ -486,16 +501,10 @@ class Stacks(_Handle):
         packed = array.array("Q", numbers)
         strings = [_enc(text) for text in index if text is not None]
         table = (ctypes.c_char_p * len(strings))(*strings)
-        base, size = packed.buffer_info()[0], packed.itemsize
-        set_frames = self.lib.lib.pyu_stacks_set_native_frames
-        refused = []
-        for thread, start, count in spans:
-            try:
-                self.lib.check(set_frames(self.handle, thread, base + start * size, count,
-                                          table, len(strings)))
-            except PyunwindError as e:
-                refused.append((thread, str(e)))
-        return refused
+        if ids:
+            self.lib.check(self.lib.lib.pyu_stacks_set_native_threads(
+                self.handle, ids.buffer_info()[0], counts.buffer_info()[0], len(ids),
+                packed.buffer_info()[0], table, len(strings)))
 
     def set_native_error(self, thread, message):
         self.lib.check(self.lib.lib.pyu_stacks_set_native_error(self.handle, thread,
@@ -664,6 +673,11 @@ class DebuggerView(object):
         (0 when unknown) finds no snapshot thread."""
         raise NotImplementedError
 
+    def native_tids(self):
+        """The kernel tids native_threads() will give, in a list, where the view can list
+        them cheaply first (then the snapshot's threads are looked up at once); else None."""
+        return None
+
     def interrupted(self):
         """True when the user asked the debugger to stop the command running (its own
         interrupt check), where the debugger offers one to poll; False otherwise."""
@@ -827,11 +841,20 @@ class Session(object):
         if want is not None and not want:
             return
         unwound = []
+        # The kernel's ids of every thread at once where the view lists them first (one
+        # call into the core, not one a thread).
+        tids = view.native_tids()
+        found = dict(zip(tids, stacks.find_threads(tids))) if tids is not None else None
         for tid, pthread_id, frames in view.native_threads():
             # The kernel's id first: a debugger's pthread id may cost more to ask for than
             # the lookup (gdb without libthread_db raises for it) and is asked only when the
             # kernel's id finds no thread.
-            idx = stacks.find_thread(tid, 0) if tid else -1
+            if not tid:
+                idx = -1
+            elif found is not None and tid in found:
+                idx = found[tid]
+            else:
+                idx = stacks.find_thread(tid, 0)
             if idx < 0:
                 pthread_id = pthread_id() if callable(pthread_id) else pthread_id
                 if pthread_id:
@@ -843,8 +866,7 @@ class Session(object):
             except PyunwindError as e:
                 stacks.set_native_error(idx, str(e))
             self._native.add(idx)
-        for idx, message in stacks.add_native_frames(unwound):
-            stacks.set_native_error(idx, message)
+        stacks.add_native_frames(unwound)
 
     def native_text(self, view, level, tid=None, pthread_id=0):
         """The Python frames native frame @level of thread @tid (default: the selected one)

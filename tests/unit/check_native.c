@@ -167,6 +167,59 @@ START_TEST(test_frames_in_one_call)
 }
 END_TEST
 
+// Every thread's frames in one call: a thread refused (a bad record) gets the reason as its
+// native error and the others keep theirs; a thread the snapshot lacks is passed over. The
+// kernel tids of several threads looked up at once.
+START_TEST(test_threads_in_one_call)
+{
+	struct pyu_stacks *s = snapshot(PYU_PLACE_BY_ENTRY_FRAME, NULL, 0);
+	struct pyu_thread_info *more = realloc(s->threads, 2 * sizeof(*more));
+	ck_assert_ptr_nonnull(more);
+	memset(&more[1], 0, sizeof(more[1]));
+	s->threads = more;
+	s->thread_count = 2;
+	s->threads[0].native_thread_id = 700;
+	s->threads[1].native_thread_id = 701;
+	int64_t tids[] = {701, 5, 700, 0};
+	int32_t found[4] = {9, 9, 9, 9};
+	pyu_stacks_find_threads(s, tids, 4, found);
+	ck_assert_int_eq(found[0], 1);
+	ck_assert_int_eq(found[1], -1);
+	ck_assert_int_eq(found[2], 0);
+	ck_assert_int_eq(found[3], -1);
+
+	const char *strings[] = {"read", "libc.so.6"};
+	uint64_t frames[][PYU_NATIVE_FIELDS] = {
+		{0x1000, 0x8000, 0, 0, 0, 1, 2, 0}, // thread 0
+		{0x1100, 0x8100, 0, 0, 0, 1, 2, 0},
+		{0x2000, 0x9000, 0, 0, 0, 3, 2, 0}, // thread 1: string 3 of 2
+		{0x3000, 0xa000, 0, 0, 0, 1, 2, 0}, // thread 7: not in the snapshot
+	};
+	uint32_t threads[] = {0, 1, 7}, counts[] = {2, 1, 1};
+	ck_assert_ptr_null(pyu_stacks_set_native_threads(s, threads, counts, 3, &frames[0][0],
+							 strings, 2));
+	ck_assert_uint_eq(s->threads[0].native_count, 2);
+	ck_assert_uint_eq(s->threads[0].native[1].sp, 0x8100);
+	ck_assert_str_eq(s->threads[0].native[1].function, "read");
+	ck_assert_ptr_null(s->threads[0].native_error);
+	ck_assert_uint_eq(s->threads[1].native_count, 0);
+	ck_assert_ptr_nonnull(s->threads[1].native_error);
+	ck_assert_ptr_nonnull(strstr(s->threads[1].native_error, "string"));
+
+	// Bad arguments set nothing.
+	struct pyu_error *bad = pyu_stacks_set_native_threads(s, threads, counts, 1, NULL,
+							      strings, 2);
+	ck_assert_int_eq(pyu_error_code(bad), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(bad);
+	ck_assert_uint_eq(s->threads[0].native_count, 2);
+	bad = pyu_stacks_set_native_threads(s, NULL, counts, 1, &frames[0][0], strings, 2);
+	ck_assert_int_eq(pyu_error_code(bad), PYU_ERR_ARGUMENT);
+	pyu_error_destroy(bad);
+	ck_assert_ptr_null(pyu_stacks_set_native_threads(s, NULL, NULL, 0, NULL, NULL, 0));
+	pyu_stacks_destroy(s);
+}
+END_TEST
+
 // Markers must go outward; one missing marker, or an unreadable Python frame, stops the merge.
 START_TEST(test_bad_markers)
 {
@@ -306,6 +359,7 @@ static Suite *native_suite(void)
 	tcase_add_test(tc, test_entry_frames);
 	tcase_add_test(tc, test_inline_frames);
 	tcase_add_test(tc, test_frames_in_one_call);
+	tcase_add_test(tc, test_threads_in_one_call);
 	tcase_add_test(tc, test_cut_stack);
 	tcase_add_test(tc, test_bad_markers);
 	tcase_add_test(tc, test_eval_symbol);
